@@ -1,0 +1,54 @@
+"""Backend registry. Optional SDKs are imported inside each factory, so a missing extra never
+breaks ``import leader_eval`` (inspect_ai's lazy provider registration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from leader_eval.backends.base import Backend, BackendError, Completion, SampleRequest, SamplingParams
+from leader_eval.errors import LeaderEvalError
+
+__all__ = ["Backend", "BackendError", "Completion", "SampleRequest", "SamplingParams", "resolve_backend"]
+
+
+def resolve_backend(spec: str, **options: Any) -> Backend:
+    """Build the backend a model spec names.
+
+    ``local:smollm2`` | ``gguf:/path/model.gguf`` | ``replay:RUN_DIR`` |
+    ``openai:http://host:port/v1#model`` (or ``model=`` option) | ``tinker://...``
+    """
+    if spec.startswith("local:"):
+        from leader_eval.backends.local import LocalBackend, embedded_model_path
+
+        name = spec.split(":", 1)[1]
+        return LocalBackend(embedded_model_path(name), spec, n_ctx=options.get("context_length"))
+    if spec.startswith("gguf:"):
+        from leader_eval.backends.local import LocalBackend
+
+        path = Path(spec.split(":", 1)[1]).expanduser()
+        if not path.is_file():
+            raise LeaderEvalError(f"--model {spec}: no such GGUF file")
+        # the model id names the file, not the machine-specific directory it sits in
+        return LocalBackend(path, f"gguf:{path.name}", n_ctx=options.get("context_length"))
+    if spec.startswith("replay:"):
+        from leader_eval.backends.replay import ReplayBackend
+
+        return ReplayBackend(Path(spec.split(":", 1)[1]))
+    if spec.startswith("openai:"):
+        try:
+            from leader_eval.backends.openai_compat import backend_from_spec
+        except ImportError as exc:
+            raise LeaderEvalError(f"--model {spec}: the OpenAI-compatible backend is unavailable: {exc}") from exc
+        backend: Backend = backend_from_spec(spec, **options)
+        return backend
+    if spec.startswith("tinker://") or spec.startswith("tinker:"):
+        try:
+            from leader_eval.backends.tinker import backend_from_spec as tinker_from_spec
+        except ImportError as exc:
+            raise LeaderEvalError(f"--model {spec}: the Tinker backend is unavailable: {exc}") from exc
+        tinker_backend: Backend = tinker_from_spec(spec, **options)
+        return tinker_backend
+    raise LeaderEvalError(
+        f"--model {spec!r}: unknown model spec (use local:smollm2, gguf:PATH, replay:RUN_DIR, openai:URL#MODEL, tinker://...)"
+    )

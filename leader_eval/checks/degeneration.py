@@ -1,0 +1,293 @@
+"""Output-shape checks: empty, truncated, looping, or only restating the prompt.
+
+The longest repeated substring is found with polynomial hashes of fixed-length windows
+(vectorised with numpy, verified by string comparison, so a hash collision can never make a
+repeat up). A single window length decides pass/fail (``ceil`` of the threshold); the exact
+length and the repeated span are computed only for outputs that fail. Long outputs are judged
+on their last ``window_chars`` characters: a runaway loop runs to the end of the output.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from leader_eval.types import CheckResult, Finding, Reason
+
+# end-of-turn/end-of-text tokens of common chat templates: an output made only of these is empty
+_END_TOKENS = (
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|end_of_text|>",
+    "<|end|>",
+    "<|return|>",
+    "<end_of_turn>",
+    "<eos>",
+    "</s>",
+    "<\uff5cend\u2581of\u2581sentence\uff5c>",
+)
+
+
+@dataclass(frozen=True)
+class DegenerationConfig:
+    ngram: int = 4
+    max_ngram_repeat_fraction: float = 0.5  # fraction of word n-grams that are repeats
+    max_repeated_substring_fraction: float = 0.5  # longest repeated substring / len(text)
+    min_chars: int = 40  # shorter texts are never called loops
+    max_prompt_overlap: float = 0.8  # replies that only restate the prompt
+    eot_tokens: tuple[str, ...] = ()  # the model's own end-of-turn tokens (beside the common ones)
+    min_restate_words: int = 8  # shorter replies may quote the prompt freely ("@Ada take the map task")
+    window_chars: int = 65_536  # longer outputs: judged on their tail (bounds the time per output)
+
+
+# --- hashing ------------------------------------------------------------------------------
+
+_MASK = (1 << 64) - 1
+_BASE = 0x100000001B3  # odd, so invertible modulo 2**64
+_BASE_INV = pow(_BASE, -1, 1 << 64)
+
+
+@functools.lru_cache(maxsize=4)
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """BASE**i and BASE**-i modulo 2**64 for i < n (numpy integer arithmetic wraps)."""
+    pw = np.empty(n, dtype=np.uint64)
+    inv = np.empty(n, dtype=np.uint64)
+    pw[0] = inv[0] = 1
+    if n > 1:
+        pw[1:] = _BASE
+        inv[1:] = _BASE_INV
+        np.cumprod(pw, out=pw)
+        np.cumprod(inv, out=inv)
+    return pw, inv
+
+
+def _power_table(n: int) -> tuple[np.ndarray, np.ndarray]:
+    size = 4096
+    while size < n:
+        size *= 2
+    pw, inv = _powers(size)
+    return pw[:n], inv[:n]
+
+
+class _Repeats:
+    """Fixed-length repeated windows of one text."""
+
+    def __init__(self, text: str, codes: np.ndarray | None = None) -> None:
+        self.text = text
+        n = self.n = len(text)
+        if codes is None:
+            codes = _codes(text)
+        pw, self.inv = _power_table(n + 1)
+        self.prefix = np.zeros(n + 1, dtype=np.uint64)
+        np.cumsum(codes * pw[:n], out=self.prefix[1:])
+
+    def _hashes(self, length: int) -> np.ndarray:
+        m = self.n - length + 1
+        return (self.prefix[length : length + m] - self.prefix[:m]) * self.inv[:m]
+
+    def any_repeat(self, length: int) -> bool:
+        """Cheap test (may say True on a hash collision; ``pair`` then verifies)."""
+        if length < 1 or length >= self.n:
+            return False
+        s = np.sort(self._hashes(length))
+        return bool((s[1:] == s[:-1]).any())
+
+    def pair(self, length: int) -> tuple[int, int] | None:
+        """The leftmost window of ``length`` chars that occurs again later, and that next
+        occurrence; verified by comparing the strings."""
+        if length < 1 or length >= self.n:
+            return None
+        h = self._hashes(length)
+        order = np.argsort(h, kind="stable")
+        hs = h[order]
+        eq = np.flatnonzero(hs[1:] == hs[:-1])
+        if eq.size == 0:
+            return None
+        firsts = order[eq]
+        seconds = order[eq + 1]
+        t = self.text
+        for k in np.argsort(firsts, kind="stable")[:64]:
+            i, j = int(firsts[k]), int(seconds[k])
+            if t[i : i + length] == t[j : j + length]:
+                return i, j
+        return None
+
+    def extend(self, i: int, j: int, length: int) -> tuple[int, int, int]:
+        """Grow an equal pair (i, j) of ``length`` chars as far as both sides agree."""
+        t = self.text
+        lo, hi = 0, self.n - (j + length)  # right extension: the largest k with equal slices
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if t[i + length : i + length + mid] == t[j + length : j + length + mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        length += lo
+        lo, hi = 0, i  # left extension
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if t[i - mid : i] == t[j - mid : j]:
+                lo = mid
+            else:
+                hi = mid - 1
+        return i - lo, j - lo, length + lo
+
+    def longest(self, start: int = 1) -> tuple[int, int, int]:
+        """Longest repeated substring at least ``start`` long as (i, j, length); (0, 0, 0) if none.
+
+        Known to exist at ``start`` (or ``start`` == 1): grow from there. Each round either
+        proves the current length maximal or finds a longer verified pair.
+        """
+        found = self.pair(start)
+        if found is None:
+            return 0, 0, 0
+        i, j, length = self.extend(found[0], found[1], start)
+        while True:
+            nxt = self.pair(length + 1)
+            if nxt is None:
+                # the leftmost pair of the final length, for a stable report
+                first = self.pair(length)
+                return (first[0], first[1], length) if first else (i, j, length)
+            i, j, length = self.extend(nxt[0], nxt[1], length + 1)
+
+    def longest_below(self, limit: int) -> tuple[int, int, int]:
+        """Longest repeated substring shorter than ``limit`` (binary search on the length)."""
+        lo, hi = 0, limit - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            found = self.pair(mid)
+            if found is None:
+                hi = mid - 1
+            else:  # a verified pair that extends to E proves every length up to E
+                lo = min(self.extend(found[0], found[1], mid)[2], hi)
+        first = self.pair(lo) if lo else None
+        return (first[0], first[1], lo) if first else (0, 0, 0)
+
+
+# --- word n-grams -------------------------------------------------------------------------
+
+
+def _codes(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
+
+
+def _grams(text: str, n: int) -> tuple[set[tuple[str, ...]], int]:
+    """Distinct casefolded word n-grams of ``text`` and how many n-grams there are.
+    (Measured: a set of word tuples beat 64-bit word hashes combined in numpy here.)"""
+    words = text.lower().split()
+    return set(zip(*(words[k:] for k in range(n)), strict=False)), max(0, len(words) - n + 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _prompt_grams(prompt_text: str, n: int) -> frozenset[tuple[str, ...]]:
+    # cached: every sample of a case shares one prompt
+    return frozenset(_grams(prompt_text, n)[0])
+
+
+@functools.lru_cache(maxsize=32)
+def _end_token_pattern(extra: tuple[str, ...]) -> re.Pattern[str]:
+    tokens = sorted({*_END_TOKENS, *extra} - {""}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(t) for t in tokens))
+
+
+def _is_empty(text: str, cfg: DegenerationConfig) -> bool:
+    stripped = text.strip()
+    if not stripped:
+        return True
+    if len(stripped) > 200:  # can't be only end tokens; skip the substitution
+        return False
+    return not _end_token_pattern(cfg.eot_tokens).sub("", stripped).strip()
+
+
+def _context(text: str, start: int, end: int) -> str:
+    head = text[start : min(end, start + 60)]
+    snippet = head + (" …" if end - start > 60 else "")
+    return snippet.replace("\r", "\\r").replace("\n", "\\n")
+
+
+# --- the checks ---------------------------------------------------------------------------
+
+
+def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: DegenerationConfig) -> CheckResult:
+    stripped_len = len(text.strip())
+    if stripped_len < cfg.min_chars:
+        return CheckResult("repetition", True, detail=f"shorter than {cfg.min_chars} chars: not judged")
+    offset = max(0, len(text) - cfg.window_chars)
+    window = text[offset:]
+    n = len(window)
+    ngram_frac = 1.0 - len(distinct) / total if total else 0.0
+    # fail iff longest / n > threshold, i.e. longest >= floor(threshold * n) + 1
+    need = int(cfg.max_repeated_substring_fraction * n) + 1
+    reps = _Repeats(window)
+    long_repeat = need < n and reps.any_repeat(need) and reps.pair(need) is not None
+    data: dict[str, Any] = {
+        "ngram": cfg.ngram,
+        "ngram_repeat_fraction": round(ngram_frac, 4),
+        "chars_judged": n,
+        "window_start": offset,
+    }
+    ngram_fail = ngram_frac > cfg.max_ngram_repeat_fraction
+    if not long_repeat and not ngram_fail:
+        # exact length not needed to pass: it is below the threshold
+        data["longest_repeat_fraction"] = None
+        data["longest_repeat_below"] = need
+        return CheckResult("repetition", True, data=data)
+    i, j, length = reps.longest(need) if long_repeat else reps.longest_below(need)
+    frac = length / n if n else 0.0
+    data["longest_repeat_fraction"] = round(frac, 4)
+    data["longest_repeat_chars"] = length
+    findings: tuple[Finding, ...] = ()
+    if length:
+        start, end = offset + i, offset + j + length
+        data["repeated_span"] = [start, end]
+        data["repeated_text"] = text[offset + i : offset + i + min(length, 200)]
+        findings = (Finding(Reason.REPETITION, start, end, text[start:end], _context(text, start, end)),)
+    why = []
+    if ngram_fail:
+        why.append(f"{ngram_frac:.0%} of word {cfg.ngram}-grams repeat (max {cfg.max_ngram_repeat_fraction:.0%})")
+    if long_repeat:
+        limit = cfg.max_repeated_substring_fraction
+        why.append(f"a {length}-char run repeats ({frac:.0%} of the text, max {limit:.0%})")
+    return CheckResult("repetition", False, Reason.REPETITION, "; ".join(why), findings=findings, data=data)
+
+
+def _restates(distinct: set[tuple[str, ...]], total: int, prompt_text: str, cfg: DegenerationConfig) -> CheckResult:
+    if not prompt_text or not distinct or total + cfg.ngram - 1 < cfg.min_restate_words:
+        return CheckResult("restates_prompt", True, data={"prompt_overlap": None})
+    prompt = _prompt_grams(prompt_text, cfg.ngram)
+    overlap = len(distinct & prompt) / len(distinct)
+    data = {"prompt_overlap": round(overlap, 4), "ngram": cfg.ngram}
+    if overlap > cfg.max_prompt_overlap:
+        detail = f"{overlap:.0%} of the reply's word {cfg.ngram}-grams are copied from the prompt"
+        return CheckResult("restates_prompt", False, Reason.RESTATES_PROMPT, detail, data=data)
+    return CheckResult("restates_prompt", True, data=data)
+
+
+def check_degeneration(
+    text: str, *, stop_reason: str | None, prompt_text: str, cfg: DegenerationConfig
+) -> list[CheckResult]:
+    """Four named checks, always in this order: empty, truncated, repetition, restates_prompt."""
+    empty = _is_empty(text, cfg)
+    results = [
+        CheckResult("empty", False, Reason.EMPTY, "no visible text", hard=True)
+        if empty
+        else CheckResult("empty", True),
+        CheckResult("truncated", False, Reason.TRUNCATED, "stopped at the token limit")
+        if stop_reason == "length"
+        else CheckResult("truncated", True),
+    ]
+    if empty:
+        results.append(CheckResult("repetition", True, detail="empty: not judged"))
+        results.append(CheckResult("restates_prompt", True, detail="empty: not judged"))
+        return results
+    window = text[max(0, len(text) - cfg.window_chars) :]
+    distinct, total = _grams(window, max(1, cfg.ngram))
+    results.append(_repetition(text, distinct, total, cfg))
+    results.append(_restates(distinct, total, prompt_text, cfg))
+    return results

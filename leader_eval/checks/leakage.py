@@ -1,0 +1,468 @@
+"""Leak detection: what the room sees that it never should.
+
+One combined regex finds every markup-shaped candidate in a single scan; a few small
+post-passes decide the cases a regex cannot (pairing reasoning tags, parsing a JSON
+envelope, code spans, scaffold echoes). The rules of judgement are in docs/leakage.md.
+
+Every pattern here is linear-time: no nested quantifiers, and every quantifier that
+could run into the next candidate is bounded and stops at the characters that start one
+(``<``, ``[``, ``{``, newline). bench/bench_checks.py checks this structurally and on
+adversarial inputs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+
+from leader_eval.types import Finding, Reason
+
+# --- candidate patterns ------------------------------------------------------------------
+# Each entry is (kind, first character, rest of the pattern). The combined regex groups them
+# by first character: a top-level alternation whose branches all start with a literal lets
+# the regex engine skip non-candidate positions in C (measured: 6 us vs 224 us per 2 KB).
+
+_TOOL_TAG_NAMES = (
+    "tool_use|tool_call|tool_calls|tool_code|tool_result|tool_results|tool_response"
+    "|function_calls|function_call|function_results"
+)
+
+_BUILTIN: tuple[tuple[str, str, str], ...] = (
+    # tool-call markup tags of common protocols (Anthropic-style XML, Hermes/Qwen, Qwen3-coder)
+    ("tool", "<", rf"/?(?i:{_TOOL_TAG_NAMES})(?:\s[^<>\n]{{0,200}})?>"),
+    ("tool", "<", r"function=[^<>\n]{1,200}>"),
+    ("tool", "<", r"/(?:function|invoke|parameter)>"),
+    ("tool", "<", r"invoke\s{1,5}name=[^<>\n]{0,200}>?"),
+    ("tool", "<", r"parameter(?:=|\s{1,5}name=)[^<>\n]{1,200}>"),
+    # Mistral control words
+    ("tool", "[", r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"),
+    # reasoning tags (paired later)
+    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad)>"),
+    ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
+    # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones
+    ("special", "<", r"\|[^|<>\s]{1,64}\|>"),
+    ("special", "<", "\uff5c[^\uff5c<>\\s]{1,64}\uff5c>"),
+    ("special", "<", r"(?:start_of_turn|end_of_turn|eos|bos|pad|unk|/s|sop|eop|start_of_image|end_of_image)>"),
+    ("special", "<", r"</?SYS>>"),
+    ("special", "[", r"/?(?:INST|SYSTEM_PROMPT)\]|gMASK\]"),
+    # unrendered template syntax and placeholders (linear versions of render.PLACEHOLDER_PATTERNS,
+    # plus a few shapes the field notes saw: <AGENT_NAME>-style and {snake_case} names)
+    ("ph", "{", r"\{[^{}\n]{0,200}\}\}"),
+    ("ph", "{", r"%[^%\n]{0,200}%\}"),
+    ("ph", "{", r"#[^#\n]{0,200}#\}"),
+    ("ph", "{", r"(?:current_goal|goal|agent_name|room|name|task|TODO|[a-z][a-z0-9]{0,40}_[a-z0-9_]{1,60})\}"),
+    (
+        "ph",
+        "[",
+        r"(?:PLACEHOLDER|TODO|TBD|(?:TODO|TBD):[^\[\]\n]{0,200}|INSERT\b[^\[\]\n]{0,200}"
+        r"|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}|YOUR [A-Z ]{1,80})\]",
+    ),
+    (
+        "ph",
+        "<",
+        r"(?:GOAL|PLACEHOLDER|TODO|TBD|INSERT\b[^<>\n]{0,200}|CURRENT_GOAL|AGENT_NAME"
+        r"|[A-Z][A-Z0-9]{0,40}_[A-Z0-9_]{1,60})>",
+    ),
+    # the start of a JSON (or Python-dict) object whose first key names a tool call's parts
+    ("json", "{", r"\s{0,20}[\"'](?:name|tool|tool_name|function|type|id|arguments|parameters)[\"']\s{0,20}:"),
+)
+
+_JSON_NAME_KEYS = ("name", "tool", "tool_name", "function")
+_JSON_ARG_KEYS = ("arguments", "parameters", "args", "input")
+# fallback for malformed objects (truncated, single-quoted, trailing commas)
+_LOOSE_NAME = re.compile(r"[\"'](?:name|tool|tool_name)[\"']\s{0,20}:\s{0,20}[\"']")
+_LOOSE_ARGS = re.compile(r"[\"'](?:arguments|parameters|args|input)[\"']\s{0,20}:")
+_JSON_MAX_CHARS = 20_000  # an object longer than this is data, not a call envelope
+_JSON_MAX_CANDIDATES = 64  # per text: bounds the work on adversarial input
+_LOOSE_WINDOW = 1_000
+
+# names inside special-token brackets that mark tool-call framing rather than chat framing
+_TOOLISH = re.compile(r"tool|function|python_tag")
+
+_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.MULTILINE)
+_INLINE_CODE = re.compile(r"`[^`\n]{1,500}`")
+
+_KIND_REASON = {
+    "tool": Reason.LEAK_TOOL_MARKUP,
+    "reason": Reason.LEAK_REASONING,
+    "declared": Reason.LEAK_REASONING,
+    "special": Reason.LEAK_SPECIAL_TOKEN,
+    "tok": Reason.LEAK_SPECIAL_TOKEN,
+    "marker": Reason.LEAK_MARKER,
+    "ph": Reason.LEAK_PLACEHOLDER,
+    "json": Reason.LEAK_TOOL_MARKUP,
+}
+# kinds that are judged as code content inside a closed fence or inline code span
+_CODE_EXEMPT = frozenset({"tool", "reason", "declared", "ph", "json"})
+
+_CONTEXT_CHARS = 60
+# a text with more leaks than this is hopeless anyway; the cap bounds the time on inputs
+# such as "<think>" * 50000, where building 50,000 findings was the cost
+MAX_FINDINGS = 1000
+
+
+@dataclass(frozen=True)
+class LeakConfig:
+    """What counts as a leak for one suite (see docs/leakage.md)."""
+
+    special_tokens: tuple[str, ...] = ()
+    eot_tokens: tuple[str, ...] = ()
+    reasoning_tags: tuple[str, str] | None = None
+    markers: tuple[str, ...] = ("[NO CHAT]",)
+    allowed_markers: tuple[str, ...] = ()
+    placeholder_patterns: tuple[str, ...] = ()
+    forbid: tuple[str, ...] = ()
+    scaffold_texts: tuple[str, ...] = ()
+    scaffold_min_words: int = 12  # a verbatim run of this many scaffold words is an echo
+
+
+@dataclass(frozen=True)
+class _ScaffoldIndex:
+    words: tuple[tuple[str, ...], ...]
+    grams: dict[tuple[str, ...], tuple[tuple[int, int], ...]]
+    gram: int
+    stride: int
+    min_words: int
+
+
+@dataclass(frozen=True)
+class CompiledLeakConfig:
+    config: LeakConfig
+    scanner: re.Pattern[str]
+    extra: tuple[tuple[Reason, re.Pattern[str]], ...]
+    eot_tokens: tuple[str, ...]
+    reasoning_tags: tuple[str, str] | None
+    allowed: frozenset[str]
+    scaffold: _ScaffoldIndex | None = field(default=None)
+
+
+def _group_by_first_char(entries: list[tuple[str, str, str]]) -> str:
+    branches: dict[str, list[str]] = {}
+    for i, (kind, first, rest) in enumerate(entries):
+        branches.setdefault(first, []).append(f"(?P<{kind}_{i}>{rest})")
+    return "|".join(f"{re.escape(first)}(?:{'|'.join(alts)})" for first, alts in branches.items())
+
+
+def _marker_entry(marker: str) -> tuple[str, str]:
+    # "[brb:" also matches "[brb: back in 5]": the marker's own text plus its argument
+    if marker.endswith(":"):
+        return marker[0], re.escape(marker[1:]) + r"(?:[^\[\]\n]{0,200}\])?"
+    return marker[0], re.escape(marker[1:])
+
+
+def _words(text: str) -> list[str]:
+    """Casefolded runs of word characters (what an echo is compared on): ``\\w+``."""
+    if text.isascii():  # same words as the regex, about 3x faster
+        return text.translate(_ASCII_NONWORD).lower().split()
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+_WORD = re.compile(r"\w+")
+_WORD_SPLIT = re.compile(r"(\w+)")
+# every ASCII character that \w does not match (whitespace included) becomes a space
+_ASCII_NONWORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+
+
+def _build_scaffold(texts: tuple[str, ...], min_words: int) -> _ScaffoldIndex | None:
+    if not texts or min_words < 2:
+        return None
+    # Any run of min_words equal words contains a gram-long window starting at a multiple of
+    # stride (gram + stride - 1 <= min_words), so the output side hashes only every stride-th
+    # window instead of all of them.
+    gram = (min_words + 1) // 2
+    stride = min_words - gram + 1
+    words = tuple(tuple(_words(t)) for t in texts)
+    grams: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    for ti, ws in enumerate(words):
+        for i in range(len(ws) - gram + 1):
+            hits = grams.setdefault(ws[i : i + gram], [])
+            if len(hits) < 16:
+                hits.append((ti, i))
+    frozen = {k: tuple(v) for k, v in grams.items()}
+    return _ScaffoldIndex(words, frozen, gram, stride, min_words)
+
+
+@functools.lru_cache(maxsize=256)
+def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
+    """Precompile one suite's leak rules (cached: call it freely)."""
+    entries: list[tuple[str, str, str]] = []
+    if cfg.reasoning_tags:
+        for tag in cfg.reasoning_tags:
+            if tag:
+                entries.append(("declared", tag[0], re.escape(tag[1:])))
+    tokens = sorted({t for t in (*cfg.special_tokens, *cfg.eot_tokens) if t}, key=len, reverse=True)
+    for tok in tokens:
+        entries.append(("tok", tok[0], re.escape(tok[1:])))
+    entries.extend(_BUILTIN)
+    allowed = frozenset(cfg.allowed_markers)
+    for marker in sorted({m for m in cfg.markers if m and m not in allowed}, key=len, reverse=True):
+        first, rest = _marker_entry(marker)
+        entries.append(("marker", first, rest))
+    scanner = re.compile(_group_by_first_char(entries))
+    extra = tuple((Reason.LEAK_PLACEHOLDER, re.compile(p)) for p in cfg.placeholder_patterns) + tuple(
+        (Reason.FORBIDDEN_PATTERN, re.compile(p)) for p in cfg.forbid
+    )
+    return CompiledLeakConfig(
+        config=cfg,
+        scanner=scanner,
+        extra=extra,
+        eot_tokens=tuple(sorted({t for t in cfg.eot_tokens if t}, key=len, reverse=True)),
+        reasoning_tags=cfg.reasoning_tags if cfg.reasoning_tags and all(cfg.reasoning_tags) else None,
+        allowed=allowed,
+        scaffold=_build_scaffold(cfg.scaffold_texts, cfg.scaffold_min_words),
+    )
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _context(text: str, start: int, end: int) -> str:
+    """The line around the match, cut to about 60 characters either side (newlines in a
+    multi-line match shown as \\n). Line ends are searched only as far as the context reaches:
+    a whole-text search made many findings on one long line quadratic."""
+    lo = max(0, start - _CONTEXT_CHARS)
+    hi = min(len(text), end + _CONTEXT_CHARS)
+    lo = text.rfind("\n", lo, start) + 1 or lo
+    nl = text.find("\n", end, hi)
+    hi = hi if nl < 0 else nl
+    if end - start > 3 * _CONTEXT_CHARS:  # a long block: its head and its tail
+        snippet = text[lo : start + _CONTEXT_CHARS] + " … " + text[end - _CONTEXT_CHARS : hi]
+    else:
+        snippet = text[lo:hi]
+    snippet = snippet.replace("\r", "\\r").replace("\n", "\\n")
+    head = "…" if lo > 0 and text[lo - 1] != "\n" else ""
+    tail = "…" if hi < len(text) and text[hi] != "\n" else ""
+    return head + snippet + tail
+
+
+class _CodeSpans:
+    """Closed fenced blocks and inline code spans, computed only when a candidate needs it."""
+
+    def __init__(self, text: str, lo: int, hi: int) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        fences = [m for m in _FENCE.finditer(text, lo, hi)]
+        spans: list[tuple[int, int]] = []
+        i = 0
+        while i + 1 < len(fences):
+            open_m = fences[i]
+            # the closer is the next fence line of the same kind
+            j = i + 1
+            while j < len(fences) and fences[j].group(1) != open_m.group(1):
+                j += 1
+            if j == len(fences):
+                break
+            close_end = text.find("\n", fences[j].end())
+            spans.append((open_m.start(), hi if close_end < 0 or close_end > hi else close_end))
+            i = j + 1
+        prev = lo
+        for s, e in spans:
+            spans_inline = [(m.start(), m.end()) for m in _INLINE_CODE.finditer(text, prev, s)]
+            self._add(spans_inline)
+            self._add([(s, e)])
+            prev = e
+        self._add([(m.start(), m.end()) for m in _INLINE_CODE.finditer(text, prev, hi)])
+
+    def _add(self, spans: list[tuple[int, int]]) -> None:
+        for s, e in spans:
+            self.starts.append(s)
+            self.ends.append(e)
+
+    def contains(self, start: int, end: int) -> bool:
+        k = bisect.bisect_right(self.starts, start) - 1
+        return k >= 0 and end <= self.ends[k]
+
+
+def _visible_bounds(text: str, c: CompiledLeakConfig) -> tuple[int, int]:
+    """The part of raw text the room sees: minus a declared leading reasoning block and one
+    trailing end-of-turn token."""
+    lo, hi = 0, len(text)
+    if c.eot_tokens:
+        stripped = len(text.rstrip())
+        for tok in c.eot_tokens:
+            if stripped >= len(tok) and text.startswith(tok, stripped - len(tok)):
+                hi = stripped - len(tok)
+                break
+    if c.reasoning_tags:
+        open_tag, close_tag = c.reasoning_tags
+        first = len(text) - len(text.lstrip())
+        if text.startswith(open_tag, first):
+            close = text.find(close_tag, first + len(open_tag), hi)
+            if close >= 0:
+                lo = close + len(close_tag)
+    return lo, hi
+
+
+def _is_envelope(obj: object, depth: int = 0) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(obj, dict):
+        has_name = any(isinstance(obj.get(k), str) and obj.get(k) for k in _JSON_NAME_KEYS)
+        has_args = any(k in obj and isinstance(obj[k], (dict, str, list)) for k in _JSON_ARG_KEYS)
+        if has_name and has_args:
+            return True
+        # OpenAI style {"type": "function", "function": {"name": ..., "arguments": ...}}
+        fn = obj.get("function")
+        if isinstance(fn, dict) and _is_envelope(fn, depth + 1):
+            return True
+        return any(_is_envelope(v, depth + 1) for v in obj.values() if isinstance(v, (dict, list)))
+    if isinstance(obj, list):
+        return any(_is_envelope(v, depth + 1) for v in obj[:32])
+    return False
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _json_envelope(text: str, pos: int, hi: int) -> tuple[bool, int]:
+    """Whether the object starting at ``pos`` is a tool-call envelope; and where it ends."""
+    chunk = text[pos : min(hi, pos + _JSON_MAX_CHARS)]
+    try:
+        obj, end = _DECODER.raw_decode(chunk)
+    except (ValueError, RecursionError):
+        window = chunk[:_LOOSE_WINDOW]
+        para = window.find("\n\n")
+        if para >= 0:
+            window = window[:para]
+        ok = bool(_LOOSE_NAME.search(window) and _LOOSE_ARGS.search(window))
+        return ok, pos + max(len(window), 1)
+    return _is_envelope(obj), pos + end
+
+
+def _reasoning_findings(tags: list[tuple[int, int, str, bool]]) -> list[tuple[int, int]]:
+    """Pair opener/closer tags per family: a closed block is one finding, an unmatched tag
+    is its own finding."""
+    out: list[tuple[int, int]] = []
+    pending: dict[str, tuple[int, int]] = {}
+    extra: dict[str, list[tuple[int, int]]] = {}
+    for start, end, family, is_close in tags:
+        if not is_close:
+            if family in pending:
+                extra.setdefault(family, []).append((start, end))
+            else:
+                pending[family] = (start, end)
+        elif family in pending:
+            out.append((pending.pop(family)[0], end))
+            extra.pop(family, None)  # nested openers belong to the closed block
+        else:
+            out.append((start, end))
+    for family, span in pending.items():
+        out.append(span)
+        out.extend(extra.get(family, ()))
+    return out
+
+
+def _tag_family(tag: str) -> tuple[str, bool]:
+    inner = tag[1:-1].lower()
+    if inner.startswith("/"):
+        return inner[1:], True
+    return inner, False
+
+
+def _scaffold_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[tuple[int, int]]:
+    segment = text[lo:hi]
+    ws = _words(segment)
+    n = len(ws)
+    if n < idx.min_words:
+        return []
+    g = idx.gram
+    keys = [tuple(ws[q : q + g]) for q in range(0, n - g + 1, idx.stride)]
+    if idx.grams.keys().isdisjoint(keys):  # the common case, decided in C
+        return []
+    runs: list[tuple[int, int]] = []
+    covered = 0
+    for q, key in zip(range(0, n - g + 1, idx.stride), keys, strict=True):
+        if q < covered:
+            continue
+        hits = idx.grams.get(key)
+        if not hits:
+            continue
+        best = (0, 0)
+        for ti, r in hits:
+            sw = idx.words[ti]
+            a, b = q, r
+            while a > covered and b > 0 and ws[a - 1] == sw[b - 1]:
+                a -= 1
+                b -= 1
+            e, f = q + g, r + g
+            while e < n and f < len(sw) and ws[e] == sw[f]:
+                e += 1
+                f += 1
+            if e - a > best[1] - best[0]:
+                best = (a, e)
+        if best[1] - best[0] >= idx.min_words:
+            runs.append(best)
+            covered = best[1]
+    if not runs:
+        return []
+    # word index -> character span, only on a hit: split keeps [sep, word, sep, word, ..., sep],
+    # so word k spans the running lengths of parts 0..2k and 0..2k+1
+    bounds = list(itertools.accumulate(map(len, _WORD_SPLIT.split(segment))))
+    if len(bounds) != 2 * n + 1:  # cannot happen (both sides are \w+ runs); be safe, not wrong
+        return []
+    return [(lo + bounds[2 * a], lo + bounds[2 * e - 1]) for a, e in runs]
+
+
+# --- the detector -------------------------------------------------------------------------
+
+
+def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> list[Finding]:
+    """Every leak in ``text`` (what the room sees), sorted by position."""
+    if isinstance(cfg, LeakConfig):  # be forgiving: compile (cached) on the caller's behalf
+        cfg = compile_leak_config(cfg)
+    lo, hi = _visible_bounds(text, cfg)
+    spans: list[tuple[Reason, int, int]] = []
+    code: _CodeSpans | None = None
+    tags: list[tuple[int, int, str, bool]] = []
+    json_until = lo
+    json_budget = _JSON_MAX_CANDIDATES
+    for m in cfg.scanner.finditer(text, lo, hi):
+        if len(spans) >= MAX_FINDINGS or len(tags) >= 2 * MAX_FINDINGS:
+            break
+        kind = m.lastgroup.rpartition("_")[0] if m.lastgroup else ""
+        start, end = m.start(), m.end()
+        if kind in _CODE_EXEMPT:
+            if code is None:
+                code = _CodeSpans(text, lo, hi)
+            if code.contains(start, end):
+                continue
+        if kind == "json":
+            if start < json_until or json_budget <= 0:
+                continue
+            json_budget -= 1
+            ok, json_end = _json_envelope(text, start, hi)
+            if ok:
+                spans.append((Reason.LEAK_TOOL_MARKUP, start, json_end))
+                json_until = json_end
+            continue
+        if kind in ("reason", "declared"):
+            tag = m.group()
+            if kind == "declared":
+                assert cfg.reasoning_tags is not None
+                tags.append((start, end, "\x00declared", tag == cfg.reasoning_tags[1]))
+            elif tag[0] == "\u25c1":
+                tags.append((start, end, "\u25c1think", tag[1] == "/"))
+            else:
+                family, is_close = _tag_family(tag)
+                tags.append((start, end, family, is_close))
+            continue
+        if kind in ("special", "tok") and _TOOLISH.search(m.group()):
+            spans.append((Reason.LEAK_TOOL_MARKUP, start, end))
+            continue
+        if kind == "marker" and m.group() in cfg.allowed:
+            continue
+        spans.append((_KIND_REASON[kind], start, end))
+    if tags:
+        spans.extend((Reason.LEAK_REASONING, s, e) for s, e in _reasoning_findings(tags))
+    for reason, pattern in cfg.extra:
+        for m in itertools.islice(pattern.finditer(text, lo, hi), MAX_FINDINGS):
+            if m.end() > m.start():
+                spans.append((reason, m.start(), m.end()))
+    if cfg.scaffold is not None:
+        spans.extend((Reason.LEAK_SCAFFOLD, s, e) for s, e in _scaffold_echoes(text, lo, hi, cfg.scaffold))
+    spans = sorted(set(spans), key=lambda t: (t[1], t[2], t[0]))[:MAX_FINDINGS]
+    return [Finding(r, s, e, text[s:e], _context(text, s, e), where) for r, s, e in spans]

@@ -1,0 +1,242 @@
+"""``leader-eval``: a thin shell over the library API. Bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from leader_eval.errors import LeaderEvalError
+
+
+def _split(values: Sequence[str] | None) -> list[str]:
+    return [v for item in values or [] for v in item.split(",") if v]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from leader_eval.evaluate import run
+    from leader_eval.report import format_summary
+    from leader_eval.runner import RunOptions
+
+    options = RunOptions(
+        model=args.model,
+        samples=args.samples,
+        seed=args.seed,
+        tags=_split(args.tags),
+        case_ids=_split(args.case),
+        limit=args.limit,
+        out=Path(args.out) if args.out else None,
+        protocol=args.protocol,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        concurrency=args.concurrency,
+        context_length=args.context_length,
+        progress=not args.quiet,
+        label=args.label,
+        max_samples=args.max_samples,
+        cache=not args.no_cache,
+    )
+    try:
+        result = run(args.suite, options)
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
+        return 130
+    print(format_summary(result))
+    return 0
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from leader_eval.backends import resolve_backend
+    from leader_eval.render import render_case
+    from leader_eval.report import table
+    from leader_eval.suite import load_suite
+
+    backend = resolve_backend(args.model) if not args.no_tokens else None
+    status = 0
+    for path in args.suite:
+        try:
+            suite = load_suite(path)
+            rows = []
+            for case in suite.cases:
+                if backend is None:
+                    from leader_eval.render import render_messages
+
+                    render_messages(suite, case)
+                    rows.append([case.id, case.line, "-"])
+                    continue
+                rc = render_case(suite, case, backend)
+                n = rc.prompt.n_tokens
+                ctx = backend.context_length
+                note = " (exceeds context)" if ctx and n and n > ctx else ""
+                rows.append([case.id, case.line, f"{n}{note}"])
+        except LeaderEvalError as err:
+            print(f"error: {err}", file=sys.stderr)
+            status = 2
+            continue
+        print(f"{path}: ok, {len(suite.cases)} cases, {len(suite.tools)} tools, hash {suite.content_hash}")
+        if args.verbose or backend is not None:
+            print(table(["case", "line", "prompt tokens"], rows))
+    return status
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from leader_eval.evaluate import read_run
+    from leader_eval.report import format_show
+
+    run = read_run(args.run)
+    print(format_show(run, case_id=args.case, failed=args.failed, limit=args.limit))
+    return 0
+
+
+def _write_markdown(text: str, target: str | None) -> None:
+    """Append to --markdown FILE, and to $GITHUB_STEP_SUMMARY when a CI sets it."""
+    import os
+
+    for dest in (target, os.environ.get("GITHUB_STEP_SUMMARY")):
+        if dest:
+            with open(dest, "a", encoding="utf-8") as f:
+                f.write(text.rstrip() + "\n\n")
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from leader_eval.golden import format_gate_table, gate_markdown, gate_run_dir
+
+    result = gate_run_dir(
+        args.run,
+        args.golden,
+        label=args.label,
+        update=args.update_golden,
+        strict=args.strict,
+        tolerances=_split(args.tolerance),
+    )
+    print(format_gate_table(result))
+    if result.update is not None:
+        print(result.update.reason)
+    _write_markdown(gate_markdown(result), args.markdown)
+    return result.exit_status
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from leader_eval.compare import compare_markdown, compare_runs, format_compare
+
+    comparison = compare_runs(args.runs, alpha=args.alpha)
+    print(format_compare(comparison))
+    _write_markdown(compare_markdown(comparison), args.markdown)
+    return comparison.exit_status
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    import json
+
+    from leader_eval.cache import cache_info, cache_prune
+
+    if args.action == "info":
+        print(json.dumps(cache_info(), indent=2))
+    else:
+        print(json.dumps(cache_prune(older_than_days=args.older_than_days), indent=2))
+    return 0
+
+
+def cmd_overlap(args: argparse.Namespace) -> int:
+    import json
+
+    from leader_eval.overlap import format_overlap_report, overlap_report
+    from leader_eval.suite import load_suite
+
+    suite = load_suite(args.suite)
+    report = overlap_report(suite, [Path(p) for p in args.train], n=args.n, threshold=args.threshold)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else format_overlap_report(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="leader-eval", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="sample a suite on a model, score it and record the run")
+    r.add_argument("suite")
+    r.add_argument(
+        "--model",
+        default="local:smollm2",
+        help="local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...",
+    )
+    r.add_argument("--samples", type=int, help="samples per case (default: the suite's)")
+    r.add_argument("--seed", type=int, help="run seed (default: fresh, recorded in the manifest)")
+    r.add_argument("--tags", action="append", help="only cases with one of these tags (comma-separated)")
+    r.add_argument("--case", action="append", help="only these case ids (comma-separated)")
+    r.add_argument("--limit", type=int, help="only the first N selected cases")
+    r.add_argument("--out", help="run directory (re-running into it resumes)")
+    r.add_argument("--protocol", help="tool-call protocol (beats the suite's and the backend's)")
+    r.add_argument("--temperature", type=float)
+    r.add_argument("--max-tokens", type=int)
+    r.add_argument("--concurrency", type=int, default=64)
+    r.add_argument("--context-length", type=int, help="override the model's context length")
+    r.add_argument("--label", help="label for golden files (default: derived from --model)")
+    r.add_argument("--max-samples", type=int, help="stop cleanly after this many new samples (cost cap)")
+    r.add_argument("--no-cache", action="store_true", help="do not read or write the sample cache")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.set_defaults(func=cmd_run)
+
+    li = sub.add_parser("lint", help="validate suites, render every case, count prompt tokens")
+    li.add_argument("suite", nargs="+")
+    li.add_argument("--model", default="local:smollm2", help="model whose chat template and tokenizer count tokens")
+    li.add_argument("--no-tokens", action="store_true", help="skip the chat template and token counts")
+    li.add_argument("-v", "--verbose", action="store_true")
+    li.set_defaults(func=cmd_lint)
+
+    sh = sub.add_parser("show", help="print raw outputs (repr) with parsed calls and failed checks")
+    sh.add_argument("run")
+    sh.add_argument("--case")
+    sh.add_argument("--failed", action="store_true", help="only samples that failed")
+    sh.add_argument("--limit", type=int)
+    sh.set_defaults(func=cmd_show)
+
+    g = sub.add_parser("gate", help="gate a run directory against its golden baseline (exit 1 on credible regression)")
+    g.add_argument("run")
+    g.add_argument("--golden", default="golden", help="golden directory")
+    g.add_argument("--label", help="golden label (default: derived from the run's model)")
+    g.add_argument("--update-golden", action="store_true", help="rewrite the golden from this run if it is complete")
+    g.add_argument("--strict", action="store_true", help="fail when there is no golden yet")
+    g.add_argument("--tolerance", action="append", help="METRIC=VALUE, overrides the golden's (repeatable)")
+    g.add_argument("--markdown", help="append a Markdown summary to this file")
+    g.set_defaults(func=cmd_gate)
+
+    c = sub.add_parser(
+        "compare", help="compare runs: paired differences, flips, verdict (exit 1 on credible regression)"
+    )
+    c.add_argument("runs", nargs="+", help="run directories; runs of one label+suite+sampling are pooled")
+    c.add_argument("--alpha", type=float, default=0.05)
+    c.add_argument("--markdown", help="append a Markdown summary to this file")
+    c.set_defaults(func=cmd_compare)
+
+    ca = sub.add_parser("cache", help="the content-addressed sample cache: info | prune")
+    ca.add_argument("action", choices=["info", "prune"])
+    ca.add_argument("--older-than-days", type=float, help="prune only records cached before this many days ago")
+    ca.set_defaults(func=cmd_cache)
+
+    ov = sub.add_parser("overlap", help="n-gram overlap of a suite's cases with a training set (held-out hygiene)")
+    ov.add_argument("suite")
+    ov.add_argument("--train", action="append", required=True, help="training JSONL (repeatable)")
+    ov.add_argument("--n", type=int, default=13, help="n-gram length in words")
+    ov.add_argument("--threshold", type=float, default=0.1, help="flag cases whose overlap fraction reaches this")
+    ov.add_argument("--json", action="store_true")
+    ov.set_defaults(func=cmd_overlap)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.func(args)
+    except LeaderEvalError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_status
+    except BrokenPipeError:
+        return 0
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

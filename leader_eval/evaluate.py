@@ -1,0 +1,171 @@
+"""The public library API the CLI and the pytest plugin are thin shells over."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from leader_eval.aggregate import case_results, summarize
+from leader_eval.backends import resolve_backend
+from leader_eval.backends.base import Backend
+from leader_eval.cache import SampleCache
+from leader_eval.errors import RunDirError
+from leader_eval.runner import (
+    RunOptions,
+    SamplingStats,
+    build_manifest,
+    default_label,
+    default_out_dir,
+    new_run_seed,
+    open_run_dir,
+    plan_cases,
+    resolve_protocol,
+    sample_planned,
+    select_cases,
+)
+from leader_eval.score import ModelInfo, SampleScore, score_samples
+from leader_eval.store import CASES, RESULTS, SUMMARY, RunDir, dumps, write_json_atomic
+from leader_eval.suite import Suite, load_suite
+from leader_eval.types import Sample
+
+
+@dataclass
+class Run:
+    """A recorded run, as read back from its directory."""
+
+    path: Path
+    manifest: dict[str, Any]
+    samples: list[Sample]
+    scores: list[SampleScore]
+    cases: list[dict[str, Any]]
+    summary: dict[str, Any]
+    stats: SamplingStats | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.manifest.get("status") == "complete"
+
+
+def run(
+    suite: Suite | str | Path,
+    options: RunOptions | None = None,
+    *,
+    backend: Backend | None = None,
+    on_sample: Callable[[Sample], None] | None = None,
+) -> Run:
+    """Load, render, sample, score, aggregate and record one suite on one model."""
+    options = options or RunOptions()
+    suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
+    backend = backend or resolve_backend(options.model, context_length=options.context_length)
+    recorded = backend.recorded() if hasattr(backend, "recorded") else None
+    protocol = resolve_protocol(options.protocol, suite, backend)
+    # Render every case first: a suite error stops the run before any directory or sample exists.
+    planned = plan_cases(suite, cases, backend, options)
+    run_seed = _run_seed(options, suite, recorded)
+    label = options.label or default_label(backend.model_id)
+    out = options.out or default_out_dir(suite, label, run_seed)
+    if recorded is not None and options.out is None:
+        out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
+    manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
+    rundir = open_run_dir(out, manifest)
+    stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample))
+    result = score_run(rundir, suite)
+    result.stats = stats
+    manifest = rundir.read_manifest()
+    manifest["status"] = "capped" if stats.capped else "complete"
+    manifest["sampling_stats"] = stats.__dict__
+    rundir.write_manifest(manifest)
+    result.manifest = manifest
+    return result
+
+
+async def _sample_and_close(
+    rundir: RunDir,
+    backend: Backend,
+    planned: Any,
+    run_seed: int,
+    options: RunOptions,
+    on_sample: Callable[[Sample], None] | None,
+) -> SamplingStats:
+    try:
+        return await sample_planned(
+            rundir,
+            backend,
+            planned,
+            run_seed,
+            concurrency=options.concurrency,
+            progress=options.progress,
+            on_sample=on_sample,
+        )
+    finally:
+        await backend.aclose()
+
+
+def _run_seed(options: RunOptions, suite: Suite, recorded: dict[str, Any] | None) -> int:
+    if recorded is not None:  # replay addresses the recorded samples by the recorded seeds
+        return int(recorded["identity"]["run_seed"])
+    if options.seed is not None:
+        return options.seed
+    if suite.sampling.get("seed") is not None:
+        return int(suite.sampling["seed"])
+    if options.out is not None and RunDir(options.out).exists():
+        # re-running the same command into the same directory resumes it
+        return int(RunDir(options.out).read_manifest()["identity"]["run_seed"])
+    return new_run_seed()
+
+
+def score_run(rundir: RunDir, suite: Suite) -> Run:
+    """Score a run directory's samples with the current checks and write results and summary."""
+    manifest = rundir.read_manifest()
+    samples = rundir.read_samples()
+    prompts = rundir.read_prompts()
+    model = ModelInfo.from_manifest(manifest.get("model", {}))
+    scores = score_samples(suite, samples, prompts, manifest["identity"]["protocol"], model)
+    selected = set(manifest["identity"]["cases"])
+    cases = [c for c in suite.cases if c.id in selected]
+    results = case_results(cases, scores)
+    tokens: dict[str, list[int]] = {}
+    for smp in samples:
+        t = tokens.setdefault(smp.case_id, [0, 0])
+        t[0] += smp.prompt_tokens
+        t[1] += smp.completion_tokens
+    for r in results:
+        r["prompt_tokens"], r["completion_tokens"] = tokens.get(r["case_id"], [0, 0])
+    summary = summarize(suite, results)
+    summary["run_id"] = manifest.get("run_id")
+    summary["model_id"] = manifest["identity"]["model_id"]
+    summary["label"] = manifest.get("label")
+    summary["tokens"] = {
+        "prompt": sum(s.prompt_tokens for s in samples),
+        "completion": sum(s.completion_tokens for s in samples),
+    }
+    with (rundir.path / (RESULTS + ".tmp")).open("w", encoding="utf-8") as f:
+        for s in scores:
+            f.write(dumps(s.to_dict()) + "\n")
+    (rundir.path / (RESULTS + ".tmp")).replace(rundir.path / RESULTS)
+    write_json_atomic(rundir.path / CASES, results)
+    write_json_atomic(rundir.path / SUMMARY, summary)
+    return Run(rundir.path, manifest, samples, scores, results, summary)
+
+
+def read_run(path: str | Path) -> Run:
+    """Read a run directory (results as last scored)."""
+    rundir = RunDir(Path(path))
+    manifest = rundir.read_manifest()
+    samples = rundir.read_samples()
+    scores: list[SampleScore] = []
+    results_path = rundir.path / RESULTS
+    if results_path.exists():
+        import json
+
+        with results_path.open(encoding="utf-8") as f:
+            scores = [SampleScore.from_dict(json.loads(line)) for line in f if line.strip()]
+    cases = rundir.read_json(CASES) if (rundir.path / CASES).exists() else []
+    summary = rundir.read_json(SUMMARY) if (rundir.path / SUMMARY).exists() else {}
+    if not samples and not scores:
+        raise RunDirError(f"{path}: run directory holds no samples")
+    return Run(rundir.path, manifest, samples, scores, cases, summary)

@@ -1,0 +1,382 @@
+"""Sample every (case, index) slot of a run exactly once, recording each sample as it finishes."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from leader_eval import __version__
+from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams
+from leader_eval.cache import SampleCache
+from leader_eval.errors import LeaderEvalError, RunDirError
+from leader_eval.render import RenderedCase, render_case
+from leader_eval.store import RunDir, sample_record_key
+from leader_eval.suite import Case, Suite
+from leader_eval.types import Sample
+
+SCORER_VERSION = "1"
+
+
+@dataclass
+class RunOptions:
+    model: str = "local:smollm2"
+    samples: int | None = None
+    seed: int | None = None
+    tags: Sequence[str] = ()
+    case_ids: Sequence[str] = ()
+    limit: int | None = None
+    out: Path | None = None
+    protocol: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    concurrency: int = 64
+    context_length: int | None = None
+    progress: bool = True
+    label: str | None = None
+    max_samples: int | None = None  # cap on new backend samples (cost control)
+    cache: bool = True  # the content-addressed sample cache (LEADER_EVAL_CACHE_DIR, default ~/.cache/leader-eval)
+    extra_manifest: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PlannedCase:
+    case: Case
+    rendered: RenderedCase
+    params: SamplingParams
+    n_samples: int
+    overflow: bool
+
+
+def derive_seed(run_seed: int, case_id: str, index: int) -> int:
+    """Per-sample seed from (run seed, case id, sample index): independent of order and parallelism."""
+    h = hashlib.blake2b(f"{run_seed}\0{case_id}\0{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") & 0x7FFFFFFF
+
+
+def sample_key(model_id: str, prompt: Any, params: SamplingParams, seed: int) -> str:
+    """Content address of one sample: backend + checkpoint + exact prompt + params + seed."""
+    h = hashlib.sha256()
+    h.update(model_id.encode())
+    h.update(b"\0")
+    if prompt.token_ids is not None:
+        h.update(b"ids:" + ",".join(map(str, prompt.token_ids)).encode())
+    else:
+        h.update(b"text:" + prompt.text.encode())
+    h.update(b"\0" + json.dumps(params.to_dict(), sort_keys=True).encode())
+    h.update(f"\0{seed}".encode())
+    return h.hexdigest()[:32]
+
+
+def select_cases(
+    suite: Suite, *, tags: Sequence[str] = (), case_ids: Sequence[str] = (), limit: int | None = None
+) -> list[Case]:
+    cases = list(suite.cases)
+    if case_ids:
+        known = {c.id for c in cases}
+        unknown = [c for c in case_ids if c not in known]
+        if unknown:
+            raise LeaderEvalError(f"{suite.path}: no case {unknown[0]!r} in suite {suite.name!r}")
+        cases = [c for c in cases if c.id in set(case_ids)]
+    if tags:
+        cases = [c for c in cases if set(tags) & set(c.tags)]
+    if limit is not None:
+        cases = cases[:limit]
+    if not cases:
+        raise LeaderEvalError(f"{suite.path}: the selection matches no case")
+    return cases
+
+
+def resolve_protocol(option: str | None, suite: Suite, backend: Backend) -> str:
+    """``--protocol`` beats the suite's setting, which beats the backend's default."""
+    return option or suite.protocol or backend.default_protocol
+
+
+def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: RunOptions) -> list[PlannedCase]:
+    """Render every case before anything is sampled: a bad case stops the run with nothing spent."""
+    context_length = options.context_length or suite.context_length or backend.context_length
+    planned = []
+    for case in cases:
+        rendered = render_case(suite, case, backend)
+        s = suite.case_sampling(case)
+        params = SamplingParams(
+            temperature=float(options.temperature if options.temperature is not None else s["temperature"]),
+            max_tokens=int(options.max_tokens or s["max_tokens"]),
+            top_p=float(s["top_p"]),
+            stop=tuple(s.get("stop") or ()),
+        )
+        n = int(options.samples or s["samples"])
+        n_prompt = rendered.prompt.n_tokens
+        overflow = bool(context_length and n_prompt is not None and n_prompt + params.max_tokens > context_length)
+        planned.append(PlannedCase(case, rendered, params, n, overflow))
+    # Neighbouring prompts that share a prefix let a local backend reuse its KV cache.
+    planned.sort(key=lambda p: (p.rendered.prompt.token_ids or [], p.case.id))
+    return planned
+
+
+def _versions() -> dict[str, str]:
+    out = {"leader-eval": __version__, "python": sys.version.split()[0]}
+    for pkg in ("llama-cpp-python", "jinja2", "jsonschema", "numpy", "tinker", "aiohttp"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def build_manifest(
+    suite: Suite, backend: Backend, planned: Sequence[PlannedCase], run_seed: int, protocol: str, options: RunOptions
+) -> dict[str, Any]:
+    return {
+        "identity": {
+            "suite": suite.name,
+            "suite_hash": suite.content_hash,
+            "model_id": backend.model_id,
+            "protocol": protocol,
+            "run_seed": run_seed,
+            "cases": {
+                p.case.id: {"samples": p.n_samples, "params": p.params.to_dict()}
+                for p in sorted(planned, key=lambda p: p.case.id)
+            },
+        },
+        "run_id": f"{suite.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{run_seed:08x}",
+        "label": options.label or default_label(backend.model_id),
+        "suite": {"name": suite.name, "path": str(suite.path), "content_hash": suite.content_hash},
+        "model": {
+            **backend.describe(),
+            "model_id": backend.model_id,
+            "default_protocol": backend.default_protocol,
+            "context_length": options.context_length or suite.context_length or backend.context_length,
+            "special_tokens": list(backend.special_tokens),
+        },
+        "scorer_version": SCORER_VERSION,
+        "versions": _versions(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "status": "running",
+        **options.extra_manifest,
+    }
+
+
+def default_label(model_id: str) -> str:
+    """A label without machine-specific paths: ``local-smollm2``, ``gguf-model.gguf``."""
+    import re
+
+    tail = model_id.split("/")[-1] if "://" in model_id else model_id
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", tail).strip("-").lower() or "model"
+
+
+def default_out_dir(suite: Suite, label: str, run_seed: int) -> Path:
+    return Path("runs") / f"{suite.name}__{label}__seed{run_seed}"
+
+
+@dataclass
+class SamplingStats:
+    requested: int = 0
+    reused: int = 0
+    sampled: int = 0
+    errors: int = 0
+    overflow: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    capped: int = 0  # slots left unsampled by --max-samples
+    wall_s: float = 0.0
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool):
+        self.total = total
+        self.done = 0
+        self.enabled = enabled and total > 0
+        self.t0 = time.monotonic()
+        self.last = 0.0
+        self.tty = sys.stderr.isatty()
+
+    def tick(self, n: int = 1) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if self.done < self.total and now - self.last < (0.2 if self.tty else 10.0):
+            return
+        self.last = now
+        el = now - self.t0
+        rate = self.done / el if el > 0 else 0.0
+        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        msg = (
+            f"sampling {self.done}/{self.total}  {rate:.2f}/s  ETA {eta:.0f}s"
+            if eta != float("inf")
+            else f"sampling {self.done}/{self.total}"
+        )
+        print(("\r" + msg) if self.tty else msg, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+        if self.tty and self.done >= self.total:
+            print(file=sys.stderr)
+
+
+def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
+    run = RunDir(out)
+    if run.exists():
+        old = run.read_manifest()
+        if old.get("identity") != manifest["identity"]:
+            diff = [k for k in manifest["identity"] if old.get("identity", {}).get(k) != manifest["identity"][k]]
+            raise RunDirError(
+                f"{out / 'manifest.json'}:1: run directory belongs to another run ({', '.join(diff)} differ); "
+                "choose another --out or delete it"
+            )
+        manifest = {**old, "status": "running"}
+    run.write_manifest(manifest)
+    return run
+
+
+def completion_to_sample(case_id: str, index: int, seed: int, key: str, c: Completion) -> Sample:
+    return Sample(
+        case_id=case_id,
+        index=index,
+        seed=seed,
+        key=key,
+        outcome="error" if c.error else "ok",
+        text=c.text,
+        token_ids=list(c.token_ids),
+        stop_reason=c.stop_reason,
+        logprobs=c.logprobs,
+        api_tool_calls=c.api_tool_calls,
+        reasoning=c.reasoning,
+        prompt_tokens=c.prompt_tokens,
+        completion_tokens=c.completion_tokens,
+        error=c.error,
+        timings=c.timings,
+    )
+
+
+async def sample_planned(
+    run: RunDir,
+    backend: Backend,
+    planned: Sequence[PlannedCase],
+    run_seed: int,
+    *,
+    concurrency: int = 64,
+    progress: bool = True,
+    on_sample: Callable[[Sample], None] | None = None,
+    cache: SampleCache | None = None,
+    max_samples: int | None = None,
+) -> SamplingStats:
+    """Sample every missing slot; each finished sample is on disk before the next is awaited.
+
+    A slot is served, in order, from the run's own log (resumption), from the content-addressed
+    cache, or from the backend. ``max_samples`` caps new backend samples: the run stops cleanly
+    before it spends more and its manifest says so.
+    """
+    stats = SamplingStats()
+    budget = max_samples
+    log = run.samples_log()
+    prompts = run.prompts_log()
+    todo: list[tuple[PlannedCase, list[int]]] = []
+    try:
+        for p in planned:
+            if p.case.id not in prompts:
+                prompts.append(
+                    {
+                        "case_id": p.case.id,
+                        "text": p.rendered.prompt.text,
+                        "token_ids": p.rendered.prompt.token_ids,
+                        "messages": p.rendered.messages,
+                    }
+                )
+            missing = [i for i in range(p.n_samples) if sample_record_key(p.case.id, i) not in log]
+            stats.requested += p.n_samples
+            stats.reused += p.n_samples - len(missing)
+            if not missing:
+                continue
+            if p.overflow:
+                for i in missing:
+                    seed = derive_seed(run_seed, p.case.id, i)
+                    s = Sample(
+                        case_id=p.case.id,
+                        index=i,
+                        seed=seed,
+                        key=sample_key(backend.model_id, p.rendered.prompt, p.params, seed),
+                        outcome="context_overflow",
+                        prompt_tokens=p.rendered.prompt.n_tokens or 0,
+                        error=f"prompt {p.rendered.prompt.n_tokens} + max_tokens {p.params.max_tokens} tokens "
+                        f"> context {backend.context_length}",
+                    )
+                    log.append({"slot": sample_record_key(p.case.id, i), **s.to_dict()})
+                    stats.overflow += 1
+                continue
+            to_sample = []
+            for i in missing:
+                seed = derive_seed(run_seed, p.case.id, i)
+                key = sample_key(backend.model_id, p.rendered.prompt, p.params, seed)
+                hit = cache.get(key) if cache is not None else None
+                if hit is not None:
+                    rec = {k: v for k, v in hit.items() if k in Sample.__dataclass_fields__}
+                    rec.update(case_id=p.case.id, index=i, seed=seed, key=key)
+                    log.append({"slot": sample_record_key(p.case.id, i), **rec})
+                    stats.cache_hits += 1
+                    continue
+                stats.cache_misses += cache is not None
+                if budget is not None and budget <= 0:
+                    stats.capped += 1
+                    continue
+                if budget is not None:
+                    budget -= 1
+                to_sample.append(i)
+            if to_sample:
+                todo.append((p, to_sample))
+        prompts.close()
+
+        bar = _Progress(sum(len(m) for _, m in todo), progress)
+        sem = asyncio.Semaphore(max(1, min(concurrency, backend.max_concurrency)))
+        t0 = time.monotonic()
+
+        async def one(p: PlannedCase, indices: list[int]) -> None:
+            seeds = [derive_seed(run_seed, p.case.id, i) for i in indices]
+            async with sem:
+                req = SampleRequest(prompt=p.rendered.prompt, params=p.params, seeds=seeds)
+                try:
+                    completions = await backend.sample(req)
+                except Exception as exc:  # a backend bug must not lose the run: record it per sample
+                    msg = f"{type(exc).__name__}: {exc}"
+                    completions = [Completion(text="", token_ids=[], stop_reason=None, error=msg) for _ in seeds]
+            for i, seed, c in zip(indices, seeds, completions, strict=True):
+                s = completion_to_sample(
+                    p.case.id, i, seed, sample_key(backend.model_id, p.rendered.prompt, p.params, seed), c
+                )
+                rec = s.to_dict()
+                log.append({"slot": sample_record_key(p.case.id, i), **rec})
+                if cache is not None:
+                    cache.put(rec)
+                stats.sampled += 1
+                stats.errors += s.outcome == "error"
+                if on_sample:
+                    on_sample(s)
+                bar.tick()
+
+        # One request per case keeps a backend's prefix (KV) reuse; backends split seeds as they like.
+        tasks = [asyncio.create_task(one(p, m)) for p, m in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        stats.wall_s = time.monotonic() - t0
+    finally:
+        log.close()
+        prompts.close()
+        if cache is not None:
+            cache.close()
+    return stats
+
+
+def new_run_seed() -> int:
+    return secrets.randbits(31)

@@ -1,0 +1,311 @@
+"""Score one sample: parse its tool calls, run every check, name the primary reason it failed.
+
+Semantics (docs/scoring.md): a sample passes only if no check fails; the primary reason is the
+first failing check in ``CHECK_ORDER``; a failing check whose reason the case lists in
+``hard_fail`` makes the sample a hard fail. Samples that were never scored by the model (sampler
+errors, context overflow) carry their outcome and are counted apart, never as model failures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from leader_eval.checks.degeneration import DegenerationConfig, check_degeneration
+from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
+from leader_eval.checks.toolcall import match_calls
+from leader_eval.parse import ParseResult, parse_output
+from leader_eval.suite import Case, Suite
+from leader_eval.types import CheckResult, Finding, Reason, Sample, ToolCall
+
+#: checks in the order that decides a failing sample's primary reason
+CHECK_ORDER = (
+    "empty",
+    "truncated",
+    "repetition",
+    "format",
+    "tool_choice",
+    "arguments_schema",
+    "arguments",
+    "leakage",
+    "require",
+    "restates_prompt",
+)
+
+#: reasoning blocks a chat template may declare (kept as a channel, not scored as a leak)
+REASONING_TAGS = {"<think>": ("<think>", "</think>")}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What scoring needs to know about the model that produced the samples."""
+
+    special_tokens: tuple[str, ...] = ()
+    eot_tokens: tuple[str, ...] = ()
+    reasoning_tags: tuple[str, str] | None = None
+
+    @classmethod
+    def from_manifest(cls, model: Mapping[str, Any]) -> ModelInfo:
+        special = tuple(model.get("special_tokens", ()))
+        eot = tuple(model.get("eot_tokens", special[:1]))
+        tags = model.get("reasoning_tags")
+        return cls(special, eot, tuple(tags) if tags else None)  # type: ignore[arg-type]
+
+
+@dataclass
+class SampleScore:
+    case_id: str
+    index: int
+    outcome: str
+    passed: bool
+    hard_fail: bool
+    reason: str | None
+    strict_format: bool
+    lenient_format: bool
+    tool_correct: bool
+    leaked: bool
+    partial_credit: float
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    lenient_calls: list[dict[str, Any]] = field(default_factory=list)
+    other_protocols: list[str] = field(default_factory=list)
+    reasoning: str | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def scored(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def failed_checks(self) -> list[dict[str, Any]]:
+        return [c for c in self.checks if not c["passed"]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampleScore:
+        return cls(**d)
+
+
+@dataclass
+class CaseScorer:
+    """Everything compiled once per case (regexes, leak tables, schemas), reused for its samples."""
+
+    suite: Suite
+    case: Case
+    protocol: str
+    model: ModelInfo
+    prompt_text: str
+    scaffold_texts: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        leakage = self.suite.leakage
+        self.leak_cfg = compile_leak_config(
+            LeakConfig(
+                special_tokens=self.model.special_tokens,
+                eot_tokens=self.model.eot_tokens,
+                reasoning_tags=self.model.reasoning_tags,
+                markers=tuple(leakage.get("markers", ("[NO CHAT]",))),
+                allowed_markers=tuple(leakage.get("allowed_markers", ())),
+                placeholder_patterns=tuple(self.suite.render.get("placeholder_patterns", ())),
+                forbid=(*leakage.get("forbid", ()), *self.case.expect.get("forbid", ())),
+                scaffold_texts=self.scaffold_texts,
+            )
+        )
+        # inside a call's arguments the end-of-turn token is never "at the end of the output"
+        self.arg_leak_cfg = compile_leak_config(replace(self.leak_cfg.config, eot_tokens=(), reasoning_tags=None))
+        rep = self.suite.checks.get("repetition", {})
+        restate = self.suite.checks.get("restate", {})
+        self.degen_cfg = DegenerationConfig(
+            **{k: v for k, v in rep.items() if k in DegenerationConfig.__dataclass_fields__},
+            **({"max_prompt_overlap": restate["max_prompt_overlap"]} if "max_prompt_overlap" in restate else {}),
+        )
+        self.tools = {t.name: t.parameters for t in self.suite.tools}
+        self.require = [re.compile(p) for p in self.case.expect.get("require", ())]
+        self.goal = _goal_of(self.case)
+        self.hard = set(self.case.hard_fail)
+
+    def score(self, sample: Sample) -> SampleScore:
+        if sample.outcome != "ok":
+            return SampleScore(
+                sample.case_id,
+                sample.index,
+                sample.outcome,
+                False,
+                False,
+                str(Reason.CONTEXT_OVERFLOW if sample.outcome == "context_overflow" else Reason.SAMPLER_ERROR),
+                False,
+                False,
+                False,
+                False,
+                0.0,
+                checks=[CheckResult(sample.outcome, False, None, sample.error or "").to_dict()],
+            )
+        checks: dict[str, CheckResult] = {}
+        for c in check_degeneration(
+            sample.text, stop_reason=sample.stop_reason, prompt_text=self.prompt_text, cfg=self.degen_cfg
+        ):
+            checks[c.check] = c
+        parsed = parse_output(
+            sample.text,
+            self.protocol,
+            eot_tokens=self.model.eot_tokens,
+            reasoning_tags=self.model.reasoning_tags,
+            api_tool_calls=sample.api_tool_calls,
+        )
+        expect_no_call = bool(self.case.expect.get("no_call"))
+        checks["format"] = _format_check(parsed, expect_no_call)
+        if self.case.expect.get("calls") or expect_no_call:
+            for c in match_calls(parsed.calls, self.case.expect, self.tools, goal=self.goal):
+                checks[c.check] = c
+        findings = list(self._leaks(parsed))
+        checks["leakage"] = CheckResult(
+            "leakage",
+            not findings,
+            findings[0].reason if findings else None,
+            "; ".join(f"{f.reason}: {f.text!r} at {f.where}[{f.start}:{f.end}]" for f in findings[:5]),
+            findings=tuple(findings),
+        )
+        if self.require:
+            visible = parsed.visible_text + "\n" + "\n".join(_strings_of_calls(parsed.calls))
+            missing = [p.pattern for p in self.require if not p.search(visible)]
+            checks["require"] = CheckResult(
+                "require",
+                not missing,
+                Reason.WRONG_VALUE if missing else None,
+                f"visible text does not match {missing[0]!r}" if missing else "",
+            )
+        ordered = [checks[name] for name in CHECK_ORDER if name in checks]
+        ordered += [c for name, c in checks.items() if name not in CHECK_ORDER]
+        failed = [c for c in ordered if not c.passed]
+        hard = any(c.reason is not None and str(c.reason) in self.hard for c in failed)
+        ordered = [
+            CheckResult(
+                c.check, c.passed, c.reason, c.detail, bool(c.reason and str(c.reason) in self.hard), c.findings, c.data
+            )
+            if not c.passed
+            else c
+            for c in ordered
+        ]
+        arg_check = checks.get("arguments")
+        partial = float(arg_check.data.get("partial_credit", 1.0 if arg_check.passed else 0.0)) if arg_check else 0.0
+        tool_check = checks.get("tool_choice")
+        return SampleScore(
+            case_id=sample.case_id,
+            index=sample.index,
+            outcome="ok",
+            passed=not failed,
+            hard_fail=hard,
+            reason=str(failed[0].reason) if failed and failed[0].reason else (failed[0].check if failed else None),
+            strict_format=checks["format"].passed,
+            lenient_format=bool(parsed.strict_ok or parsed.lenient_calls),
+            tool_correct=bool(tool_check.passed) if tool_check else checks["format"].passed,
+            leaked=bool(findings),
+            partial_credit=partial,
+            calls=[c.to_dict() for c in parsed.calls],
+            lenient_calls=[c.to_dict() for c in parsed.lenient_calls],
+            other_protocols=list(parsed.other_protocols),
+            reasoning=parsed.reasoning or sample.reasoning,
+            checks=[c.to_dict() for c in ordered],
+        )
+
+    def _leaks(self, parsed: ParseResult) -> Iterator[Finding]:
+        yield from find_leaks(parsed.visible_text, self.leak_cfg, where="text")
+        for i, call in enumerate(parsed.calls):
+            for path, text in _string_leaves(call.arguments, f"call[{i}].arguments"):
+                yield from find_leaks(text, self.arg_leak_cfg, where=path)
+
+
+def _format_check(parsed: ParseResult, expect_no_call: bool) -> CheckResult:
+    if parsed.strict_ok and (parsed.calls or expect_no_call):
+        return CheckResult("format", True)
+    if expect_no_call and not parsed.calls and not parsed.lenient_calls:
+        return CheckResult("format", True)
+    if parsed.strict_ok and not parsed.calls:
+        return CheckResult("format", False, Reason.NO_CALL, "no tool call")
+    if parsed.lenient_calls:
+        return CheckResult(
+            "format",
+            False,
+            Reason.UNPARSEABLE,
+            f"a {parsed.protocol} call is present but the output is not exactly the protocol: {parsed.error or ''}".strip(),
+        )
+    if parsed.other_protocols:
+        return CheckResult(
+            "format",
+            False,
+            Reason.WRONG_PROTOCOL,
+            f"expected {parsed.protocol}, found {', '.join(parsed.other_protocols)} tool-call syntax",
+        )
+    if parsed.error and _looks_like_attempt(parsed):
+        return CheckResult("format", False, Reason.UNPARSEABLE, parsed.error)
+    return CheckResult("format", False, Reason.NO_CALL, parsed.error or "no tool call")
+
+
+def _looks_like_attempt(parsed: ParseResult) -> bool:
+    """Did the model try to write the protocol (and break it), or just write prose?"""
+    head = parsed.visible_text.lstrip()[:1]
+    return head in ("{", "[", "<")
+
+
+def _goal_of(case: Case) -> str | None:
+    for key in ("current_goal", "goal"):
+        v = case.vars.get(key)
+        if isinstance(v, str) and v.strip():
+            return v
+    return None
+
+
+def _string_leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _string_leaves(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _string_leaves(v, f"{path}[{i}]")
+
+
+def _strings_of_calls(calls: Sequence[ToolCall]) -> list[str]:
+    return [t for c in calls for _, t in _string_leaves(c.arguments, "")]
+
+
+@lru_cache(maxsize=64)
+def _scaffold_texts_cached(system: str, tools_json: str) -> tuple[str, ...]:
+    return tuple(t for t in (system, tools_json) if t)
+
+
+def case_scorer(
+    suite: Suite, case: Case, protocol: str, model: ModelInfo, messages: Sequence[Mapping[str, Any]], prompt_text: str
+) -> CaseScorer:
+    import json
+
+    system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+    tools_json = json.dumps([t.to_openai()["function"] for t in suite.tools], indent=2)
+    return CaseScorer(suite, case, protocol, model, prompt_text, _scaffold_texts_cached(system, tools_json))
+
+
+def score_samples(
+    suite: Suite,
+    samples: Sequence[Sample],
+    prompts: Mapping[str, Mapping[str, Any]],
+    protocol: str,
+    model: ModelInfo,
+) -> list[SampleScore]:
+    """Score every sample of a run (the ``score`` pipeline stage)."""
+    by_id = {c.id: c for c in suite.cases}
+    scorers: dict[str, CaseScorer] = {}
+    out = []
+    for s in sorted(samples, key=lambda s: (s.case_id, s.index)):
+        case = by_id.get(s.case_id)
+        if case is None:
+            continue
+        if s.case_id not in scorers:
+            p = prompts.get(s.case_id, {})
+            scorers[s.case_id] = case_scorer(suite, case, protocol, model, p.get("messages", []), p.get("text", ""))
+        out.append(scorers[s.case_id].score(s))
+    return out

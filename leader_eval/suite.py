@@ -1,0 +1,332 @@
+"""Load and validate suites. Every error names the file and line it comes from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from jsonschema.validators import Draft202012Validator
+
+from leader_eval.errors import SuiteError
+
+JsonPath = tuple[str | int, ...]
+
+DEFAULT_SAMPLING: dict[str, Any] = {
+    "temperature": 0.7,
+    "max_tokens": 256,
+    "top_p": 1.0,
+    "samples": 1,
+    "seed": None,
+    "stop": [],
+}
+DEFAULT_HARD_FAIL = ["empty", "leak_tool_markup", "leak_special_token", "leak_placeholder"]
+
+
+@dataclass(frozen=True)
+class ScaffoldMessage:
+    role: str
+    template: str  # jinja2 source
+    origin: str  # "file.yaml:12" or template path, for error messages
+    line: int  # line of the template source in ``origin``'s file (1 for a file)
+    path: str  # file that holds the template source
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    line: int
+    vars: dict[str, Any]
+    expect: dict[str, Any]
+    tags: tuple[str, ...] = ()
+    weight: float = 1.0
+    split: str | None = None
+    description: str = ""
+    sampling: dict[str, Any] = field(default_factory=dict)
+    hard_fail: tuple[str, ...] = ()
+    stress: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    description: str
+    protocol: str | None
+    sampling: dict[str, Any]
+    scaffold: tuple[ScaffoldMessage, ...]
+    tools: tuple[Tool, ...]
+    cases: tuple[Case, ...]
+    leakage: dict[str, Any]
+    checks: dict[str, Any]
+    render: dict[str, Any]
+    context_length: int | None
+    content_hash: str
+    lines: dict[JsonPath, int] = field(repr=False, compare=False, default_factory=dict)
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def case_sampling(self, case: Case) -> dict[str, Any]:
+        return {**self.sampling, **case.sampling}
+
+    def line_of(self, path: JsonPath) -> int:
+        """Line of the closest YAML node at or above ``path`` (1-based)."""
+        while path and path not in self.lines:
+            path = path[:-1]
+        return self.lines.get(path, 1)
+
+
+@cache
+def suite_schema() -> dict[str, Any]:
+    text = resources.files("leader_eval.schema").joinpath("suite.schema.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Parse, validate and return a suite; raise ``SuiteError`` naming file and line."""
+    path = Path(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SuiteError(path, None, f"cannot read suite: {exc.strerror}") from exc
+    data, lines = _load_yaml_with_lines(path, source)
+    if not isinstance(data, dict):
+        raise SuiteError(path, 1, "a suite must be a YAML mapping with name, scaffold, tools, cases")
+    _validate_schema(path, data, lines)
+    return _build(path, source, data, lines)
+
+
+def _line(lines: dict[JsonPath, int], p: JsonPath) -> int:
+    while p and p not in lines:
+        p = p[:-1]
+    return lines.get(p, 1)
+
+
+def _load_yaml_with_lines(path: Path, source: str) -> tuple[Any, dict[JsonPath, int]]:
+    try:
+        node = yaml.compose(source, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise SuiteError(path, line, f"invalid YAML: {exc.problem or exc.context}") from exc
+    except yaml.YAMLError as exc:
+        raise SuiteError(path, None, f"invalid YAML: {exc}") from exc
+    if node is None:
+        raise SuiteError(path, 1, "the suite file is empty")
+    lines: dict[JsonPath, int] = {}
+    seen_keys: dict[JsonPath, set[str]] = {}
+
+    def build(n: yaml.Node, p: JsonPath) -> Any:
+        lines[p] = n.start_mark.line + 1
+        if isinstance(n, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            keys = seen_keys.setdefault(p, set())
+            for k, v in n.value:
+                key = _scalar(path, k)
+                if not isinstance(key, str):
+                    raise SuiteError(path, k.start_mark.line + 1, f"mapping keys must be strings, got {key!r}")
+                if key in keys:
+                    raise SuiteError(path, k.start_mark.line + 1, f"duplicate key {key!r}")
+                keys.add(key)
+                out[key] = build(v, (*p, key))
+                lines[(*p, key)] = k.start_mark.line + 1
+            return out
+        if isinstance(n, yaml.SequenceNode):
+            return [build(v, (*p, i)) for i, v in enumerate(n.value)]
+        return _scalar(path, n)
+
+    return build(node, ()), lines
+
+
+def _scalar(path: Path, n: yaml.Node) -> Any:
+    if isinstance(n, yaml.ScalarNode):
+        loader = yaml.SafeLoader("")
+        try:
+            return loader.construct_object(n, deep=True)
+        except yaml.YAMLError as exc:
+            raise SuiteError(path, n.start_mark.line + 1, f"invalid YAML value: {exc}") from exc
+        finally:
+            loader.dispose()
+    raise SuiteError(path, n.start_mark.line + 1, "mapping keys must be plain scalars")
+
+
+def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int]) -> None:
+    validator = Draft202012Validator(suite_schema())
+    errors = list(validator.iter_errors(data))
+    if not errors:
+        return
+    # The deepest error is the most specific; ties go to the earliest line.
+    best = jsonschema.exceptions.best_match(errors)
+    p: JsonPath = tuple(best.absolute_path)
+    if best.validator == "additionalProperties" and isinstance(best.instance, dict):
+        # point at the unexpected key itself, not at the mapping that holds it
+        allowed = set(best.schema.get("properties", {}))
+        extra = [k for k in best.instance if k not in allowed]
+        if extra:
+            p = (*p, extra[0])
+    where = "/".join(str(x) for x in p) or "(top level)"
+    msg = best.message
+    if len(msg) > 200:
+        msg = msg[:200] + "..."
+    raise SuiteError(path, _line(lines, p), f"{where}: {msg}")
+
+
+def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, int]) -> Suite:
+    tools: list[Tool] = []
+    tool_names: set[str] = set()
+    for i, t in enumerate(data["tools"]):
+        if t["name"] in tool_names:
+            raise SuiteError(path, _line(lines, ("tools", i, "name")), f"duplicate tool {t['name']!r}")
+        tool_names.add(t["name"])
+        try:
+            Draft202012Validator.check_schema(t["parameters"])
+        except jsonschema.exceptions.SchemaError as exc:
+            p = ("tools", i, "parameters", *exc.absolute_path)
+            raise SuiteError(
+                path,
+                _line(lines, p),
+                f"tool {t['name']!r} parameters is not a valid JSON Schema: {exc.message}",
+            ) from exc
+        tools.append(Tool(t["name"], t.get("description", ""), t["parameters"]))
+
+    scaffold = tuple(_scaffold_message(path, lines, i, m) for i, m in enumerate(data["scaffold"]["messages"]))
+
+    defaults = data.get("defaults", {})
+    default_vars = defaults.get("vars", {})
+    default_tags = defaults.get("tags", [])
+    hard_default = data.get("hard_fail", DEFAULT_HARD_FAIL)
+    cases: list[Case] = []
+    seen: dict[str, int] = {}
+    for i, c in enumerate(data["cases"]):
+        line = _line(lines, ("cases", i))
+        if c["id"] in seen:
+            raise SuiteError(
+                path, _line(lines, ("cases", i, "id")), f"duplicate case id {c['id']!r} (first at line {seen[c['id']]})"
+            )
+        seen[c["id"]] = line
+        expect = c.get("expect", {})
+        for j, call in enumerate(expect.get("calls", [])):
+            if call["tool"] not in tool_names:
+                raise SuiteError(
+                    path,
+                    _line(lines, ("cases", i, "expect", "calls", j, "tool")),
+                    f"case {c['id']!r} expects unknown tool {call['tool']!r} (known: {', '.join(sorted(tool_names))})",
+                )
+            tool = next(t for t in tools if t.name == call["tool"])
+            props = tool.parameters.get("properties", {})
+            for arg in call.get("args", {}):
+                if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
+                    raise SuiteError(
+                        path,
+                        _line(lines, ("cases", i, "expect", "calls", j, "args", arg)),
+                        f"case {c['id']!r}: tool {tool.name!r} has no argument {arg!r}",
+                    )
+        if expect.get("no_call") and expect.get("calls"):
+            raise SuiteError(
+                path, _line(lines, ("cases", i, "expect")), f"case {c['id']!r}: no_call and calls both set"
+            )
+        for key in ("forbid", "require"):
+            for j, pattern in enumerate(expect.get(key, [])):
+                _check_regex(path, _line(lines, ("cases", i, "expect", key, j)), pattern)
+        cases.append(
+            Case(
+                id=c["id"],
+                line=line,
+                vars={**default_vars, **c.get("vars", {})},
+                expect=expect,
+                tags=tuple(dict.fromkeys([*default_tags, *c.get("tags", [])])),
+                weight=float(c.get("weight", 1.0)),
+                split=c.get("split"),
+                description=c.get("description", ""),
+                sampling=c.get("sampling", {}),
+                hard_fail=tuple(c.get("hard_fail", hard_default)),
+                stress=c.get("stress", {}),
+            )
+        )
+    leakage = data.get("leakage", {})
+    for j, pattern in enumerate(leakage.get("forbid", [])):
+        _check_regex(path, _line(lines, ("leakage", "forbid", j)), pattern)
+    render = data.get("render", {})
+    for j, pattern in enumerate(render.get("placeholder_patterns", [])):
+        _check_regex(path, _line(lines, ("render", "placeholder_patterns", j)), pattern)
+
+    suite = Suite(
+        name=data["name"],
+        path=path,
+        description=data.get("description", ""),
+        protocol=data.get("protocol"),
+        sampling={**DEFAULT_SAMPLING, **data.get("sampling", {})},
+        scaffold=scaffold,
+        tools=tuple(tools),
+        cases=tuple(cases),
+        leakage=leakage,
+        checks=data.get("checks", {}),
+        render=render,
+        context_length=data.get("context_length"),
+        content_hash=_content_hash(source, scaffold),
+        lines=lines,
+    )
+    # Template syntax errors are suite errors too: parse every template now, not at sampling time.
+    from leader_eval.render import check_templates
+
+    check_templates(suite)
+    return suite
+
+
+def _check_regex(path: Path, line: int, pattern: str) -> None:
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise SuiteError(path, line, f"invalid regular expression {pattern!r}: {exc}") from exc
+
+
+def _scaffold_message(path: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]) -> ScaffoldMessage:
+    if "content" in m:
+        # A block scalar's text starts on the line after the key.
+        line = _line(lines, ("scaffold", "messages", i, "content"))
+        return ScaffoldMessage(m["role"], m["content"], f"{path}:{line}", line, str(path))
+    ref = m["file"]
+    candidates = [path.parent / ref, path.parent / "templates" / ref]
+    for c in candidates:
+        if c.is_file():
+            return ScaffoldMessage(m["role"], c.read_text(encoding="utf-8"), str(c), 1, str(c))
+    raise SuiteError(
+        path,
+        _line(lines, ("scaffold", "messages", i, "file")),
+        f"template file {ref!r} not found (looked in {', '.join(str(c.parent) for c in candidates)})",
+    )
+
+
+def _content_hash(source: str, scaffold: tuple[ScaffoldMessage, ...]) -> str:
+    """Hash of everything that defines the suite: the YAML and any template files it reads."""
+    h = hashlib.sha256(source.encode())
+    for m in scaffold:
+        h.update(b"\0" + m.role.encode() + b"\0" + m.template.encode())
+    return "sha256:" + h.hexdigest()[:16]

@@ -1,0 +1,21 @@
+"""Test and benchmark helpers: a real llama.cpp server, a fixed-latency mock, a fault proxy."""
+
+from leader_eval.testing.servers import (
+    ALL_FAULTS,
+    DEFAULT_FAULTS,
+    ServerHandle,
+    free_port,
+    start_fault_proxy,
+    start_llama_server,
+    start_mock_server,
+)
+
+__all__ = [
+    "ALL_FAULTS",
+    "DEFAULT_FAULTS",
+    "ServerHandle",
+    "free_port",
+    "start_fault_proxy",
+    "start_llama_server",
+    "start_mock_server",
+]

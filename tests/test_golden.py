@@ -1,0 +1,451 @@
+"""Golden baselines and the gate, end to end on synthetic runs with real result shapes.
+
+Runs are built the way ``evaluate.score_run`` builds them: per-sample ``SampleScore`` records ->
+``aggregate.case_results`` -> ``aggregate.summarize`` over a real suite loaded from YAML, so a
+change in those shapes breaks these tests rather than drifting past them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from leader_eval.aggregate import case_results, summarize
+from leader_eval.errors import LeaderEvalError
+from leader_eval.evaluate import Run, read_run
+from leader_eval.golden import (
+    DEFAULT_TOLERANCES,
+    build_golden,
+    format_gate_table,
+    gate,
+    gate_markdown,
+    gate_run_dir,
+    golden_path,
+    load_golden,
+    parse_tolerances,
+    portable_model_id,
+    update_golden,
+    write_golden,
+)
+from leader_eval.runner import SCORER_VERSION
+from leader_eval.score import SampleScore
+from leader_eval.store import CASES, MANIFEST, RESULTS, SUMMARY, dumps, write_json_atomic
+from leader_eval.suite import Suite, load_suite
+from tests.conftest import MINIMAL_SUITE
+
+# ---------------------------------------------------------------------------------------------
+# synthetic runs (also used by test_compare.py)
+
+FAIL_REASONS = ("no_call", "wrong_value", "leak_reasoning")
+
+
+def suite_yaml(n_cases: int) -> str:
+    head = MINIMAL_SUITE.split("cases:\n")[0]
+    cases = "".join(
+        f'  - id: c{i:02d}\n    vars: {{current_goal: goal {i}, request: "request {i}"}}\n' for i in range(n_cases)
+    )
+    return head + "cases:\n" + cases
+
+
+@cache
+def _suite_at(directory: str, n_cases: int) -> Suite:
+    path = Path(directory) / f"suite{n_cases}.yaml"
+    path.write_text(suite_yaml(n_cases), encoding="utf-8")
+    return load_suite(path)
+
+
+def make_suite(tmp_path: Path, n_cases: int = 24) -> Suite:
+    return _suite_at(str(tmp_path), n_cases)
+
+
+def make_scores(
+    case_ids: Sequence[str], p_pass: Sequence[float], n: int, rng: np.random.Generator, *, p_hard: float = 0.0
+) -> list[SampleScore]:
+    """Per-sample records: each sample passes with its case's probability; a failing sample is a
+    hard fail with probability ``p_hard`` and fails for one of a few named reasons."""
+    passed = rng.random((len(case_ids), n)) < np.asarray(p_pass)[:, None]
+    hard = ~passed & (rng.random(passed.shape) < p_hard)
+    reason = rng.integers(0, len(FAIL_REASONS), passed.shape)
+    out = []
+    for i, cid in enumerate(case_ids):
+        for j in range(n):
+            ok = bool(passed[i, j])
+            r = None if ok else FAIL_REASONS[reason[i, j]]
+            out.append(
+                SampleScore(
+                    case_id=cid,
+                    index=j,
+                    outcome="ok",
+                    passed=ok,
+                    hard_fail=bool(hard[i, j]),
+                    reason=r,
+                    strict_format=ok or r != "no_call",
+                    lenient_format=True,
+                    tool_correct=ok or r == "leak_reasoning",
+                    leaked=r == "leak_reasoning",
+                    partial_credit=1.0 if ok else 0.0,
+                )
+            )
+    return out
+
+
+def make_run(
+    suite: Suite,
+    p_pass: Sequence[float] | float,
+    *,
+    n: int = 5,
+    seed: int = 0,
+    label: str = "v1",
+    status: str = "complete",
+    p_hard: float = 0.0,
+    case_ids: Sequence[str] | None = None,
+    scorer_version: str = SCORER_VERSION,
+    model_id: str = "gguf:/home/someone/models/v1.gguf",
+    path: Path | None = None,
+) -> Run:
+    """A scored run of ``suite`` (or of ``case_ids`` of it) whose samples pass with ``p_pass``."""
+    cases = [c for c in suite.cases if case_ids is None or c.id in set(case_ids)]
+    ids = [c.id for c in cases]
+    p = np.full(len(ids), p_pass, dtype=float) if np.isscalar(p_pass) else np.asarray(p_pass, dtype=float)
+    rng = np.random.default_rng(seed)
+    scores = make_scores(ids, p, n, rng, p_hard=p_hard)
+    results = case_results(cases, scores)
+    summary = summarize(suite, results)
+    params = {"temperature": 0.7, "max_tokens": 48, "top_p": 1.0, "stop": []}
+    manifest: dict[str, Any] = {
+        "identity": {
+            "suite": suite.name,
+            "suite_hash": suite.content_hash,
+            "model_id": model_id,
+            "protocol": "json",
+            "run_seed": seed,
+            "cases": {cid: {"samples": n, "params": params} for cid in sorted(ids)},
+        },
+        "run_id": f"{suite.name}-{label}-{seed:08x}",
+        "label": label,
+        "suite": {"name": suite.name, "path": str(suite.path), "content_hash": suite.content_hash},
+        "scorer_version": scorer_version,
+        "status": status,
+    }
+    summary.update(run_id=manifest["run_id"], model_id=model_id, label=label)
+    return Run(path or Path(f"/nonexistent/{manifest['run_id']}"), manifest, [], scores, results, summary)
+
+
+def write_run_dir(run: Run, path: Path) -> Path:
+    """Lay ``run`` out on disk as ``evaluate.score_run`` does."""
+    path.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path / MANIFEST, run.manifest)
+    (path / RESULTS).write_text("".join(dumps(s.to_dict()) + "\n" for s in run.scores), encoding="utf-8")
+    write_json_atomic(path / CASES, run.cases)
+    write_json_atomic(path / SUMMARY, run.summary)
+    return path
+
+
+def difficulties(n_cases: int, seed: int = 1) -> np.ndarray:
+    """Per-case pass probabilities spread like a real suite's (easy, hard and in-between cases)."""
+    return np.random.default_rng(seed).beta(2.0, 1.0, n_cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# golden files
+
+
+def test_golden_file_is_sorted_rounded_and_reviewable(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    run = make_run(suite, difficulties(24), n=3, seed=3)
+    res = update_golden(run, tmp_path / "golden")
+    assert res.written, res.reason
+    path = tmp_path / "golden" / suite.name / "v1.json"
+    assert res.path == path == golden_path(tmp_path / "golden", suite.name, "v1")
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("}\n") and text.startswith('{\n  "')
+    data = json.loads(text)
+    assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    def numbers(x: Any) -> list[float]:
+        if isinstance(x, dict):
+            return [v for val in x.values() for v in numbers(val)]
+        return [x] if isinstance(x, float) else []
+
+    assert all(round(v, 4) == v for v in numbers(data))
+    assert data["suite_hash"] == suite.content_hash and data["scorer_version"] == SCORER_VERSION
+    assert data["model_id"] == "gguf:v1.gguf"  # no machine-specific path
+    score = data["metrics"]["score"]
+    assert score["direction"] == "higher" and data["metrics"]["hard_fail_rate"]["direction"] == "lower"
+    assert score["tolerance"] == DEFAULT_TOLERANCES["score"]
+    assert score["n_samples"] == 72 and score["n_cases"] == 24
+    assert score["value"] == round(run.summary["overall"]["metrics"]["score"]["value"], 4)
+    assert data["cases"]["c00"]["n_samples"] == 3
+    assert data["cases"]["c00"]["pass_rate"] == round(run.cases[0]["score"], 4)
+    assert load_golden(path) == data
+
+
+def test_update_after_interrupted_run_leaves_golden_byte_identical(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden_dir = tmp_path / "golden"
+    assert update_golden(make_run(suite, 0.8, seed=1), golden_dir).written
+    path = golden_path(golden_dir, suite.name, "v1")
+    before = path.read_bytes()
+    mtime = path.stat().st_mtime_ns
+
+    interrupted = make_run(suite, 0.2, seed=2, status="running")
+    res = update_golden(interrupted, golden_dir)
+    assert not res.written and "interrupted" in res.reason
+    partial = make_run(suite, 0.2, seed=2, case_ids=["c00", "c01", "c02"])
+    res = update_golden(partial, golden_dir)
+    assert not res.written and "covers 3 of 24 cases" in res.reason
+    short = make_run(suite, 0.2, seed=2)
+    short.scores = [s for s in short.scores if not (s.case_id == "c03" and s.index == 4)]
+    short.cases = case_results(suite.cases, short.scores)
+    res = update_golden(short, golden_dir)
+    assert not res.written and "samples missing" in res.reason and "c03" in res.reason
+
+    assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
+    assert [p.name for p in path.parent.iterdir()] == ["v1.json"]  # no temp file left behind
+
+
+def test_update_refuses_a_run_of_an_edited_suite(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    run = make_run(suite, 0.8)
+    Path(suite.path).write_text(suite_yaml(24).replace("request 3", "request three"), encoding="utf-8")
+    res = update_golden(run, tmp_path / "golden")
+    assert not res.written and "changed since the run" in res.reason
+    assert not (tmp_path / "golden").exists()
+
+
+def test_update_keeps_reviewed_tolerances_and_skips_identical_rewrites(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden_dir = tmp_path / "golden"
+    run = make_run(suite, 0.8, seed=5)
+    update_golden(run, golden_dir)
+    path = golden_path(golden_dir, suite.name, "v1")
+    data = load_golden(path)
+    assert data is not None
+    data["metrics"]["score"]["tolerance"] = 0.07  # a reviewer loosened it in a pull request
+    write_golden(path, data)
+    again = update_golden(run, golden_dir)
+    assert not again.written and "unchanged" in again.reason
+    assert update_golden(make_run(suite, 0.8, seed=6), golden_dir).written
+    new = load_golden(path)
+    assert new is not None and new["metrics"]["score"]["tolerance"] == 0.07
+    assert new["metrics"]["leak_rate"]["tolerance"] == DEFAULT_TOLERANCES["leak_rate"]
+
+
+def test_parse_tolerances() -> None:
+    assert parse_tolerances(["score=0.05", "hard_fail_rate=0,leak_rate=0.1"]) == {
+        "score": 0.05,
+        "hard_fail_rate": 0.0,
+        "leak_rate": 0.1,
+    }
+    for bad in (["score"], ["scroe=0.1"], ["score=x"], ["score=2"]):
+        with pytest.raises(LeaderEvalError):
+            parse_tolerances(bad)
+
+
+def test_portable_model_id() -> None:
+    assert portable_model_id("gguf:/home/me/m/v7.gguf") == "gguf:v7.gguf"
+    assert portable_model_id("tinker://run-1/sampler_weights/v7") == "tinker://run-1/sampler_weights/v7"
+    assert portable_model_id("local:smollm2") == "local:smollm2"
+
+
+# ---------------------------------------------------------------------------------------------
+# the gate
+
+
+def _golden_for(tmp_path: Path, suite: Suite, p: Any, seed: int = 11) -> dict[str, Any]:
+    return build_golden(make_run(suite, p, seed=seed))
+
+
+def test_clearly_higher_golden_fails_with_table_and_exit_1(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    run_dir = write_run_dir(make_run(suite, difficulties(24), seed=21), tmp_path / "run")
+    golden_dir = tmp_path / "golden"
+    assert gate_run_dir(run_dir, golden_dir, update=True).update.written  # type: ignore[union-attr]
+    path = golden_path(golden_dir, suite.name, "v1")
+
+    # the honest golden passes its own run
+    same = gate_run_dir(run_dir, golden_dir)
+    assert same.exit_status == 0 and same.status == "pass", format_gate_table(same)
+
+    # a reviewer edits the golden to demand a clearly higher score (and per-case rates to match)
+    data = load_golden(path)
+    assert data is not None
+    data["metrics"]["score"]["value"] = min(1.0, data["metrics"]["score"]["value"] + 0.25)
+    for rec in data["cases"].values():
+        rec["pass_rate"] = min(1.0, rec["pass_rate"] + 0.25)
+    write_golden(path, data)
+    res = gate_run_dir(run_dir, golden_dir)
+    assert res.exit_status == 1 and res.status == "fail"
+    assert res.failed == ["score"]
+    out = format_gate_table(res)
+    assert out.splitlines()[0].startswith("gate FAIL")
+    header = out.splitlines()[1]
+    for col in ("metric", "golden", "now", "delta", "verdict"):
+        assert col in header
+    score_line = next(line for line in out.splitlines() if line.startswith("score"))
+    assert "FAIL" in score_line and "-0.2" in score_line  # delta shown with its sign
+    md = gate_markdown(res)
+    assert md.startswith("### ❌") and "| score ^ |" in md and "**FAIL**" in md
+
+
+def test_golden_value_edited_without_case_rates_still_fails(tmp_path: Path) -> None:
+    # the acceptance edit: only the headline number changes; per-case rates no longer pair up with
+    # it, but the current run's interval alone makes the shortfall credible
+    suite = make_suite(tmp_path)
+    run = make_run(suite, difficulties(24), seed=21)
+    golden = build_golden(run)
+    golden["metrics"]["score"]["value"] = round(run.summary["overall"]["metrics"]["score"]["value"] + 0.25, 4)
+    golden["cases"] = {}
+    res = gate(run, golden)
+    assert res.exit_status == 1 and res.failed == ["score"]
+
+
+def test_change_within_noise_passes(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    run = make_run(suite, difficulties(24), seed=21)
+    golden = build_golden(run)
+    now = run.summary["overall"]["metrics"]["score"]["value"]
+    # within tolerance
+    golden["metrics"]["score"]["value"] = round(now + 0.015, 4)
+    assert gate(run, golden).exit_status == 0
+    # beyond a zero tolerance, but well inside the run's own noise
+    golden["metrics"]["score"]["value"] = round(now + 0.03, 4)
+    res = gate(run, golden, tolerances={"score": 0.0})
+    assert res.exit_status == 0 and res.rows[0].metric == "score"
+    assert next(r for r in res.rows if r.metric == "score").verdict == "pass"
+
+
+def test_improvement_passes_and_suggests_update(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden = build_golden(make_run(suite, 0.5, seed=1))
+    res = gate(make_run(suite, 0.9, seed=2), golden)
+    assert res.exit_status == 0 and "score" in res.improved
+    assert "--update-golden" in format_gate_table(res).splitlines()[0]
+
+
+def test_hard_fail_rate_regression_fails(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden = build_golden(make_run(suite, 0.7, seed=1, p_hard=0.0))
+    # same pass rate, but now most failures are hard fails (e.g. leaked tool-call XML)
+    res = gate(make_run(suite, 0.7, seed=2, p_hard=0.8), golden, tolerances={"score": 0.2})
+    assert res.exit_status == 1 and res.failed == ["hard_fail_rate"]
+
+
+def test_stale_golden_fails_and_says_which(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    run = make_run(suite, 0.8)
+    golden = build_golden(run)
+    golden["suite_hash"] = "0123abcd"
+    res = gate(run, golden)
+    assert res.status == "stale" and res.exit_status == 1
+    assert f"golden is stale: suite content changed (hash 0123abcd -> {suite.content_hash})" in res.messages
+    golden = build_golden(run)
+    golden["scorer_version"] = "0"
+    res = gate(run, golden)
+    assert res.exit_status == 1
+    assert any("scorer version changed (0 -> " in m for m in res.messages)
+    assert "stale" in format_gate_table(res) and "scorer version changed" in gate_markdown(res)
+
+
+def test_missing_golden_warns_unless_strict(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    run_dir = write_run_dir(make_run(suite, 0.8), tmp_path / "run")
+    res = gate_run_dir(run_dir, tmp_path / "golden")
+    assert res.status == "missing" and res.exit_status == 0
+    assert "WARN" in format_gate_table(res) and "--update-golden" in format_gate_table(res)
+    assert gate_run_dir(run_dir, tmp_path / "golden", strict=True).exit_status == 1
+    assert not (tmp_path / "golden").exists()
+
+
+def test_interrupted_or_partial_run_cannot_pass_the_gate(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden = build_golden(make_run(suite, 0.8, seed=1))
+    res = gate(make_run(suite, 0.8, seed=2, status="running"), golden)
+    assert res.status == "incomplete" and res.exit_status == 1
+    res = gate(make_run(suite, 0.8, seed=2, case_ids=["c00", "c01", "c02"]), golden)
+    assert res.status == "incomplete" and "covers 3 of the golden's 24 cases" in res.messages[0]
+
+
+def test_gate_update_after_interrupted_run_keeps_golden(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden_dir = tmp_path / "golden"
+    gate_run_dir(write_run_dir(make_run(suite, 0.8, seed=1), tmp_path / "a"), golden_dir, update=True)
+    path = golden_path(golden_dir, suite.name, "v1")
+    before = path.read_bytes()
+    res = gate_run_dir(
+        write_run_dir(make_run(suite, 0.3, seed=2, status="running"), tmp_path / "b"), golden_dir, update=True
+    )
+    assert res.update is not None and not res.update.written
+    assert res.exit_status == 1
+    assert path.read_bytes() == before
+    assert "golden not updated" in format_gate_table(res)
+
+
+def test_run_dir_round_trip_matches_in_memory_gate(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    run = make_run(suite, difficulties(24), seed=4)
+    back = read_run(write_run_dir(run, tmp_path / "run"))
+    golden = build_golden(make_run(suite, difficulties(24), seed=5))
+    a, b = gate(run, golden), gate(back, golden)
+    assert [(r.metric, r.verdict, r.delta) for r in a.rows] == [(r.metric, r.verdict, r.delta) for r in b.rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# calibration by simulation
+
+N_SIM = 1000
+
+
+@pytest.fixture
+def fast_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer resamples inside simulation loops (said here, as the numbers depend on it): 2,000
+    sign-flip permutations per paired test (a Monte Carlo p-value with the +1 correction is valid
+    for any count; its error near p = 0.01 is about 0.002) and 200 bootstrap resamples for the
+    intervals, which these decisions do not use when a paired test exists. 10x faster."""
+    import leader_eval.aggregate
+    import leader_eval.compare
+    import leader_eval.golden
+    import leader_eval.stats
+
+    paired = partial(leader_eval.stats.paired_compare, n_perm=2000, n_boot=200)
+    mean_ci = partial(leader_eval.stats.weighted_mean_ci, n_boot=200)
+    monkeypatch.setattr(leader_eval.golden, "paired_compare", paired)
+    monkeypatch.setattr(leader_eval.compare, "paired_compare", paired)
+    monkeypatch.setattr(leader_eval.aggregate, "weighted_mean_ci", mean_ci)
+    monkeypatch.setattr(leader_eval.compare, "weighted_mean_ci", mean_ci)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fast_stats")
+def test_gate_false_alarm_rate_matches_alpha(tmp_path: Path) -> None:
+    """No real difference: the golden and the current run are two runs of one model (24 cases of
+    varied difficulty, 5 samples each, some hard fails), every tolerance 0 so that only the
+    statistics decide. Over 1,000 simulated pairs (fixed seeds) the gate must fail in 3-7% at
+    alpha 0.05: five gating metrics are one Holm family, so the whole gate, not each metric,
+    errs at alpha (without the correction it failed 15.7% of the time)."""
+    suite = make_suite(tmp_path)
+    p = difficulties(24, seed=7)
+    zero = dict.fromkeys(DEFAULT_TOLERANCES, 0.0)
+    fails = 0
+    for i in range(N_SIM):
+        golden = build_golden(make_run(suite, p, seed=10_000 + i, p_hard=0.3))
+        fails += gate(make_run(suite, p, seed=20_000 + i, p_hard=0.3), golden, tolerances=zero).exit_status
+    assert 0.03 <= fails / N_SIM <= 0.07, fails
+
+
+@pytest.mark.usefixtures("fast_stats")
+def test_gate_detects_a_real_regression_most_of_the_time(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    p = difficulties(24, seed=7)
+    worse = np.clip(p - 0.15, 0, 1)
+    hits = sum(
+        gate(make_run(suite, worse, seed=30_000 + i), build_golden(make_run(suite, p, seed=40_000 + i))).exit_status
+        for i in range(100)
+    )
+    assert hits >= 80, hits

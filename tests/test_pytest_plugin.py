@@ -1,0 +1,139 @@
+"""The pytest plugin: suites as tests, the gate as the exit status, xdist-safe aggregation."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from leader_eval.evaluate import run
+from leader_eval.runner import RunOptions
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, local_backend) -> tuple[Path, Path]:
+    """A suite and a real recorded run of it on the embedded model (3 cases x 3 samples)."""
+    from tests.conftest import MINIMAL_SUITE
+
+    d = tmp_path_factory.mktemp("rec")
+    suite = d / "mini.yaml"
+    suite.write_text(MINIMAL_SUITE.replace("samples: 2", "samples: 3") + """\
+  - id: third
+    tags: [goal]
+    vars: {current_goal: fix the roof, request: "Ask Bo to bring a ladder."}
+    expect:
+      calls:
+        - tool: send_message_to_chat
+          args:
+            message: {contains: Bo}
+""")
+    out = d / "run"
+    run(suite, RunOptions(seed=9, out=out, progress=False), backend=local_backend)
+    return suite, out
+
+
+def _session_summary(run_root: Path) -> dict:
+    found = list(run_root.glob("*/session_summary.json"))
+    assert len(found) == 1, found
+    return json.loads(found[0].read_text())
+
+
+def _metrics(summary: dict) -> dict:
+    return {k: (v["value"], v["low"], v["high"], v["n_samples"], v["n_cases"]) for k, v in summary["overall"]["metrics"].items()}
+
+
+def test_serial_and_xdist_give_identical_metrics(pytester: pytest.Pytester, recorded) -> None:
+    suite, rec = recorded
+    pytester.makefile(".yaml", mini=suite.read_text())
+    expected = json.loads((rec / "summary.json").read_text())
+    serial = pytester.runpytest_subprocess("mini.yaml", f"--model=replay:{rec}", "--run-dir=serial", "-p", "no:cacheprovider")
+    parallel = pytester.runpytest_subprocess("mini.yaml", f"--model=replay:{rec}", "--run-dir=par", "-n", "2", "-p", "no:cacheprovider")
+    for result in (serial, parallel):
+        result.stdout.fnmatch_lines(["*leader-eval gate*"])
+        assert result.ret == 0  # soft mode, no golden yet: a warning, not a failure
+    s_serial = _session_summary(pytester.path / "serial")
+    s_par = _session_summary(pytester.path / "par")
+    assert _metrics(s_serial) == _metrics(s_par) == _metrics(expected)
+
+
+def test_each_case_is_sampled_exactly_once_under_xdist(pytester: pytest.Pytester, recorded) -> None:
+    suite, rec = recorded
+    pytester.makefile(".yaml", mini=suite.read_text())
+    result = pytester.runpytest_subprocess("mini.yaml", f"--model=replay:{rec}", "--run-dir=par", "-n", "2")
+    assert result.ret == 0
+    (run_dir,) = list((pytester.path / "par").iterdir())
+    slots = [json.loads(x)["slot"] for x in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert sorted(slots) == sorted(f"{c}#{i}" for c in ("hello", "goal", "third") for i in range(3))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["sampling_stats"]["sampled"] == 9  # one sampling pass, not one per worker
+
+
+def test_failing_case_shows_checks_and_raw_repr(pytester: pytest.Pytester, recorded) -> None:
+    suite, rec = recorded
+    # demand a tool the model never calls: every sample fails with a named reason
+    text = suite.read_text().replace("message: {contains: Bo}", "message: {contains: zzzz-never}")
+    pytester.makefile(".yaml", mini=text)
+    replay = rec.parent / "run"
+    result = pytester.runpytest_subprocess("mini.yaml", f"--model=replay:{replay}", "--run-dir=r", "--eval-mode=strict")
+    # the edited suite has another content hash but the same prompts: replay still serves them
+    result.stdout.fnmatch_lines(["*mini.yaml::third*", "*raw: '*"])
+    assert result.ret == 1
+    soft = pytester.runpytest_subprocess("mini.yaml", f"--model=replay:{replay}", "--run-dir=r2")
+    soft.stdout.fnmatch_lines(["*FAILED*mini.yaml::third*"])
+    assert soft.ret == 0  # soft mode: the exit status comes from the gate only
+
+
+def test_gate_against_golden(pytester: pytest.Pytester, recorded) -> None:
+    suite, rec = recorded
+    pytester.makefile(".yaml", mini=suite.read_text())
+    args = ["mini.yaml", f"--model=replay:{rec}", "--golden-dir=golden"]
+    made = pytester.runpytest_subprocess(*args, "--run-dir=a", "--update-golden")
+    assert made.ret == 0
+    (golden,) = list((pytester.path / "golden").rglob("*.json"))
+    data = json.loads(golden.read_text())
+    assert list(data) == sorted(data)
+    same = pytester.runpytest_subprocess(*args, "--run-dir=b")
+    assert same.ret == 0
+    # a tiny change within noise does not fail
+    data["metrics"]["score"]["value"] = min(1.0, data["metrics"]["score"]["value"] + 0.01)
+    golden.write_text(json.dumps(data, indent=2, sort_keys=True))
+    assert pytester.runpytest_subprocess(*args, "--run-dir=c").ret == 0
+    # a golden demanding a clearly higher score fails with the table and exit status 1
+    data["metrics"]["score"]["value"] = 1.0
+    data["metrics"]["score"]["tolerance"] = 0.0
+    golden.write_text(json.dumps(data, indent=2, sort_keys=True))
+    if json.loads((rec / "summary.json").read_text())["overall"]["metrics"]["score"]["high"] >= 1.0:
+        pytest.skip("the recorded run's score interval reaches 1.0")  # pragma: no cover
+    bad = pytester.runpytest_subprocess(*args, "--run-dir=d")
+    bad.stdout.fnmatch_lines(["*metric*golden*now*", "*score*fail*"])
+    assert bad.ret == 1
+
+
+def test_update_golden_after_sigint_leaves_golden_byte_identical(tmp_path: Path, recorded) -> None:
+    suite, _ = recorded
+    golden_dir = tmp_path / "golden"
+    (golden_dir / "mini").mkdir(parents=True)
+    golden = golden_dir / "mini" / "local-smollm2.json"
+    golden.write_text('{"metrics": {}, "suite": "mini", "marker": "untouched"}\n')
+    before = golden.read_bytes()
+    cmd = [sys.executable, "-m", "pytest", str(suite), "--model=local:smollm2", "--samples=8", "--seed=3",
+           f"--golden-dir={golden_dir}", f"--run-dir={tmp_path / 'runs'}", "--update-golden", "-p", "no:cacheprovider"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if any(p.stat().st_size > 0 for p in (tmp_path / "runs").rglob("samples.jsonl")):
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode != 0, out.decode()
+    assert golden.read_bytes() == before
