@@ -13,6 +13,7 @@ and runs ``leader_eval.stress.stress`` for one case at one 40K-token length with
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import sys
@@ -81,7 +82,8 @@ def main() -> int:
     assert run is not None
     prompts = (run / "prompts.jsonl").read_text(encoding="utf-8").splitlines()
     samples = (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()
-    probe = v.prompt.text[-300:] if v.prompt else ""  # a stretch of filler only the prompt holds
+    # a stretch of filler only the prompt holds, as it appears inside a JSON line
+    probe = json.dumps(v.prompt.text[len(v.prompt.text) // 2 :][:300] if v.prompt else "")[1:-1]
     in_prompts = sum(probe in line for line in prompts)
     in_samples = sum(probe in line for line in samples)
     cache_files = list((tmp / "cache").glob("*.jsonl"))
@@ -91,7 +93,8 @@ def main() -> int:
     print(f"prompt {v.prompt_tokens} tokens, {args.samples} samples, {wall:.1f} s wall")
     print(f"run dir files (bytes): {size}")
     print(f"prompt stored: {in_prompts}x in prompts.jsonl ({len(prompts)} lines), {in_samples}x in samples.jsonl "
-          f"({len(samples)} lines), {in_cache}x in the sample cache ({len(cache_files)} shards)")  # fmt: skip
+          f"({len(samples)} lines), {in_cache}x in the sample cache "
+          f"({len(cache_files)} shards{'; evaluate.run wrote no cache' if not cache_files else ''})")  # fmt: skip
     ok_store = in_prompts == 1 and in_samples == 0 and in_cache == 0 and len(samples) == args.samples
     ok_rss = peak < TARGET_MB
     print(f"{'PASS' if ok_store else 'FAIL'}: the 40K-token prompt is stored once")

@@ -111,8 +111,6 @@ def cmd_gate(args: argparse.Namespace) -> int:
         tolerances=_split(args.tolerance),
     )
     print(format_gate_table(result))
-    if result.update is not None:
-        print(result.update.reason)
     _write_markdown(gate_markdown(result), args.markdown)
     return result.exit_status
 

@@ -6,10 +6,12 @@ scorer version it was measured under. It is meant to be read in a pull request: 
 values rounded to 4 decimals, two-space indent, no timestamps.
 
 The gate compares parsed values, never text. A metric fails only when it is worse than the golden
-by more than its tolerance *and* the shortfall is statistically credible (``stats.regression_verdict``:
-the golden value lies outside the current run's bootstrap-over-cases interval and, where the
-golden's per-case rates allow a paired test over cases, that test agrees). Improvements beyond
-tolerance pass and suggest ``--update-golden``. See docs/gating.md.
+by more than its tolerance *and* the shortfall is statistically credible (``stats.regression_verdict``,
+one-sided): a paired test over cases against the golden's per-case rates when the golden has them
+(it accounts for the golden run's own noise), else the golden value lying beyond the current
+run's bootstrap-over-cases bound. The gating metrics form one Holm family, so a run of an
+unchanged model fails the whole gate in at most ``alpha`` of runs. Improvements beyond tolerance
+pass and suggest ``--update-golden``. See docs/gating.md.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def parse_tolerances(items: Iterable[str] | Mapping[str, float] | None) -> dict[
     """``["score=0.05", "hard_fail_rate=0"]`` (CLI / ini, commas allowed) -> ``{"score": 0.05, ...}``."""
     if items is None:
         return {}
+    raw: list[tuple[str, Any]]
     if isinstance(items, Mapping):
         raw = [(str(k), v) for k, v in items.items()]
     else:
@@ -106,10 +109,10 @@ def parse_tolerances(items: Iterable[str] | Mapping[str, float] | None) -> dict[
             for part in str(item).split(","):
                 if not part.strip():
                     continue
-                name, sep, value = part.partition("=")
+                key, sep, text = part.partition("=")
                 if not sep:
                     raise GoldenError(f"tolerance {part.strip()!r}: expected METRIC=VALUE, e.g. score=0.05")
-                raw.append((name.strip(), value.strip()))
+                raw.append((key.strip(), text.strip()))
     out: dict[str, float] = {}
     for name, value in raw:
         if name not in METRICS:

@@ -263,7 +263,9 @@ def _bca_expanded_interval(
     n = x.size
     alpha = 1.0 - confidence
     t = _t_ppf(1.0 - alpha / 2, n - 1)
-    alpha_x = 2.0 * _NORMAL.cdf(-math.sqrt(n / (n - 1)) * t)
+    # With 2-3 cases the expanded tail underflows to 0 (t with 1 df is huge); keep it a valid
+    # probability so the interval becomes the bootstrap's full range instead of an error.
+    alpha_x = min(max(2.0 * _NORMAL.cdf(-math.sqrt(n / (n - 1)) * t), 1e-12), alpha)
 
     b = boots.size
     below = float(np.mean(boots < value) + 0.5 * np.mean(boots == value))

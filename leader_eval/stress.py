@@ -14,6 +14,7 @@ prompt + max_tokens exceeds the context is a ``context_overflow`` outcome, never
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import random
@@ -162,12 +163,13 @@ class FillerStream:
                 source, template = rng.choice(self.data.tool_results)
             else:
                 source, template = speaker, rng.choice(self.data.chat)
-            text = re.sub(r"\{(\w+)\}", lambda m, who=speaker: self._slot(m.group(1), who), template)
+            text = re.sub(r"\{(\w+)\}", functools.partial(self._slot, speaker=speaker), template)
             if not filler_violations(f"{source}: {text}", self.protected):
                 return {"from": source, "text": text}
         raise LeaderEvalError("stress filler: could not draw a line that avoids the case's own words")
 
-    def _slot(self, name: str, speaker: str) -> str:
+    def _slot(self, m: re.Match[str], speaker: str) -> str:
+        name = m.group(1)
         if name == "peer":
             return self.rng.choice([s for s in self.speakers if s != speaker])
         return self.rng.choice(self.data.slots[name])
@@ -337,7 +339,8 @@ class _Fitter:
         #    template join lines, so only the whole prompt's count is exact).
         scale = 1.0
         lo_n, hi_n = 0, None
-        n = self._guess(0, target - t0)
+        # calibrate on a short prefix first: a full-length miss would cost a long tokenization
+        n = min(32, self._guess(0, target - t0))
         for _ in range(60):
             got = self.tokens(n, 0, depth)
             if n > 0:
@@ -364,7 +367,6 @@ class _Fitter:
             if hi_w is not None and g >= hi_w:
                 g = (words + hi_w) // 2
             got = self.tokens(lo_n, g, depth)
-            per_word = max(0.5, (got[0] - t0) / max(1.0, self.cum_estimate(lo_n) * scale) * 0 + per_word)
             if got[0] <= target:
                 per_word = max(0.5, (got[0] - best[0]) / (g - words)) if got[0] > best[0] else per_word
                 words, best = g, got
@@ -545,7 +547,7 @@ def stress(
         variants=variants,
         context_length=ctx,
         max_tokens={k: v["params"]["max_tokens"] for k, v in manifest_cases.items()},
-        samples=samples,
+        samples=max((int(v["samples"]) for v in manifest_cases.values()), default=samples),
         seed=result_run.manifest["identity"]["run_seed"],
         out=result_run.path,
         run=result_run,
@@ -627,7 +629,7 @@ def format_stress_table(result: StressResult) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
         f"stress: suite {result.suite}, model {result.model_id}, context {result.context_length or 'unknown'} tokens, "
-        f"max_tokens {sorted(set(result.max_tokens.values()))}, run seed {result.seed}",
+        f"max_tokens {sorted(set(result.max_tokens.values()))}, {result.samples} samples, run seed {result.seed}",
         "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
         "  ".join("-" * w for w in widths),
     ]

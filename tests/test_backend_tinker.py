@@ -115,7 +115,7 @@ class EmbeddedModelSampler:
         import llama_cpp
 
         self.lc = llama_cpp
-        self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, logits_all=True, n_threads=2, verbose=False)
+        self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=1024, n_threads=2, verbose=False)
         self._cache: dict[tuple[Any, ...], tuple[list[int], list[float], str]] = {}
 
     def generate(
@@ -125,11 +125,19 @@ class EmbeddedModelSampler:
         if key in self._cache:
             return self._cache[key]
         llm = self.llm
-        llm.reset()  # a per-call seed reproduces only from a clean context
-        llm.set_seed(seed)
+        llm.set_seed(seed)  # generate() reuses the KV cache of the prompt's longest cached prefix
+        steps: list[np.ndarray] = []
+
+        def record(_ids: Any, logits: Any) -> Any:  # the logits each token is sampled from
+            steps.append(np.array(logits, dtype=np.float64))
+            return logits
+
         out: list[int] = []
         reason = "length"
-        for tok in llm.generate(prompt, temp=temperature, top_p=top_p, top_k=0, min_p=0.0, repeat_penalty=1.0):
+        for tok in llm.generate(
+            prompt, temp=temperature, top_p=top_p, top_k=0, min_p=0.0, repeat_penalty=1.0,
+            logits_processor=self.lc.LogitsProcessorList([record]),
+        ):  # fmt: skip
             out.append(int(tok))
             if self.lc.llama_vocab_is_eog(llm._model.vocab, tok):
                 reason = "stop"
@@ -140,11 +148,10 @@ class EmbeddedModelSampler:
                 break
             if len(out) >= max_tokens:
                 break
-        # row p of the logits predicts position p + 1
-        rows = np.asarray(llm.scores[len(prompt) - 1 : len(prompt) - 1 + len(out)], dtype=np.float64)
-        top = rows.max(axis=1, keepdims=True)
-        logz = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
-        logprobs = [float(rows[i, t] - logz[i]) for i, t in enumerate(out)]
+        logprobs = []
+        for row, tok in zip(steps, out, strict=True):
+            top = row.max()
+            logprobs.append(float(row[tok] - top - np.log(np.exp(row - top).sum())))
         self._cache[key] = (out, logprobs, reason)
         return self._cache[key]
 
@@ -319,8 +326,10 @@ def make_backend(tokenizer_dir: Path, client: Any = None, **kw: Any) -> TinkerBa
     return TinkerBackend(CHECKPOINT, tokenizer=str(tokenizer_dir), sampling_client=client, **kw)
 
 
-def sample(backend: TinkerBackend, seeds: list[int], **params: Any) -> list[Completion]:
-    prompt = backend.apply_chat_template(MESSAGES, TOOLS)
+def sample(
+    backend: TinkerBackend, seeds: list[int], messages: list[dict[str, Any]] = MESSAGES, **params: Any
+) -> list[Completion]:
+    prompt = backend.apply_chat_template(messages, TOOLS)
     request = SampleRequest(prompt=prompt, params=SamplingParams(**params), seeds=seeds, tools=TOOLS)
     return asyncio.run(backend.sample(request))
 
@@ -448,13 +457,13 @@ def test_one_request_with_k_samples_and_the_exact_params(
     double = FakeSamplingClientDouble(embedded_sampler)
     b = make_backend(smol_tokenizer_dir, double)
     prompt = b.apply_chat_template(MESSAGES, TOOLS)
-    out = sample(b, [101, 202, 303], temperature=0.8, max_tokens=24, top_p=0.95, stop=("\n\n",))
+    out = sample(b, [101, 202, 303], temperature=0.8, max_tokens=12, top_p=0.95, stop=("\n\n",))
     assert len(double.calls) == 1  # one request: the prompt is prefilled once
     (call,) = double.calls
     assert call.num_samples == 3
     assert call.prompt.to_ints() == prompt.token_ids
     p = call.sampling_params
-    assert (p.max_tokens, p.temperature, p.top_p, p.seed, p.stop) == (24, 0.8, 0.95, 101, ["\n\n"])
+    assert (p.max_tokens, p.temperature, p.top_p, p.seed, p.stop) == (12, 0.8, 0.95, 101, ["\n\n"])
     assert len(out) == 3
     (response,) = double.responses
     for j, (c, seq) in enumerate(zip(out, response.sequences, strict=True)):
@@ -472,10 +481,11 @@ def test_stop_reasons_map_and_the_end_of_turn_stays_in_the_text(
 ) -> None:
     double = FakeSamplingClientDouble(embedded_sampler)
     b = make_backend(smol_tokenizer_dir, double)
-    (cut,) = sample(b, [7], temperature=0.0, max_tokens=3)
-    assert cut.stop_reason == "length" and cut.completion_tokens == 3
-    (done,) = sample(b, [7], temperature=0.0, max_tokens=150)
-    assert done.stop_reason == "stop" and done.completion_tokens < 150
+    short = [{"role": "user", "content": "Reply with one word: yes or no. Is the sky blue?"}]
+    (cut,) = sample(b, [7], short, temperature=0.0, max_tokens=1)
+    assert cut.stop_reason == "length" and cut.completion_tokens == 1
+    (done,) = sample(b, [7], short, temperature=0.0, max_tokens=24)
+    assert done.stop_reason == "stop" and done.completion_tokens < 24
     assert done.token_ids[-1] == 2 and done.text.endswith("<|im_end|>")  # the raw output, special token included
     # no stop strings: stop=None keeps the model's end-of-sequence stop (stop=[] would disable it)
     assert double.calls[0].sampling_params.stop is None

@@ -240,9 +240,7 @@ def render(calls: list[tuple[str, dict[str, Any]]], protocol: str) -> str:
     if protocol == "json":
         return json.dumps([{"name": n, "arguments": a} for n, a in calls])
     if protocol == "hermes":
-        return "\n".join(
-            f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls
-        )
+        return "\n".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls)
     if protocol == "pythonic":
         return "[" + ", ".join(f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in calls) + "]"
     raise AssertionError(protocol)
@@ -261,7 +259,9 @@ def ours(entry: dict[str, Any], calls: list[tuple[str, dict[str, Any]]], protoco
 
 def theirs(bfcl: types.SimpleNamespace, entry: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> bool:
     output = [{n: a} for n, a in calls]
-    result = bfcl.ast_checker(entry["functions"], output, entry["answer"], bfcl.python, entry["category"], "leader-eval")
+    result = bfcl.ast_checker(
+        entry["functions"], output, entry["answer"], bfcl.python, entry["category"], "leader-eval"
+    )
     return bool(result["valid"])
 
 
@@ -343,12 +343,12 @@ def explain_disagreement(
         # "lightly active"). BFCL never reads "enum" and compares strings case-insensitively;
         # a real tool validating its input would refuse the call, and so do we.
         return "enum_violation_bfcl_ignores_enum"
-    if ours_ok and "parallel" in entry["category"] and len(calls) <= 6:
-        # BFCL pairs parallel calls greedily: the first output that fits an expected call takes
-        # it, even when a later expected call fits only that output. If some order of the same
-        # calls passes BFCL, the set of calls is right and the miss is BFCL's greedy pairing.
-        if any(theirs(bfcl, entry, list(p)) for p in itertools.permutations(calls)):
-            return "bfcl_greedy_pairing"
+    # BFCL pairs parallel calls greedily: the first output that fits an expected call takes it,
+    # even when a later expected call fits only that output. If some order of the same calls
+    # passes BFCL, the set of calls is right and the miss is BFCL's greedy pairing.
+    parallel = ours_ok and "parallel" in entry["category"] and len(calls) <= 6
+    if parallel and any(theirs(bfcl, entry, list(p)) for p in itertools.permutations(calls)):
+        return "bfcl_greedy_pairing"
     return None
 
 

@@ -27,6 +27,7 @@ from leader_eval.golden import (
     gate_markdown,
     gate_run_dir,
     golden_path,
+    holm_alphas,
     load_golden,
     parse_tolerances,
     portable_model_id,
@@ -443,9 +444,20 @@ def test_gate_false_alarm_rate_matches_alpha(tmp_path: Path) -> None:
 def test_gate_detects_a_real_regression_most_of_the_time(tmp_path: Path) -> None:
     suite = make_suite(tmp_path)
     p = difficulties(24, seed=7)
-    worse = np.clip(p - 0.15, 0, 1)
+    worse = np.clip(p - 0.2, 0, 1)  # a real drop of 0.2 in every case's pass probability
     hits = sum(
         gate(make_run(suite, worse, seed=30_000 + i), build_golden(make_run(suite, p, seed=40_000 + i))).exit_status
         for i in range(100)
     )
     assert hits >= 80, hits
+
+
+def test_holm_levels_reproduce_step_down_decisions() -> None:
+    levels = holm_alphas({"a": 0.001, "b": 0.02, "c": 0.3}, 0.05)
+    assert levels == pytest.approx({"a": 0.05 / 3, "b": 0.05 / 2, "c": 0.05})
+    # after the first non-rejection, every later hypothesis keeps that level
+    levels = holm_alphas({"a": 0.001, "b": 0.03, "c": 0.04}, 0.05)
+    assert levels["b"] == pytest.approx(0.025) and levels["c"] == pytest.approx(0.025)
+    # a hypothesis without a p-value (unpaired interval test) gets Bonferroni's share
+    levels = holm_alphas({"a": 0.001, "b": None}, 0.05)
+    assert levels["b"] == pytest.approx(0.025) and levels["a"] == pytest.approx(0.025)

@@ -22,7 +22,9 @@ STRICT_OK = {
         '<|tool_call_argument_begin|>{"message": "Gather wood, everyone."}<|tool_call_end|>'
         "<|tool_calls_section_end|>"
     ),
-    "llama3_json": '<|python_tag|>{"name": "send_message_to_chat", "parameters": {"message": "Gather wood, everyone."}}',
+    "llama3_json": (
+        '<|python_tag|>{"name": "send_message_to_chat", "parameters": {"message": "Gather wood, everyone."}}'
+    ),
     "pythonic": '[send_message_to_chat(message="Gather wood, everyone.")]',
     "anthropic_xml": (
         "<tool_use><name>send_message_to_chat</name>"
@@ -125,7 +127,7 @@ def test_plain_text_reply_has_no_call() -> None:
 
 def test_other_protocols_explain_what_the_model_did_instead() -> None:
     # The field-notes failure: a tool-call XML block written as chat text.
-    text = "Posting now. <tool_use><name>send</name><arguments>{\"message\": \"hi\"}</arguments></tool_use>"
+    text = 'Posting now. <tool_use><name>send</name><arguments>{"message": "hi"}</arguments></tool_use>'
     r = parse_output(text, "openai", api_tool_calls=[])
     assert not r.strict_ok
     assert r.other_protocols == ("anthropic_xml",)
@@ -173,7 +175,7 @@ def test_undeclared_or_misplaced_reasoning_stays_visible() -> None:
     r = parse_output(text, "hermes")  # the template declares no reasoning block
     assert not r.strict_ok
     assert "<think>" in r.visible_text
-    r = parse_output(f"Hello <think>hmm</think>", "hermes", reasoning_tags=THINK)
+    r = parse_output("Hello <think>hmm</think>", "hermes", reasoning_tags=THINK)
     assert r.reasoning is None and "<think>" in r.visible_text
 
 
@@ -260,7 +262,7 @@ def test_pythonic_spans_count_characters_not_bytes() -> None:
 
 def test_anthropic_function_calls_invoke_form() -> None:
     text = (
-        "<function_calls>\n<invoke name=\"send\">\n<parameter name=\"message\">Gather wood</parameter>\n"
+        '<function_calls>\n<invoke name="send">\n<parameter name="message">Gather wood</parameter>\n'
         '<parameter name="count">3</parameter>\n<parameter name="tags">["a"]</parameter>\n</invoke>\n'
         '<invoke name="noop">\n</invoke>\n</function_calls>'
     )
@@ -275,7 +277,7 @@ def test_anthropic_function_calls_invoke_form() -> None:
 
 def test_anthropic_strict_refusals() -> None:
     assert not parse_output("<tool_use><name>a</name></tool_use>", "anthropic_xml").strict_ok
-    bad = "<function_calls><invoke name=\"a\"><parameter name=\"x\">1</parameter><parameter name=\"x\">2</parameter>"
+    bad = '<function_calls><invoke name="a"><parameter name="x">1</parameter><parameter name="x">2</parameter>'
     assert "twice" in (parse_output(bad + "</invoke></function_calls>", "anthropic_xml").error or "")
     r = parse_output('<tool_use>{"name": "a", "input": {"x": 1}}</tool_use>', "anthropic_xml")
     assert not r.strict_ok

@@ -156,11 +156,18 @@ def test_replay_rescores_without_the_model(local_backend, mini_suite: Path, tmp_
         s.text for s in sorted(recorded.samples, key=lambda s: (s.case_id, s.index))
     ]
     assert replayed.stats is not None and replayed.stats.sampled == 4  # served from the record, not the model
+    def repetition(score) -> bool:
+        return next(c["passed"] for c in score.checks if c["check"] == "repetition")
+
     rep = {(s.case_id, s.index): s for s in replayed.scores}
-    for s in recorded.samples:
-        if len(s.text.split()) > 3:
-            assert not rep[(s.case_id, s.index)].passed
-            assert any(c["check"] == "repetition" and not c["passed"] for c in rep[(s.case_id, s.index)].checks)
+    orig = {(s.case_id, s.index): s for s in recorded.scores}
+    flipped = [k for k in rep if repetition(orig[k]) and not repetition(rep[k])]
+    assert flipped, "the stricter repetition threshold changed no check result"
+    for k in flipped:
+        assert not rep[k].passed  # a failing check fails the sample
+    assert replayed.summary["overall"]["reasons"] != recorded.summary["overall"]["reasons"] or all(
+        not s.passed for s in recorded.scores
+    )
     # the same replay with the original suite reproduces the recorded scores exactly
     same = run(mini_suite, RunOptions(model=f"replay:{tmp_path / 'rec'}", out=tmp_path / "same", progress=False))
     assert [x.to_dict() for x in same.scores] == [x.to_dict() for x in recorded.scores]

@@ -176,3 +176,35 @@ def test_a_case_longer_than_a_step_is_marked_not_padded(local_backend: Any) -> N
     case = next(c for c in suite.cases if c.id == "assigns_owners")
     (v,) = build_variants(suite, [case], local_backend, [100])
     assert v.status == "shorter_than_case" and v.prompt_tokens > 100 and v.case is None
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_reduced_sweep_on_the_embedded_model(tmp_path: Path) -> None:
+    """CI's reduced sweep: one real sampled length, one that overflows a 1,100-token context."""
+    from leader_eval.backends.local import LocalBackend, embedded_model_path
+
+    # one thread: two llama.cpp (OpenMP) threads spin-wait badly on a busy 2-core machine
+    backend = LocalBackend(embedded_model_path(), "local:smollm2", n_threads=1)
+    result = stress(
+        RECALL,
+        model="local:smollm2",
+        tokens=2000,
+        steps=[800],
+        case_ids=["recalls_key_location"],
+        samples=1,
+        seed=0,
+        out=tmp_path / "run",
+        depths=["end"],
+        context_length=1100,
+        backend=backend,
+        max_tokens=32,
+        progress=False,
+        cache=False,
+    )
+    fit, over = result.variants
+    assert fit.status == "ok" and fit.n_scored == 1 and 796 <= fit.prompt_tokens <= 800
+    assert over.status == "overflow" and over.n_scored == 0
+    sampled = [s for s in result.run.samples if s.outcome == "ok"]
+    assert len(sampled) == 1 and sampled[0].prompt_tokens == fit.prompt_tokens
+    assert (result.out / "stress.png").is_file()

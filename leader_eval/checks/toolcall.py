@@ -190,19 +190,21 @@ _STOPWORDS = frozenset(
 )
 
 
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+# A plural/-ed/-ing ending at the end of a word of at least three more characters.
+_SUFFIX = re.compile(r"(?<=[^\W_]{3})(?:ing|ed|es|s)\b")
+
+
+def _stems(text: str) -> list[str]:
+    """Lower-cased words with their suffix stripped, in one regex pass (hot path)."""
+    return _WORD.findall(_SUFFIX.sub("", text.casefold()))
 
 
 def _goal_words(goal: str) -> tuple[str, ...]:
     words = _GOAL_WORDS.get(goal)
     if words is None:
         all_words = [w.casefold() for w in _WORD.findall(goal)]
-        content = [w for w in all_words if len(w) >= 3 and w not in _STOPWORDS] or all_words
-        words = tuple(dict.fromkeys(_stem(w) for w in content))
+        content = " ".join(w for w in all_words if len(w) >= 3 and w not in _STOPWORDS) or " ".join(all_words)
+        words = tuple(dict.fromkeys(_stems(content)))
         if len(_GOAL_WORDS) > 4096:
             _GOAL_WORDS.clear()
         _GOAL_WORDS[goal] = words
@@ -216,7 +218,7 @@ def mentions_goal(text: str, goal: str) -> bool:
     words = _goal_words(goal)
     if not words:
         return False
-    present = {_stem(w.casefold()) for w in _WORD.findall(text)}
+    present = set(_stems(text))
     hits = sum(1 for w in words if w in present)
     return hits >= math.ceil(0.6 * len(words))
 
@@ -600,9 +602,9 @@ def match_calls(
     credit = matched / units if units else 1.0
     arg_failures: list[_Failure] = []
     for i in range(len(expected)):
-        j = by_expected.get(i)
-        if j is not None and pairs[i][j].name_ok:
-            arg_failures.extend(pairs[i][j].failures)
+        paired = by_expected.get(i)
+        if paired is not None and pairs[i][paired].name_ok:
+            arg_failures.extend(pairs[i][paired].failures)
     first_arg: _Failure | None = arg_failures[0] if arg_failures else None
     if first_arg is None and (wrong or unmatched_expected):
         first_arg = choice_fail  # the expected arguments were never given
