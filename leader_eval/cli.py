@@ -14,6 +14,25 @@ def _split(values: Sequence[str] | None) -> list[str]:
     return [v for item in values or [] for v in item.split(",") if v]
 
 
+def _backend_options(args: argparse.Namespace) -> dict[str, object]:
+    """Options only some samplers take: Tinker's tokenizer/base model/renderer, a server's API mode."""
+    out: dict[str, object] = {}
+    if args.model.startswith("tinker"):
+        for name in ("tokenizer", "base_model", "renderer"):
+            if getattr(args, name, None):
+                out[name] = getattr(args, name)
+    if args.model.startswith("openai:"):
+        if args.api_mode:
+            out["mode"] = args.api_mode
+        if args.api_key_env:
+            out["api_key_env"] = args.api_key_env
+        if args.template_gguf:
+            out["gguf_path"] = args.template_gguf
+        if args.chat_template:
+            out["chat_template"] = Path(args.chat_template).read_text(encoding="utf-8")
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from leader_eval.evaluate import run
     from leader_eval.report import format_summary
@@ -36,6 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         label=args.label,
         max_samples=args.max_samples,
         cache=not args.no_cache,
+        backend_options=_backend_options(args),
     )
     try:
         result = run(args.suite, options)
@@ -171,6 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--concurrency", type=int, default=64)
     r.add_argument("--context-length", type=int, help="override the model's context length")
     r.add_argument("--label", help="label for golden files (default: derived from --model)")
+    r.add_argument("--tokenizer", help="tinker: local path of the base model's Hugging Face tokenizer (offline)")
+    r.add_argument("--base-model", help="tinker: base model name, when it cannot be resolved from the checkpoint")
+    r.add_argument("--renderer", help="tinker: a tinker-cookbook renderer name (qwen3, kimi_k2, ...)")
+    r.add_argument("--api-mode", choices=["completions", "chat"], help="openai: completions (raw text) or chat")
+    r.add_argument("--template-gguf", help="openai completions mode: read the chat template and tokenizer from this GGUF")
+    r.add_argument("--chat-template", help="openai completions mode: a jinja2 chat template file")
+    r.add_argument("--api-key-env", help="openai: environment variable holding the API key (default OPENAI_API_KEY)")
     r.add_argument("--max-samples", type=int, help="stop cleanly after this many new samples (cost cap)")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the sample cache")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")

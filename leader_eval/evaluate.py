@@ -60,7 +60,9 @@ def run(
     options = options or RunOptions()
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
-    backend = backend or resolve_backend(options.model, context_length=options.context_length)
+    backend = backend or resolve_backend(
+        options.model, context_length=options.context_length, **options.backend_options
+    )
     recorded = backend.recorded() if hasattr(backend, "recorded") else None
     protocol = resolve_protocol(options.protocol, suite, backend)
     # Render every case first: a suite error stops the run before any directory or sample exists.

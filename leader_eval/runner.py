@@ -8,6 +8,7 @@ import json
 import secrets
 import sys
 import time
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval import __version__
-from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams
+from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, is_context_overflow
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.render import RenderedCase, render_case
@@ -44,6 +45,7 @@ class RunOptions:
     progress: bool = True
     label: str | None = None
     max_samples: int | None = None  # cap on new backend samples (cost control)
+    backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. tokenizer= for tinker://
     cache: bool = True  # the content-addressed sample cache (LEADER_EVAL_CACHE_DIR, default ~/.cache/leader-eval)
     extra_manifest: dict[str, Any] = field(default_factory=dict)
 
@@ -65,6 +67,11 @@ def derive_seed(run_seed: int, case_id: str, index: int) -> int:
 
 def sample_key(model_id: str, prompt: Any, params: SamplingParams, seed: int) -> str:
     """Content address of one sample: backend + checkpoint + exact prompt + params + seed."""
+    return _seed_key(_key_prefix(model_id, prompt, params), seed)
+
+
+def _key_prefix(model_id: str, prompt: Any, params: SamplingParams) -> Any:
+    """The hash state of everything in a sample's key but its seed (hashed once per case, not per sample)."""
     h = hashlib.sha256()
     h.update(model_id.encode())
     h.update(b"\0")
@@ -73,8 +80,13 @@ def sample_key(model_id: str, prompt: Any, params: SamplingParams, seed: int) ->
     else:
         h.update(b"text:" + prompt.text.encode())
     h.update(b"\0" + json.dumps(params.to_dict(), sort_keys=True).encode())
+    return h
+
+
+def _seed_key(prefix: Any, seed: int) -> str:
+    h = prefix.copy()
     h.update(f"\0{seed}".encode())
-    return h.hexdigest()[:32]
+    return str(h.hexdigest()[:32])
 
 
 def select_cases(
@@ -119,8 +131,22 @@ def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: R
         overflow = bool(context_length and n_prompt is not None and n_prompt + params.max_tokens > context_length)
         planned.append(PlannedCase(case, rendered, params, n, overflow))
     # Neighbouring prompts that share a prefix let a local backend reuse its KV cache.
-    planned.sort(key=lambda p: (p.rendered.prompt.token_ids or [], p.case.id))
+    planned.sort(key=_prefix_order)
     return planned
+
+
+def _prefix_order(p: PlannedCase) -> tuple[bytes, str]:
+    # Big-endian uint32 bytes order exactly as the (non-negative) id lists do, prefixes first, but
+    # compare with memcmp: sorting thousands of long prompts that share a scaffold prefix as int
+    # lists costs a rich comparison per shared token.
+    ids = p.rendered.prompt.token_ids or ()
+    try:
+        arr = array("I", ids)
+    except (OverflowError, TypeError):  # a negative or huge id: fall back to a decimal encoding
+        return (b"\xff" + ",".join(map(str, ids)).encode(), p.case.id)
+    if sys.byteorder == "little":
+        arr.byteswap()
+    return (arr.tobytes(), p.case.id)
 
 
 def _versions() -> dict[str, str]:
@@ -242,7 +268,7 @@ def completion_to_sample(case_id: str, index: int, seed: int, key: str, c: Compl
         index=index,
         seed=seed,
         key=key,
-        outcome="error" if c.error else "ok",
+        outcome=("context_overflow" if is_context_overflow(c.error) else "error") if c.error else "ok",
         text=c.text,
         token_ids=list(c.token_ids),
         stop_reason=c.stop_reason,
@@ -278,7 +304,8 @@ async def sample_planned(
     budget = max_samples
     log = run.samples_log()
     prompts = run.prompts_log()
-    todo: list[tuple[PlannedCase, list[int]]] = []
+    # (case, indices, their seeds, their keys): seeds and keys are derived once per slot
+    todo: list[tuple[PlannedCase, list[int], list[int], list[str]]] = []
     try:
         for p in planned:
             if p.case.id not in prompts:
@@ -295,6 +322,7 @@ async def sample_planned(
             stats.reused += p.n_samples - len(missing)
             if not missing:
                 continue
+            prefix = _key_prefix(backend.model_id, p.rendered.prompt, p.params)
             if p.overflow:
                 for i in missing:
                     seed = derive_seed(run_seed, p.case.id, i)
@@ -302,7 +330,7 @@ async def sample_planned(
                         case_id=p.case.id,
                         index=i,
                         seed=seed,
-                        key=sample_key(backend.model_id, p.rendered.prompt, p.params, seed),
+                        key=_seed_key(prefix, seed),
                         outcome="context_overflow",
                         prompt_tokens=p.rendered.prompt.n_tokens or 0,
                         error=f"prompt {p.rendered.prompt.n_tokens} + max_tokens {p.params.max_tokens} tokens "
@@ -311,10 +339,12 @@ async def sample_planned(
                     log.append({"slot": sample_record_key(p.case.id, i), **s.to_dict()})
                     stats.overflow += 1
                 continue
-            to_sample = []
+            to_sample: list[int] = []
+            seeds: list[int] = []
+            keys: list[str] = []
             for i in missing:
                 seed = derive_seed(run_seed, p.case.id, i)
-                key = sample_key(backend.model_id, p.rendered.prompt, p.params, seed)
+                key = _seed_key(prefix, seed)
                 hit = cache.get(key) if cache is not None else None
                 if hit is not None:
                     rec = {k: v for k, v in hit.items() if k in Sample.__dataclass_fields__}
@@ -329,16 +359,17 @@ async def sample_planned(
                 if budget is not None:
                     budget -= 1
                 to_sample.append(i)
+                seeds.append(seed)
+                keys.append(key)
             if to_sample:
-                todo.append((p, to_sample))
+                todo.append((p, to_sample, seeds, keys))
         prompts.close()
 
-        bar = _Progress(sum(len(m) for _, m in todo), progress)
+        bar = _Progress(sum(len(m) for _, m, _, _ in todo), progress)
         sem = asyncio.Semaphore(max(1, min(concurrency, backend.max_concurrency)))
         t0 = time.monotonic()
 
-        async def one(p: PlannedCase, indices: list[int]) -> None:
-            seeds = [derive_seed(run_seed, p.case.id, i) for i in indices]
+        async def one(p: PlannedCase, indices: list[int], seeds: list[int], keys: list[str]) -> None:
             async with sem:
                 req = SampleRequest(prompt=p.rendered.prompt, params=p.params, seeds=seeds)
                 try:
@@ -346,11 +377,11 @@ async def sample_planned(
                 except Exception as exc:  # a backend bug must not lose the run: record it per sample
                     msg = f"{type(exc).__name__}: {exc}"
                     completions = [Completion(text="", token_ids=[], stop_reason=None, error=msg) for _ in seeds]
-            for i, seed, c in zip(indices, seeds, completions, strict=True):
-                s = completion_to_sample(
-                    p.case.id, i, seed, sample_key(backend.model_id, p.rendered.prompt, p.params, seed), c
-                )
-                rec = s.to_dict()
+            for i, seed, key, c in zip(indices, seeds, keys, completions, strict=True):
+                s = completion_to_sample(p.case.id, i, seed, key, c)
+                # the record is serialized at once and never mutated: a shallow copy of the
+                # fields is enough (dataclasses.asdict deep-copies, ~4% of a sample's CPU)
+                rec = dict(s.__dict__)
                 log.append({"slot": sample_record_key(p.case.id, i), **rec})
                 if cache is not None:
                     cache.put(rec)
@@ -361,7 +392,7 @@ async def sample_planned(
                 bar.tick()
 
         # One request per case keeps a backend's prefix (KV) reuse; backends split seeds as they like.
-        tasks = [asyncio.create_task(one(p, m)) for p, m in todo]
+        tasks = [asyncio.create_task(one(*t)) for t in todo]
         try:
             await asyncio.gather(*tasks)
         except BaseException:

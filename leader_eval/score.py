@@ -8,6 +8,7 @@ errors, context overflow) carry their outcome and are counted apart, never as mo
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -205,8 +206,8 @@ class CaseScorer:
             tool_correct=bool(tool_check.passed) if tool_check else checks["format"].passed,
             leaked=bool(findings),
             partial_credit=partial,
-            calls=[c.to_dict() for c in parsed.calls],
-            lenient_calls=[c.to_dict() for c in parsed.lenient_calls],
+            calls=[_call_dict(c) for c in parsed.calls],
+            lenient_calls=[_call_dict(c) for c in parsed.lenient_calls],
             other_protocols=list(parsed.other_protocols),
             reasoning=parsed.reasoning or sample.reasoning,
             checks=[c.to_dict() for c in ordered],
@@ -217,6 +218,32 @@ class CaseScorer:
         for i, call in enumerate(parsed.calls):
             for path, text in _string_leaves(call.arguments, f"call[{i}].arguments"):
                 yield from find_leaks(text, self.arg_leak_cfg, where=path)
+
+
+def _call_dict(call: ToolCall) -> dict[str, Any]:
+    """``call.to_dict()`` without ``dataclasses.asdict``, whose generic deep copy (a deepcopy
+    call per string) cost more than the rest of the glue put together."""
+    return {
+        "name": call.name,
+        "arguments": _copy_json(call.arguments),
+        "protocol": call.protocol,
+        "span": list(call.span) if call.span else None,
+        "raw": call.raw,
+    }
+
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def _copy_json(value: Any) -> Any:
+    """The copy ``asdict`` makes of a field value: containers rebuilt, anything else deep-copied."""
+    if isinstance(value, _IMMUTABLE):
+        return value
+    if isinstance(value, dict):
+        return type(value)((_copy_json(k), _copy_json(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return type(value)(_copy_json(v) for v in value)
+    return copy.deepcopy(value)
 
 
 def _format_check(parsed: ParseResult, expect_no_call: bool) -> CheckResult:

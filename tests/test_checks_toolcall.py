@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from leader_eval.checks.toolcall import _assign, _hungarian, match_calls, mentions_goal
+from leader_eval.checks.toolcall import _STOPWORDS, _assign, _hungarian, match_calls, mentions_goal
 from leader_eval.types import Reason, ToolCall
 
 TOOLS: dict[str, dict[str, Any]] = {
@@ -267,3 +271,38 @@ def test_many_parallel_calls_use_the_hungarian_path() -> None:
     got = [call("send_message_to_chat", message=str(i)) for i in reversed(range(n))]
     r = checks(got, expect)
     assert all(x.passed for x in r.values())
+
+
+def _mentions_goal_by_stemming(text: str, goal: str) -> bool:
+    """The definition, stemming the whole text (what ``mentions_goal`` computed before it
+    searched for each goal stem instead): the oracle for the equivalence test below."""
+    suffix = re.compile(r"(?<=[^\W_]{3})(?:ing|ed|es|s)\b")
+    word = re.compile(r"[^\W_]+")
+
+    def stems(t: str) -> list[str]:
+        return word.findall(suffix.sub("", t.casefold()))
+
+    all_words = [w.casefold() for w in word.findall(goal)]
+    content = " ".join(w for w in all_words if len(w) >= 3 and w not in _STOPWORDS) or " ".join(all_words)
+    words = tuple(dict.fromkeys(stems(content)))
+    if not words:
+        return False
+    present = set(stems(text))
+    return sum(1 for w in words if w in present) >= math.ceil(0.6 * len(words))
+
+
+_GOAL_PIECES = [
+    "build", "builds", "building", "buildings", "built", "wood", "woods", "wooded", "goes", "go", "bus", "buses",
+    "river", "rivers", "River", "RIVERS", "ring", "ing", "es", "s", "ed", "_", " ", ", ", "-", "é", "ß", "SS",
+    "straße", "İ", "1", "x", "\n",
+]  # fmt: skip
+_GOALS = ["build a windmill by the river", "Gather wood for the winter shelter", "go", "buses and rings", "ß é ing"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(_GOAL_PIECES), st.text(max_size=3)), max_size=30).map("".join),
+    st.one_of(st.sampled_from(_GOALS), st.lists(st.sampled_from(_GOAL_PIECES), max_size=6).map(" ".join)),
+)
+def test_mentions_goal_agrees_with_stemming_the_whole_text(text: str, goal: str) -> None:
+    assert mentions_goal(text, goal) == _mentions_goal_by_stemming(text, goal)

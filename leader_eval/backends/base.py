@@ -53,6 +53,21 @@ class Completion:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+#: the error prefix a backend uses when it refused a prompt that cannot fit the model's context
+CONTEXT_OVERFLOW_PREFIX = "context overflow:"
+
+
+def is_context_overflow(error: str | None) -> bool:
+    """Whether a completion's error means "the prompt did not fit", not a sampler failure."""
+    if not error:
+        return False
+    if error.startswith(CONTEXT_OVERFLOW_PREFIX):
+        return True
+    from leader_eval.backends.openai_compat import is_context_overflow as http_overflow
+
+    return http_overflow(error)
+
+
 class BackendError(Exception):
     """A failure of the sampler (network, server, SDK), never of the model's output."""
 

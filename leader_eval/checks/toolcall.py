@@ -29,7 +29,7 @@ from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
 _REGEXES: dict[str, re.Pattern[str] | None] = {}
-_GOAL_WORDS: dict[str, tuple[str, ...]] = {}
+_GOAL_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {}
 
 # Constraint keywords, in the order their failures are reported.
 _KEYWORDS = (
@@ -199,28 +199,57 @@ def _stems(text: str) -> list[str]:
     return _WORD.findall(_SUFFIX.sub("", text.casefold()))
 
 
-def _goal_words(goal: str) -> tuple[str, ...]:
-    words = _GOAL_WORDS.get(goal)
-    if words is None:
+def _goal_words(goal: str) -> tuple[re.Pattern[str], ...]:
+    """One finder per distinct content stem of the goal (see ``_stem_finder``)."""
+    finders = _GOAL_WORDS.get(goal)
+    if finders is None:
         all_words = [w.casefold() for w in _WORD.findall(goal)]
         content = " ".join(w for w in all_words if len(w) >= 3 and w not in _STOPWORDS) or " ".join(all_words)
-        words = tuple(dict.fromkeys(_stems(content)))
+        finders = tuple(_stem_finder(w) for w in dict.fromkeys(_stems(content)))
         if len(_GOAL_WORDS) > 4096:
             _GOAL_WORDS.clear()
-        _GOAL_WORDS[goal] = words
-    return words
+        _GOAL_WORDS[goal] = finders
+    return finders
+
+
+def _stem_finder(stem: str) -> re.Pattern[str]:
+    r"""A regex that finds, in casefolded text, a word whose stem (``_stems``) is ``stem``.
+
+    Stemming the whole text cost ~200 us per 2 KB (a regex pass with a lookbehind at every
+    position, then a word split); this searches for the stem's literal text instead, which the
+    regex engine does in C. The match rules are those of ``_stems``: a word is a maximal run of
+    ``[^\W_]``; its suffix is stripped only when the run ends where ``\b`` holds (the next
+    character is not ``\w``: a run followed by ``_`` keeps its suffix). So a word stems to
+    ``stem`` if it is ``stem`` followed by ``_``, or ``stem + x`` (x one of "", ing, ed, es, s)
+    followed by a non-word character or the end, where stripping ``stem + x`` gives ``stem``
+    (decided here once with the same suffix regex). tests/test_checks_toolcall.py compares this
+    with stemming the whole text."""
+    tails = [x for x in ("ing", "ed", "es", "s", "") if _SUFFIX.sub("", stem + x) == stem]
+    s = re.escape(stem)
+    ends = f"(?:{'|'.join(re.escape(x) for x in tails)})(?!\\w)|(?=_)" if tails else "(?=_)"
+    # the literal first lets the engine skip to candidates; the lookbehind then asks that the
+    # run starts there
+    return re.compile(rf"{s}(?<![^\W_]{s})(?:{ends})")
 
 
 def mentions_goal(text: str, goal: str) -> bool:
     """At least 60% (rounded up) of the goal's distinct content words appear in ``text``,
     compared case-insensitively after stripping a plural/-ed/-ing suffix. Content words are
     words of three or more letters outside a short stop list."""
-    words = _goal_words(goal)
-    if not words:
+    finders = _goal_words(goal)
+    if not finders:
         return False
-    present = set(_stems(text))
-    hits = sum(1 for w in words if w in present)
-    return hits >= math.ceil(0.6 * len(words))
+    need = math.ceil(0.6 * len(finders))
+    folded = text.casefold()
+    hits = 0
+    for i, finder in enumerate(finders):
+        if finder.search(folded):
+            hits += 1
+            if hits >= need:
+                return True
+        elif hits + len(finders) - i - 1 < need:
+            return False
+    return False
 
 
 # --------------------------------------------------------------------------- constraints

@@ -1,0 +1,264 @@
+"""Harness overhead of ``leader-eval run`` against a fixed-latency OpenAI-compatible server (a script, not a test).
+
+    python bench/bench_runner.py                         # 2,000 cases x 1 sample, C=128, 200 ms, 3 reps
+    python bench/bench_runner.py --cases 200 --samples 10
+    python bench/bench_runner.py --port 8765             # use a running mock (e.g. the peers kit's)
+    python bench/bench_runner.py --floor /tmp/peer/baseline_client.py   # + the plain-aiohttp floor, same server
+    python bench/bench_runner.py --once --base-url http://127.0.0.1:8765/v1 --suite S.yaml   # one run, one JSON line
+
+What is measured is the same as the peers kit (``../shared/peers``) measures for inspect-ai and
+promptfoo: a whole harness process (interpreter start, imports, suite loading and validation,
+rendering, sampling, scoring, recording, aggregation) run as a child; its CPU time (user + sys)
+and peak RSS come from ``wait4`` (what ``/usr/bin/time -v`` reports), its wall time from the
+parent, and the server-side span (first request in to last response out) from the mock's
+``GET /stats``. The ideal span is ``ceil(requests / C) x latency`` (3.125 s for 2,000 at 128,
+200 ms, as the peers count it: 2000 / 128 x 0.2).
+
+The suite is written once by the parent (like the peers' task / CSV generation) and loaded by
+the child: ``cases`` one-line user prompts ``Say hi. (sample i)``, each expecting a reply that
+contains ``hi`` and no tool call, ``samples`` samples per case. 2,000 x 1 is the like-for-like
+comparison with the peers (2,000 distinct one-line samples); fewer cases with more samples per
+case is the common shape of a real leader-eval suite and costs less per sample (one render,
+one scorer per case).
+
+Sampling uses the library API, ``evaluate.run`` with an ``OpenAICompatBackend`` in ``chat``
+mode (the peers also POST ``/v1/chat/completions``), concurrency C on both the runner and the
+backend, the sample cache off (``RunOptions(cache=False)`` and ``LEADER_EVAL_CACHE_DIR=off``).
+"""
+
+from __future__ import annotations
+
+import time
+
+_T_START = time.perf_counter()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import urllib.request  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- the suite ------------------------------------------------------------------------------
+
+
+def write_suite(path: Path, cases: int, samples: int) -> Path:
+    """A suite of one-line cases whose right answer is a reply containing ``hi`` (no tool call)."""
+    lines = [
+        "name: bench_hi",
+        "description: harness-overhead benchmark; one-line prompts, expected reply contains 'hi'",
+        "protocol: openai",
+        f"sampling: {{temperature: 0.0, max_tokens: 16, samples: {samples}, top_p: 1.0}}",
+        "scaffold:",
+        "  messages:",
+        '    - {role: user, content: "Say hi. (sample {{ i }})"}',
+        "tools: []",
+        "hard_fail: []",
+        "cases:",
+    ]
+    lines += [f"  - {{id: c{i:05d}, vars: {{i: {i}}}, expect: {{no_call: true, require: ['hi']}}}}" for i in range(cases)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# --- child: one harness run ------------------------------------------------------------------
+
+
+def once(base_url: str, suite_path: Path, concurrency: int, out: Path) -> dict[str, Any]:
+    os.environ["LEADER_EVAL_CACHE_DIR"] = "off"
+    t = os.times()
+    cpu_start = t.user + t.system  # interpreter start-up before this script's first line is not in here
+    t_imp = time.perf_counter()
+    from leader_eval.backends.openai_compat import OpenAICompatBackend
+    from leader_eval.evaluate import run
+    from leader_eval.runner import RunOptions
+
+    t_run = time.perf_counter()
+    cpu_imp = _cpu()
+    backend = OpenAICompatBackend(base_url, "x", mode="chat", max_concurrency=concurrency, api_key_env="BENCH_NO_KEY")
+    options = RunOptions(
+        model=f"openai:{base_url}#x", seed=1, out=out, concurrency=concurrency, progress=False, cache=False
+    )
+    result = run(suite_path, options, backend=backend)
+    t_end = time.perf_counter()
+    cpu_end = _cpu()
+    stats = result.stats
+    return {
+        "tool": "leader-eval",
+        "samples": len(result.samples),
+        "correct": sum(1 for s in result.scores if s.passed),
+        "errors": stats.errors if stats else None,
+        "wall_s": round(stats.wall_s, 3) if stats else None,  # sampling phase (first task to last record)
+        "eval_wall_s": round(t_end - t_run, 3),  # run(): load + render + sample + score + record
+        "import_s": round(t_run - t_imp, 3),
+        "cpu_import_s": round(cpu_imp - cpu_start, 3),
+        "cpu_run_s": round(cpu_end - cpu_imp, 3),
+        "script_s": round(t_end - _T_START, 3),
+    }
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+# --- parent: spawn, measure, compare ---------------------------------------------------------
+
+
+def _http(url: str, method: str = "GET") -> Any:
+    req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def run_child(cmd: list[str], root_url: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``measure`` with exact per-child rusage via ``os.wait4`` (RSS included)."""
+    _http(root_url + "/reset", "POST")
+    srv0 = _http(root_url + "/stats")["cpu_s"]
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, env=env, cwd=ROOT)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read().decode(), fe.read().decode()
+    st = _http(root_url + "/stats")
+    rec: dict[str, Any] = {
+        "rc": proc.returncode,
+        "wall_s": round(wall, 3),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
+        "user_s": round(ru.ru_utime, 3),
+        "sys_s": round(ru.ru_stime, 3),
+        "rss_mb": round(ru.ru_maxrss / 1024, 1),
+        "server_requests": st["requests"],
+        "server_max_inflight": st["max_inflight"],
+        "server_span_s": st["span_s"],
+        "server_cpu_s": round(st["cpu_s"] - srv0, 3),
+        "load1_before": round(load, 2),
+    }
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if lines:
+        rec["tool"] = json.loads(lines[-1])
+    if proc.returncode != 0:
+        rec["stderr_tail"] = err[-2000:]
+    return rec
+
+
+def summarize(name: str, recs: list[dict[str, Any]], n: int, ideal: float) -> str:
+    def med(key: str) -> float:
+        return statistics.median(float(r[key]) for r in recs)
+
+    wall, span, cpu, rss = med("wall_s"), med("server_span_s"), med("cpu_s"), med("rss_mb")
+    reps = ", ".join(f"{r['server_span_s']:.2f}" for r in recs)
+    loads = ", ".join(f"{r['load1_before']:.2f}" for r in recs)
+    return (
+        f"| {name} | {wall:.2f} | {wall / ideal:.2f} | {span:.2f} | {span / ideal:.2f} | {cpu:.2f} | "
+        f"{cpu / n * 1000:.2f} | {rss:.0f} | {max(r['server_max_inflight'] for r in recs)} | {reps} | {loads} |"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", type=int, default=2000)
+    ap.add_argument("--samples", type=int, default=1, help="samples per case")
+    ap.add_argument("--concurrency", "-c", type=int, default=128)
+    ap.add_argument("--latency-ms", type=float, default=200.0, help="latency of the mock this script starts")
+    ap.add_argument("--port", type=int, help="use a mock already listening on 127.0.0.1:PORT (peers kit's or ours)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--floor", help="path to the peers kit's baseline_client.py: also run the aiohttp floor")
+    ap.add_argument("--json", help="append every run as one JSON line to this file")
+    ap.add_argument("--once", action="store_true", help="child mode: one harness run, one JSON line on stdout")
+    ap.add_argument("--base-url", help="(--once) the server's /v1 URL")
+    ap.add_argument("--suite", help="(--once) suite file; default: write one from --cases/--samples")
+    ap.add_argument("--out", help="(--once) run directory (default: a fresh temporary one)")
+    a = ap.parse_args()
+
+    if a.once:
+        if not a.base_url:
+            ap.error("--once needs --base-url")
+        with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
+            suite = Path(a.suite) if a.suite else write_suite(Path(tmp) / "suite.yaml", a.cases, a.samples)
+            out = Path(a.out) if a.out else Path(tmp) / "run"
+            print(json.dumps(once(a.base_url, suite, a.concurrency, out)), flush=True)
+        return 0
+
+    sys.path.insert(0, str(ROOT))
+    server = None
+    if a.port:
+        root_url = f"http://127.0.0.1:{a.port}"
+        latency_ms = a.latency_ms
+    else:
+        from leader_eval.testing.servers import start_mock_server
+
+        server = start_mock_server(latency_ms=a.latency_ms)
+        root_url = server.url
+        latency_ms = a.latency_ms
+    n = a.cases * a.samples
+    ideal = n / a.concurrency * latency_ms / 1000.0
+    env = dict(os.environ, LEADER_EVAL_CACHE_DIR="off", PYTHONPATH=str(ROOT))
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
+            suite = write_suite(Path(tmp) / "suite.yaml", a.cases, a.samples)
+            configs: list[tuple[str, list[str]]] = []
+            if a.floor:
+                configs.append(
+                    (
+                        "baseline-aiohttp (peers floor)",
+                        [sys.executable, a.floor, "--lib", "aiohttp", "--base-url", root_url + "/v1",
+                         "-n", str(n), "-c", str(a.concurrency)],
+                    )
+                )  # fmt: skip
+            configs.append(
+                (
+                    f"leader-eval {a.cases}x{a.samples}",
+                    [sys.executable, str(Path(__file__).resolve()), "--once", "--base-url", root_url + "/v1",
+                     "--suite", str(suite), "--out", str(Path(tmp) / "run"), "-c", str(a.concurrency)],
+                )
+            )  # fmt: skip
+            print(f"N={n} C={a.concurrency} latency={latency_ms:g} ms ideal={ideal:.3f} s "
+                  f"(rounds: {math.ceil(n / a.concurrency)} -> {math.ceil(n / a.concurrency) * latency_ms / 1000:.3f} s); "
+                  f"load average {os.getloadavg()}; {os.cpu_count()} CPUs", flush=True)  # fmt: skip
+            results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in configs}
+            for rep in range(a.reps):
+                for name, cmd in configs:  # interleaved, so load drift hits both alike
+                    import shutil
+
+                    shutil.rmtree(Path(tmp) / "run", ignore_errors=True)
+                    rec = run_child(cmd, root_url, env)
+                    rec.update(name=name, rep=rep, n=n, c=a.concurrency, lat_ms=latency_ms)
+                    print(json.dumps(rec), flush=True)
+                    if rec["rc"] != 0:
+                        print(rec.get("stderr_tail", ""), file=sys.stderr)
+                        return 1
+                    results[name].append(rec)
+                    if a.json:
+                        with open(a.json, "a", encoding="utf-8") as f:
+                            f.write(json.dumps(rec) + "\n")
+            header = (
+                "| harness | wall s | wall/ideal | server span s | span/ideal | CPU s | CPU ms/sample | "
+                "peak RSS MB | max in-flight | span per rep | load1 before each rep |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|"
+            )
+            rows = [summarize(name, recs, n, ideal) for name, recs in results.items()]
+            print(header)
+            print("\n".join(rows))
+    finally:
+        if server is not None:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
