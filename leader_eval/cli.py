@@ -138,7 +138,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from leader_eval.compare import compare_markdown, compare_runs, format_compare
 
-    comparison = compare_runs(args.runs, alpha=args.alpha)
+    comparison = compare_runs(args.runs, alpha=args.alpha, across_suites=args.across_suites)
     print(format_compare(comparison))
     _write_markdown(compare_markdown(comparison), args.markdown)
     return comparison.exit_status
@@ -232,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("runs", nargs="+", help="run directories; runs of one label+suite+sampling are pooled")
     c.add_argument("--alpha", type=float, default=0.05)
+    c.add_argument("--across-suites", action="store_true",
+                   help="allow runs of different suite content (scaffold variants with the same case ids)")
     c.add_argument("--markdown", help="append a Markdown summary to this file")
     c.set_defaults(func=cmd_compare)
 

@@ -159,6 +159,7 @@ def compare_runs(
     alpha: float = 0.05,
     ks: Sequence[int] | None = None,
     seed: int = 0,
+    across_suites: bool = False,
 ) -> Comparison:
     """Compare runs (``Run`` objects or run directories); the first configuration is the baseline.
 
@@ -166,12 +167,21 @@ def compare_runs(
     are pooled. Raises ``LeaderEvalError`` (exit 2) for bad input: fewer than two runs, an
     unreadable or unscored run, or runs of different suite content or scorer versions.
     ``ks``: the k of pass@k / pass^k (default 1 and the smallest per-case sample count).
+    ``across_suites``: allow runs of different suite content (scaffold variants with the same
+    case ids, e.g. with and without a goal line); the difference is reported, not refused.
     """
     loaded = _load(runs)
     messages: list[str] = []
     groups = _group(loaded, messages)
     hashes = {(g.suite, g.suite_hash) for g in groups}
-    if len(hashes) > 1:
+    if len(hashes) > 1 and across_suites:
+        # comparing prompt/scaffold variants of one suite (same case ids): legitimate, but say so
+        messages.append(
+            "runs scored different suite content ("
+            + ", ".join(f"{g.name}: {g.suite_hash}" for g in groups)
+            + "): this compares suite variants, not only checkpoints"
+        )
+    elif len(hashes) > 1:
         raise LeaderEvalError(
             "runs scored different suite content ("
             + ", ".join(f"{g.name}: {g.suite} {g.suite_hash}" for g in groups)

@@ -160,12 +160,14 @@ class SuiteFile(pytest.File):
                 item.add_marker(pytest.mark.stress)
             for tag in case.tags:
                 if tag.isidentifier():
+                    # registered, so `-m planning` selects cases and --strict-markers stays quiet
+                    self.config.addinivalue_line("markers", f"{tag}: leader-eval suite tag")
                     item.add_marker(getattr(pytest.mark, tag))
             yield item
 
     def setup(self) -> None:
         from leader_eval.evaluate import run
-        from leader_eval.runner import RunOptions, default_label
+        from leader_eval.runner import RunOptions, default_label, default_out_dir
 
         state: PluginState = self.config.stash[STATE]
         o = state.options
@@ -184,14 +186,15 @@ class SuiteFile(pytest.File):
 
         backend = resolve_backend(o["model"])
         label = o["label"] or default_label(backend.model_id)
-        if o["seed"] is not None or self.suite.sampling.get("seed") is not None:
-            seed = o["seed"] if o["seed"] is not None else self.suite.sampling["seed"]
-            options.out = o["run_dir"] / f"{self.suite.name}__{label}__seed{seed}__pytest"
+        if o["seed"] is not None:
+            options.seed = o["seed"]
+        elif self.suite.sampling.get("seed") is not None:
+            options.seed = int(self.suite.sampling["seed"])
         else:
             from leader_eval.runner import new_run_seed
 
             options.seed = new_run_seed()
-            options.out = o["run_dir"] / f"{self.suite.name}__{label}__seed{options.seed}__pytest"
+        options.out = default_out_dir(self.suite, label, options.seed, root=o["run_dir"], suffix="__pytest")
         self.run_result = run(self.suite, options, backend=backend)
         self.scores_by_case: dict[str, list[Any]] = defaultdict(list)
         for s in self.run_result.scores:

@@ -200,8 +200,11 @@ def default_label(model_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", tail).strip("-").lower() or "model"
 
 
-def default_out_dir(suite: Suite, label: str, run_seed: int) -> Path:
-    return Path("runs") / f"{suite.name}__{label}__seed{run_seed}"
+def default_out_dir(suite: Suite, label: str, run_seed: int, root: Path = Path("runs"), suffix: str = "") -> Path:
+    """Deterministic for (suite content, model label, seed): the same command resumes its run,
+    an edited suite gets a directory of its own."""
+    short = suite.content_hash.split(":")[-1][:8]
+    return root / f"{suite.name}__{label}__seed{run_seed}__{short}{suffix}"
 
 
 @dataclass

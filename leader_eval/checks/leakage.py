@@ -19,6 +19,11 @@ import json
 import re
 from dataclasses import dataclass, field
 
+try:
+    from re import _parser as sre_parse  # Python 3.11+
+except ImportError:  # pragma: no cover
+    import sre_parse  # type: ignore[no-redef]
+
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -138,6 +143,9 @@ class CompiledLeakConfig:
     reasoning_tags: tuple[str, str] | None
     allowed: frozenset[str]
     scaffold: _ScaffoldIndex | None = field(default=None)
+    # per ``extra`` pattern: a literal every match contains (and whether it is compared
+    # ignoring case), or None; a text without it cannot match (see ``_required_literal``)
+    extra_literals: tuple[tuple[str, bool] | None, ...] = ()
 
 
 def _group_by_first_char(entries: list[tuple[str, str, str]]) -> str:
@@ -158,7 +166,12 @@ def _words(text: str) -> list[str]:
     """Casefolded runs of word characters (what an echo is compared on): ``\\w+``."""
     if text.isascii():  # same words as the regex, about 3x faster
         return text.translate(_ASCII_NONWORD).lower().split()
-    return [w.lower() for w in _WORD.findall(text)]
+    words = _WORD.findall(text)
+    if not words:
+        return []
+    # one lower() over the joined words, not one per word: the same words (no lower-case
+    # mapping makes a space, and a space ends the final-sigma context as a word end does)
+    return " ".join(words).lower().split(" ")
 
 
 _WORD = re.compile(r"\w+")
@@ -214,7 +227,43 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         reasoning_tags=cfg.reasoning_tags if cfg.reasoning_tags and all(cfg.reasoning_tags) else None,
         allowed=allowed,
         scaffold=_build_scaffold(cfg.scaffold_texts, cfg.scaffold_min_words),
+        extra_literals=tuple(_required_literal(p) for _, p in extra),
     )
+
+
+_LITERAL_MIN = 3  # a shorter literal is in most texts: not worth the check
+
+
+def _required_literal(pattern: re.Pattern[str]) -> tuple[str, bool] | None:
+    """The longest run of literal characters at the top level of ``pattern``: every match
+    contains it, so a text without it has no match. Suite regexes such as
+    ``(?i)\\bclick(ed|ing)?\\b.{0,40}...`` start with an anchor, so the regex engine cannot skip
+    to candidates itself and tries every position (48 us per 2 KB for that one pattern).
+
+    Returns (literal, ignore_case); with ignore_case the literal is lower-cased and the check
+    is only used on ASCII text (where IGNORECASE is plain ASCII case folding); None when there
+    is no usable literal."""
+    try:
+        parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+    except Exception:  # noqa: BLE001 (an optimisation: never a reason to fail)
+        return None
+    flags = parsed.state.flags
+    best, run = "", []
+    for op, av in list(parsed) + [(None, None)]:
+        if op is sre_parse.LITERAL:
+            run.append(chr(av))
+            continue
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
+    if len(best) < _LITERAL_MIN:
+        return None
+    icase = bool(flags & re.IGNORECASE)
+    if icase:
+        if not best.isascii():
+            return None
+        best = best.lower()
+    return best, icase
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -370,7 +419,9 @@ def _scaffold_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[t
     if n < idx.min_words:
         return []
     g = idx.gram
-    keys = [tuple(ws[q : q + g]) for q in range(0, n - g + 1, idx.stride)]
+    # the gram at every stride-th word, built in C: ws[k::stride] holds word q + k of each
+    # window q, and zip stops at the last window that fits
+    keys = list(zip(*(ws[k :: idx.stride] for k in range(g))))
     if idx.grams.keys().isdisjoint(keys):  # the common case, decided in C
         return []
     runs: list[tuple[int, int]] = []
@@ -458,7 +509,18 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
         spans.append((_KIND_REASON[kind], start, end))
     if tags:
         spans.extend((Reason.LEAK_REASONING, s, e) for s, e in _reasoning_findings(tags))
-    for reason, pattern in cfg.extra:
+    lowered: str | None = None
+    for (reason, pattern), literal in zip(cfg.extra, cfg.extra_literals or (None,) * len(cfg.extra), strict=True):
+        if literal is not None:
+            lit, icase = literal
+            if not icase:
+                if lit not in text:
+                    continue
+            elif text.isascii():
+                if lowered is None:
+                    lowered = text.lower()
+                if lit not in lowered:
+                    continue
         for m in itertools.islice(pattern.finditer(text, lo, hi), MAX_FINDINGS):
             if m.end() > m.start():
                 spans.append((reason, m.start(), m.end()))
