@@ -93,6 +93,8 @@ async def _sample_and_close(
     options: RunOptions,
     on_sample: Callable[[Sample], None] | None,
 ) -> SamplingStats:
+    # replay serves its own record; caching it again would only duplicate it
+    use_cache = options.cache and not hasattr(backend, "recorded")
     try:
         return await sample_planned(
             rundir,
@@ -102,6 +104,8 @@ async def _sample_and_close(
             concurrency=options.concurrency,
             progress=options.progress,
             on_sample=on_sample,
+            cache=SampleCache() if use_cache else None,
+            max_samples=options.max_samples,
         )
     finally:
         await backend.aclose()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -28,6 +29,15 @@ PROTOCOLS: tuple[str, ...] = ("json", "hermes", "kimi_k2", "llama3_json", "pytho
 NO_CALL_ERROR = "no tool call"
 # The strict error when calls were found but other text surrounds them.
 NOT_ALONE_ERROR = "tool call(s) not alone in the output: other text around the protocol markup"
+# No chat template or API emits more calls in one turn. An output with more fails the strict
+# parse, and a lenient scan stops there: scoring each call costs tens of microseconds, so a
+# 1 MB array of 30,000 tiny calls would otherwise take seconds (bench/bench_scoring.py).
+MAX_CALLS = 256
+TOO_MANY_CALLS_ERROR = f"more than {MAX_CALLS} tool calls in one output"
+
+# Where a strict parser decoded a JSON value (its start -> the value and its end): the lenient
+# scans that follow reuse these instead of decoding the same text again.
+_Memo = dict[int, tuple[Any, int]]
 
 
 @dataclass(frozen=True)
@@ -64,10 +74,13 @@ def _skip_ws(text: str, pos: int) -> int:
     return m.end() if m else pos
 
 
-def _decode(text: str, pos: int) -> tuple[Any, int]:
+def _decode(text: str, pos: int, memo: _Memo | None = None) -> tuple[Any, int]:
     """Decode one JSON value starting exactly at ``pos``; raise ``_Fail`` with a one-line reason."""
     try:
-        return _DECODER.raw_decode(text, pos)
+        got: tuple[Any, int] = _DECODER.raw_decode(text, pos)
+        if memo is not None:
+            memo[pos] = got
+        return got
     except json.JSONDecodeError as exc:
         raise _Fail(f"invalid JSON at offset {exc.pos}: {exc.msg}") from None
     except RecursionError:
@@ -100,20 +113,30 @@ class _Budget:
         return self.left <= 0 or self.fails_left <= 0
 
 
-def _try_decode(text: str, pos: int, budget: _Budget) -> tuple[Any, int] | None:
+_FIRST_WINDOW = 512
+
+
+def _try_decode(
+    text: str, pos: int, budget: _Budget, charges: list[int] | None = None
+) -> tuple[Any, int] | None:
     """Decode one JSON value at ``pos`` for a lenient scan, or None.
 
     A failed decode costs O(pos) on top of the scan, because JSONDecodeError counts the lines
     before the error. Decoding a growing window instead of the whole text keeps each attempt's
-    cost proportional to the value it reads: the window doubles only while the failure could be
-    the window's own cut (an error near its end, or an unterminated string).
+    cost proportional to the value it reads: the window grows only while the failure could be
+    the window's own cut (an error near its end, or an unterminated string). ``charges``
+    receives what each attempt spent, and a final -1 when the budget ran out first.
     """
     n = len(text)
-    width = 512
+    width = _FIRST_WINDOW
     while True:
         stop = min(n, pos + width)
         chunk = text if (pos == 0 and stop == n) else text[pos:stop]
+        if charges is not None:
+            charges.append(len(chunk))
         if not budget.spend(len(chunk)):
+            if charges is not None:
+                charges.append(-1)
             return None
         try:
             value, end = _DECODER.raw_decode(chunk)
@@ -126,6 +149,19 @@ def _try_decode(text: str, pos: int, budget: _Budget) -> tuple[Any, int] | None:
         except (RecursionError, ValueError, MemoryError):
             return None
         return value, pos + end
+
+
+def _window_charges(n: int, pos: int, end: int) -> tuple[int, ...]:
+    """What ``_try_decode`` spends on a value known to span [pos, end) of an n-char text: each
+    window that cuts the value fails as a cut (the decoder stops at the window's end, or inside
+    an unterminated string) and the window grows, until one holds the whole value."""
+    charges, width = [], _FIRST_WINDOW
+    while True:
+        stop = min(n, pos + width)
+        charges.append(stop - pos)
+        if stop >= end:
+            return tuple(charges)
+        width *= 4
 
 
 def _json_object_arguments(value: Any, strict: bool) -> dict[str, Any]:
@@ -210,12 +246,12 @@ _JSON_NAME = ("tool", "name")
 _JSON_ARGS = ("arguments", "parameters")
 
 
-def _strict_json(text: str, lo: int, hi: int) -> _StrictOut:
+def _strict_json(text: str, lo: int, hi: int, memo: _Memo | None = None) -> _StrictOut:
     if text[lo] not in "{[":
         raise _Fail(NO_CALL_ERROR)
     calls: list[ToolCall] = []
     if text[lo] == "{":
-        obj, end = _decode(text, lo)
+        obj, end = _decode(text, lo, memo)
         if end != hi:
             raise _Fail(f"text after the JSON object at offset {end}")
         name, args = _call_from_object(obj, name_keys=_JSON_NAME, args_keys=_JSON_ARGS, strict=True)
@@ -226,7 +262,9 @@ def _strict_json(text: str, lo: int, hi: int) -> _StrictOut:
     if pos < hi and text[pos] == "]":
         raise _Fail("empty array of tool calls")
     while True:
-        obj, end = _decode(text, pos)
+        if len(calls) == MAX_CALLS:
+            raise _Fail(TOO_MANY_CALLS_ERROR)
+        obj, end = _decode(text, pos, memo)
         name, args = _call_from_object(obj, name_keys=_JSON_NAME, args_keys=_JSON_ARGS, strict=True)
         calls.append(ToolCall(name, args, "json", (pos, end), text[pos:end]))
         pos = _skip_ws(text, end)
@@ -244,18 +282,20 @@ def _strict_json(text: str, lo: int, hi: int) -> _StrictOut:
 _HERMES_OPEN, _HERMES_CLOSE = "<tool_call>", "</tool_call>"
 
 
-def _strict_hermes(text: str, lo: int, hi: int) -> _StrictOut:
+def _strict_hermes(text: str, lo: int, hi: int, memo: _Memo | None = None) -> _StrictOut:
     if not text.startswith(_HERMES_OPEN, lo):
         raise _Fail(NO_CALL_ERROR)
     calls: list[ToolCall] = []
     spans: list[tuple[int, int]] = []
     pos = lo
     while pos < hi:
+        if len(calls) == MAX_CALLS:
+            raise _Fail(TOO_MANY_CALLS_ERROR)
         if not text.startswith(_HERMES_OPEN, pos):
             raise _Fail(f"expected {_HERMES_OPEN} at offset {pos}")
         start = pos
         pos = _skip_ws(text, pos + len(_HERMES_OPEN))
-        obj, end = _decode(text, pos)
+        obj, end = _decode(text, pos, memo)
         name, args = _call_from_object(obj, name_keys=("name",), args_keys=("arguments",), strict=True)
         pos = _skip_ws(text, end)
         if not text.startswith(_HERMES_CLOSE, pos):
@@ -280,7 +320,7 @@ _K_ID_STRICT = re.compile(r"functions\.([^\s:<>|]+):(\d+)")
 _K_ID_LENIENT = re.compile(r"(?:functions\.)?([^\s:<>|]+):(\d+)")
 
 
-def _strict_kimi(text: str, lo: int, hi: int) -> _StrictOut:
+def _strict_kimi(text: str, lo: int, hi: int, memo: _Memo | None = None) -> _StrictOut:
     if not text.startswith(_K_SECTION_BEGIN, lo):
         if text.startswith(_K_SECTION_BEGIN_ALT, lo):
             raise _Fail(f"section opened with {_K_SECTION_BEGIN_ALT}, expected {_K_SECTION_BEGIN}")
@@ -289,6 +329,8 @@ def _strict_kimi(text: str, lo: int, hi: int) -> _StrictOut:
     spans: list[tuple[int, int]] = []
     pos = _skip_ws(text, lo + len(_K_SECTION_BEGIN))
     while text.startswith(_K_CALL_BEGIN, pos):
+        if len(calls) == MAX_CALLS:
+            raise _Fail(TOO_MANY_CALLS_ERROR)
         start = pos
         pos = _skip_ws(text, pos + len(_K_CALL_BEGIN))
         m = _K_ID_STRICT.match(text, pos)
@@ -299,7 +341,7 @@ def _strict_kimi(text: str, lo: int, hi: int) -> _StrictOut:
         if not text.startswith(_K_ARG_BEGIN, pos):
             raise _Fail(f"expected {_K_ARG_BEGIN} at offset {pos}")
         pos = _skip_ws(text, pos + len(_K_ARG_BEGIN))
-        obj, end = _decode(text, pos)
+        obj, end = _decode(text, pos, memo)
         if not isinstance(obj, dict):
             raise _Fail(f"arguments must be a JSON object, got {_json_type(obj)}")
         pos = _skip_ws(text, end)
@@ -323,7 +365,7 @@ def _strict_kimi(text: str, lo: int, hi: int) -> _StrictOut:
 _PYTHON_TAG = "<|python_tag|>"
 
 
-def _strict_llama3(text: str, lo: int, hi: int) -> _StrictOut:
+def _strict_llama3(text: str, lo: int, hi: int, memo: _Memo | None = None) -> _StrictOut:
     pos = lo
     if text.startswith(_PYTHON_TAG, pos):
         pos = _skip_ws(text, pos + len(_PYTHON_TAG))
@@ -331,7 +373,9 @@ def _strict_llama3(text: str, lo: int, hi: int) -> _StrictOut:
         raise _Fail(NO_CALL_ERROR if pos == lo else f"expected a JSON object after {_PYTHON_TAG}")
     calls: list[ToolCall] = []
     while True:
-        obj, end = _decode(text, pos)
+        if len(calls) == MAX_CALLS:
+            raise _Fail(TOO_MANY_CALLS_ERROR)
+        obj, end = _decode(text, pos, memo)
         name, args = _call_from_object(
             obj, name_keys=("name",), args_keys=("parameters", "arguments"), strict=True, optional={"type": "function"}
         )
@@ -347,7 +391,7 @@ def _strict_llama3(text: str, lo: int, hi: int) -> _StrictOut:
     return calls, [(lo, hi)]
 
 
-def _strict_pythonic(text: str, lo: int, hi: int) -> _StrictOut:
+def _strict_pythonic(text: str, lo: int, hi: int, memo: _Memo | None = None) -> _StrictOut:
     if text[lo] != "[":
         if _PY_BARE_CALL.match(text, lo):
             raise _Fail("pythonic calls must be written inside a list: [f(a=1)]")
@@ -363,6 +407,8 @@ def _strict_pythonic(text: str, lo: int, hi: int) -> _StrictOut:
         raise _Fail("expected one list of calls")
     if not tree.body.elts:
         raise _Fail("empty list of tool calls")
+    if len(tree.body.elts) > MAX_CALLS:
+        raise _Fail(TOO_MANY_CALLS_ERROR)
     index = _LineIndex(text[lo:hi])
     calls: list[ToolCall] = []
     for node in tree.body.elts:
@@ -571,13 +617,15 @@ def _invoke_block(
     return name, args, pos + len(_INVOKE_CLOSE)
 
 
-def _strict_anthropic(text: str, lo: int, hi: int) -> _StrictOut:
+def _strict_anthropic(text: str, lo: int, hi: int, memo: _Memo | None = None) -> _StrictOut:
     if not (text.startswith(_TU_OPEN, lo) or text.startswith(_FC_OPEN, lo)):
         raise _Fail(NO_CALL_ERROR)
     calls: list[ToolCall] = []
     spans: list[tuple[int, int]] = []
     pos = lo
     while pos < hi:
+        if len(calls) >= MAX_CALLS:
+            raise _Fail(TOO_MANY_CALLS_ERROR)
         if text.startswith(_TU_OPEN, pos):
             name, args, end = _tool_use_block(text, pos, hi, strict=True)
             calls.append(ToolCall(name, args, "anthropic_xml", (pos, end), text[pos:end]))
@@ -588,6 +636,8 @@ def _strict_anthropic(text: str, lo: int, hi: int) -> _StrictOut:
             pos = _skip_ws(text, pos + len(_FC_OPEN))
             n_before = len(calls)
             while _INVOKE_OPEN.match(text, pos):
+                if len(calls) >= MAX_CALLS:
+                    raise _Fail(TOO_MANY_CALLS_ERROR)
                 name, args, end = _invoke_block(text, pos, hi, strict=True)
                 calls.append(ToolCall(name, args, "anthropic_xml", (pos, end), text[pos:end]))
                 pos = _skip_ws(text, end)
@@ -603,7 +653,7 @@ def _strict_anthropic(text: str, lo: int, hi: int) -> _StrictOut:
     return calls, spans
 
 
-_STRICT: dict[str, Callable[[str, int, int], _StrictOut]] = {
+_STRICT: dict[str, Callable[[str, int, int, _Memo | None], _StrictOut]] = {
     "json": _strict_json,
     "hermes": _strict_hermes,
     "kimi_k2": _strict_kimi,
@@ -687,13 +737,35 @@ _OBJ_START = re.compile(r'\{\s*"')
 class _Scan:
     """One output being scanned leniently. Shared work (JSON objects) is done once."""
 
-    def __init__(self, text: str, start: int) -> None:
+    def __init__(self, text: str, start: int, memo: _Memo | None = None) -> None:
         self.text = text
         self.start = start
         self._objects: list[tuple[dict[str, Any], int, int]] | None = None
+        # start -> (what decoding there spent, the value and its end, or None): the lenient
+        # parsers of every protocol try the same JSON objects, each under its own budget
+        n = len(text)
+        self._decoded: dict[int, tuple[tuple[int, ...], tuple[Any, int] | None]] = {
+            pos: (_window_charges(n, pos, got[1]), got) for pos, got in (memo or {}).items()
+        }
 
     def budget(self) -> _Budget:
         return _Budget(_LENIENT_BUDGET_FACTOR * (len(self.text) - self.start) + 4096)
+
+    def decode(self, pos: int, budget: _Budget) -> tuple[Any, int] | None:
+        """``_try_decode`` done once per position: a repeat replays its spending on ``budget``,
+        so each parser gets the answer (and the budget state) it would have computed."""
+        known = self._decoded.get(pos)
+        if known is not None:
+            charges, got = known
+            for c in charges:
+                if not budget.spend(c):
+                    return None
+            return got
+        spent: list[int] = []
+        got = _try_decode(self.text, pos, budget, spent)
+        if spent[-1] != -1:  # ran to an answer, not out of budget
+            self._decoded[pos] = (tuple(spent), got)
+        return got
 
     def call_objects(self) -> list[tuple[dict[str, Any], int, int]]:
         """JSON objects with a "name" or "tool" key, outermost first; found objects are skipped
@@ -707,9 +779,11 @@ class _Scan:
                     if not m:
                         break
                     s = m.start()
-                    got = _try_decode(text, s, budget)
+                    got = self.decode(s, budget)
                     if got is not None and isinstance(got[0], dict) and ("name" in got[0] or "tool" in got[0]):
                         self._objects.append((got[0], s, got[1]))
+                        if len(self._objects) == MAX_CALLS:
+                            break
                         pos = got[1]
                     else:
                         pos = s + 1
@@ -754,7 +828,7 @@ def _lenient_hermes(scan: _Scan) -> Iterator[ToolCall]:
         if budget.spent:
             return
         pos = _skip_ws(text, s + len(_HERMES_OPEN))
-        got = _try_decode(text, pos, budget)
+        got = scan.decode(pos, budget)
         if got is None:
             budget.fail()
             continue
@@ -786,7 +860,7 @@ def _lenient_kimi(scan: _Scan) -> Iterator[ToolCall]:
         if not text.startswith(_K_ARG_BEGIN, pos):
             budget.fail()
             continue
-        got = _try_decode(text, _skip_ws(text, pos + len(_K_ARG_BEGIN)), budget)
+        got = scan.decode(_skip_ws(text, pos + len(_K_ARG_BEGIN)), budget)
         if got is None:
             budget.fail()
             continue
@@ -899,7 +973,7 @@ def _lenient(protocol: str, scan: _Scan, api_tool_calls: list[dict[str, Any]] | 
     try:
         if protocol == "openai":
             return _api_calls(api_tool_calls, strict=False)
-        return list(_LENIENT[protocol](scan))
+        return list(itertools.islice(_LENIENT[protocol](scan), MAX_CALLS))
     except (_Fail, RecursionError, MemoryError, ValueError, TypeError):
         # A diagnostic must never take scoring down with it.
         return []
@@ -971,6 +1045,7 @@ def parse_output(
 
     calls: list[ToolCall] = []
     consumed: list[tuple[int, int]] = []
+    memo: _Memo = {}
     error: str | None = reasoning_error
     if error is None:
         try:
@@ -982,7 +1057,7 @@ def parse_output(
                 raise _Fail(NO_CALL_ERROR)
             else:
                 # The body ends at hi: a parser must not read into the end-of-turn tokens.
-                calls, consumed = _STRICT[protocol](text[:hi] if hi < len(text) else text, lo, hi)
+                calls, consumed = _STRICT[protocol](text[:hi] if hi < len(text) else text, lo, hi, memo)
         except _Fail as exc:
             error = str(exc) or "parse error"
         except (RecursionError, MemoryError, ValueError, TypeError) as exc:  # belt and braces
@@ -990,7 +1065,8 @@ def parse_output(
     if error is not None:
         calls, consumed = [], []
 
-    scan = _Scan(text, body_lo)
+    # the strict decodes start at or after body_lo, where the lenient scans look too
+    scan = _Scan(text, body_lo, memo)
     lenient = list(calls) if error is None else _lenient(protocol, scan, api_tool_calls)
     if error == NO_CALL_ERROR and lenient:
         error = NOT_ALONE_ERROR

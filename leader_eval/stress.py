@@ -239,6 +239,10 @@ class Variant:
     n_passed: int = 0
     n_context_overflow: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    #: diagnostics beside the score: share of samples whose whole output is the tool-call protocol,
+    #: and share that called the right tool(s); they show decay where a small model never passes
+    strict_format_rate: float | None = None
+    tool_accuracy: float | None = None
 
     @property
     def column(self) -> str:
@@ -537,6 +541,7 @@ def stress(
             continue
         v.score, v.n_scored, v.n_passed = c["score"], c["n_scored"], c["n_passed"]
         v.n_context_overflow, v.reasons = c["n_context_overflow"], dict(c["reasons"])
+        v.strict_format_rate, v.tool_accuracy = c.get("strict_format_rate"), c.get("tool_accuracy")
         if c["n_context_overflow"] and not c["n_scored"]:
             v.status = "overflow"
     manifest_cases = result_run.manifest["identity"]["cases"]
@@ -607,6 +612,14 @@ def _cell_text(v: Variant | None) -> str:
     return f"{v.score:.2f} ({v.n_passed}/{v.n_scored})"
 
 
+def _rate_text(v: Variant | None) -> str:
+    if v is None or v.status == "shorter_than_case":
+        return "-"
+    if v.status == "overflow":
+        return "overflow"
+    return "-" if v.strict_format_rate is None else f"{v.strict_format_rate:.2f}"
+
+
 def format_stress_table(result: StressResult) -> str:
     """Score per prompt length (rows) and case (columns), overall, then first-failure lengths."""
     cols = result.columns
@@ -626,6 +639,17 @@ def format_stress_table(result: StressResult) -> str:
 
     for name, marks in (("first failure", result.first_failure), ("first overflow", result.first_overflow)):
         rows.append([name, *[fmt(marks.get(c)) for c in cols], fmt(marks.get("overall"))])
+    n_main = len(rows)
+    for step in result.steps:
+        cells = [result.cell(c, step) for c in cols]
+        rates = [v.strict_format_rate for v in cells if v is not None and v.strict_format_rate is not None]
+        rows.append(
+            [
+                f"format@{step}",
+                *[_rate_text(v) for v in cells],
+                f"{sum(rates) / len(rates):.2f}" if rates else "-",
+            ]
+        )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
         f"stress: suite {result.suite}, model {result.model_id}, context {result.context_length or 'unknown'} tokens, "
@@ -634,11 +658,12 @@ def format_stress_table(result: StressResult) -> str:
         "  ".join("-" * w for w in widths),
     ]
     for i, r in enumerate(rows):
-        if i == len(result.steps):
+        if i in (len(result.steps), n_main):
             lines.append("  ".join("-" * w for w in widths))
         lines.append("  ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True))))
     lines.append(
-        f"score = pass rate of the variant's samples; overflow = prompt + max_tokens > context (never sampled); "
+        "format@L = strict tool-call format rate at length L (diagnostic: the whole output is one call); "
+        + f"score = pass rate of the variant's samples; overflow = prompt + max_tokens > context (never sampled); "
         f"first failure = smallest length with score < {FAIL_BELOW} or > {DROP_MARGIN} below the shortest length's"
     )
     if result.out:
@@ -654,10 +679,17 @@ def write_plot(result: StressResult, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-    for col in result.columns:
+    for i, col in enumerate(result.columns):
         pts = [(v.prompt_tokens, v.score) for v in result.variants if v.column == col and v.score is not None]
         if pts:
-            ax.plot(*zip(*pts, strict=True), marker="o", linewidth=1.2, alpha=0.8, label=col)
+            ax.plot(*zip(*pts, strict=True), marker="o", linewidth=1.2, alpha=0.8, color=f"C{i}",
+                    label=f"{col} (score)")  # fmt: skip
+    for i, col in enumerate(result.columns):
+        pts = [(v.prompt_tokens, v.strict_format_rate) for v in result.variants
+               if v.column == col and v.strict_format_rate is not None]  # fmt: skip
+        if pts:
+            ax.plot(*zip(*pts, strict=True), linestyle="--", linewidth=1, alpha=0.6, color=f"C{i}",
+                    label=f"{col} (format rate)")  # fmt: skip
     overall = [(s, v) for s, v in result.overall.items() if v is not None]
     if overall:
         ax.plot(*zip(*overall, strict=True), color="black", linewidth=2.5, marker="s", label="overall")
@@ -674,7 +706,7 @@ def write_plot(result: StressResult, path: Path) -> Path:
         ax.set_xticklabels([f"{s // 1000}K" if s % 1000 == 0 else str(s) for s in result.steps])
     ax.set_ylim(-0.05, 1.1)
     ax.set_xlabel("prompt length (model tokens); x = context overflow, not sampled")
-    ax.set_ylabel("score (pass rate)")
+    ax.set_ylabel("score (solid), strict format rate (dashed)")
     ax.set_title(f"{result.suite} on {result.model_id}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 import pytest
 from corpus import DegenerationRecord, load_degeneration_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leader_eval.checks.degeneration import DegenerationConfig, _Repeats, check_degeneration
+from leader_eval.checks.degeneration import (
+    DegenerationConfig,
+    _may_repeat,
+    _Repeats,
+    _stable_argsort,
+    check_degeneration,
+)
 from leader_eval.types import Reason
 
 RECORDS = load_degeneration_records()
@@ -90,6 +98,23 @@ def test_longest_repeat_matches_brute_force(text: str) -> None:
     assert length == want
     if length:
         assert i < j and text[i : i + length] == text[j : j + length]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab \n", min_size=1, max_size=60), st.integers(min_value=1, max_value=60))
+def test_the_block_precheck_never_hides_a_repeat(text: str, length: int) -> None:
+    # the pre-check may say "maybe" freely, but "no" must mean no run of `length` chars repeats
+    if not _may_repeat(text, length):
+        assert _naive_longest(text) < length
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=6), max_size=300), st.booleans())
+def test_fast_stable_argsort_is_the_stable_argsort(values: list[int], big: bool) -> None:
+    h = np.array(values, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15 if big else 1)
+    order, ordered = _stable_argsort(h)
+    want = np.argsort(h, kind="stable")
+    assert order.tolist() == want.tolist() and ordered.tolist() == h[want].tolist()
 
 
 def test_only_the_tail_of_a_huge_output_is_judged() -> None:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from leader_eval.checks.toolcall import match_calls
-from leader_eval.parse import PROTOCOLS, ParseResult, parse_output
+from leader_eval.parse import PROTOCOLS, ParseResult, _Budget, _try_decode, _window_charges, parse_output
 
 # Fragments of every protocol's markup, so generated text reaches deep into each parser.
 MARKUP = [
@@ -108,3 +108,24 @@ def test_any_text_parses_without_raising_and_deterministically(text: str) -> Non
 def test_any_bytes_parse_without_raising(data: bytes) -> None:
     for protocol in PROTOCOLS:
         assert _parse(data, protocol) == _parse(data, protocol)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=700),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=json_values, before=st.text(max_size=40), after=st.text(max_size=40), indent=st.sampled_from([None, 2]))
+def test_known_decode_spends_what_a_fresh_decode_spends(value: object, before: str, after: str, indent: int | None) -> None:
+    # parse_output hands the strict parser's decodes to the lenient scans, which replay
+    # _window_charges instead of decoding again: the spending (and so every budget decision) must
+    # be the one a fresh _try_decode makes
+    doc = json.dumps({"name": "f", "arguments": {"v": value}}, indent=indent)
+    text = before + doc + after
+    charges: list[int] = []
+    got = _try_decode(text, len(before), _Budget(10**9), charges)
+    assert got is not None and got[1] == len(before) + len(doc)
+    assert tuple(charges) == _window_charges(len(text), len(before), got[1])

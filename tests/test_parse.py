@@ -7,7 +7,14 @@ import json
 
 import pytest
 
-from leader_eval.parse import NO_CALL_ERROR, NOT_ALONE_ERROR, PROTOCOLS, parse_output
+from leader_eval.parse import (
+    MAX_CALLS,
+    NO_CALL_ERROR,
+    NOT_ALONE_ERROR,
+    PROTOCOLS,
+    TOO_MANY_CALLS_ERROR,
+    parse_output,
+)
 
 EOT = ("<|im_end|>", "<|eot_id|>")
 THINK = ("<think>", "</think>")
@@ -303,3 +310,47 @@ def test_unknown_protocol_is_a_programming_error() -> None:
 def test_pathological_inputs_fail_cleanly(protocol: str, text: str) -> None:
     r = parse_output(text, protocol)
     assert not r.strict_ok and r.error
+
+
+def _many(protocol: str, n: int) -> str:
+    one = {"name": "send_message_to_chat", "arguments": {"message": "hi"}}
+    if protocol == "json":
+        return json.dumps([one] * n)
+    if protocol == "hermes":
+        return "\n".join([f"<tool_call>{json.dumps(one)}</tool_call>"] * n)
+    if protocol == "llama3_json":
+        return "; ".join([json.dumps({"name": "send_message_to_chat", "parameters": {"message": "hi"}})] * n)
+    if protocol == "kimi_k2":
+        body = "".join(
+            f'<|tool_call_begin|>functions.send_message_to_chat:{i}<|tool_call_argument_begin|>{{"message": "hi"}}'
+            "<|tool_call_end|>"
+            for i in range(n)
+        )
+        return f"<|tool_calls_section_begin|>{body}<|tool_calls_section_end|>"
+    if protocol == "pythonic":
+        return "[" + ", ".join(["send_message_to_chat(message='hi')"] * n) + "]"
+    assert protocol == "anthropic_xml"
+    return "".join(
+        ['<tool_use><name>send_message_to_chat</name><arguments>{"message": "hi"}</arguments></tool_use>'] * n
+    )
+
+
+@pytest.mark.parametrize("protocol", sorted(STRICT_OK))
+def test_more_calls_than_a_turn_holds_fail_strict_and_lenient_stops_at_the_cap(protocol: str) -> None:
+    ok = parse_output(_many(protocol, MAX_CALLS), protocol)
+    assert ok.strict_ok and len(ok.calls) == MAX_CALLS
+    over = parse_output(_many(protocol, MAX_CALLS + 1), protocol)
+    assert not over.strict_ok and over.error == TOO_MANY_CALLS_ERROR and over.calls == ()
+    assert 0 < len(over.lenient_calls) <= MAX_CALLS
+
+
+def test_lenient_scans_reuse_the_strict_decode_and_agree_with_a_fresh_scan() -> None:
+    # a strict-OK output: the llama3 diagnostic reads the object the strict json parse decoded;
+    # a message long enough that the lenient window has to grow twice
+    text = json.dumps({"name": "send_message_to_chat", "arguments": {"message": "word " * 2000}})
+    r = parse_output(text, "json")
+    assert r.strict_ok and r.other_protocols == ()
+    # prose in front: strict fails, so every lenient scan decodes on its own
+    prose = parse_output("Here: " + text, "json")
+    assert not prose.strict_ok and [c.span for c in prose.lenient_calls] == [(6, 6 + len(text))]
+    assert prose.lenient_calls[0].arguments == r.calls[0].arguments

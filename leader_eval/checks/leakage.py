@@ -294,7 +294,9 @@ class _CodeSpans:
     def __init__(self, text: str, lo: int, hi: int) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
-        fences = [m for m in _FENCE.finditer(text, lo, hi)]
+        # a MULTILINE "^" pattern is tried at every position: skip it when no fence can match
+        has_fence = "```" in text or "~~~" in text
+        fences = [m for m in _FENCE.finditer(text, lo, hi)] if has_fence else []
         spans: list[tuple[int, int]] = []
         i = 0
         while i + 1 < len(fences):
