@@ -1,53 +1,51 @@
-"""Harness overhead of ``leader-eval run`` against a fixed-latency OpenAI-compatible server (a script, not a test).
+"""Harness overhead of leader-eval against a fixed-latency OpenAI-compatible server (a script, not a test).
 
-    python bench/bench_runner.py                         # 2,000 cases x 1 sample, C=128, 200 ms, 3 reps
-    python bench/bench_runner.py --cases 200 --samples 10
-    python bench/bench_runner.py --port 8765             # use a running mock (e.g. the peers kit's)
-    python bench/bench_runner.py --floor /tmp/peer/baseline_client.py   # + the plain-aiohttp floor, same server
-    python bench/bench_runner.py --once --base-url http://127.0.0.1:8765/v1 --suite S.yaml   # one run, one JSON line
+    python bench/bench_runner.py                          # 2,000 cases x 1 sample, C=128, 200 ms, 3 reps
+    python bench/bench_runner.py --cases 200 --samples 10 # the same 2,000 samples as 200 cases x 10
+    python bench/bench_runner.py --floor /tmp/peer/baseline_client.py   # + the peers' aiohttp floor
+    python bench/bench_runner.py --via api,cli            # also through `leader-eval run` (the CLI)
+    python bench/bench_runner.py --port 8765              # a mock already running (e.g. the peers kit's)
+    python bench/bench_runner.py --once --base-url http://127.0.0.1:8765/v1   # one run, one JSON line
 
-What is measured is the same as the peers kit (``../shared/peers``) measures for inspect-ai and
+What is measured is what the peers kit (``../shared/peers``) measures for inspect-ai and
 promptfoo: a whole harness process (interpreter start, imports, suite loading and validation,
-rendering, sampling, scoring, recording, aggregation) run as a child; its CPU time (user + sys)
-and peak RSS come from ``wait4`` (what ``/usr/bin/time -v`` reports), its wall time from the
-parent, and the server-side span (first request in to last response out) from the mock's
-``GET /stats``. The ideal span is ``ceil(requests / C) x latency`` (3.125 s for 2,000 at 128,
-200 ms, as the peers count it: 2000 / 128 x 0.2).
+rendering, sampling, scoring, recording, aggregation), run as a child. Its CPU time (user + sys)
+and peak RSS come from ``wait4`` (what ``/usr/bin/time -v`` reports), its wall time from this
+parent, and the server span (first request in to last response out) from the mock's
+``GET /stats``. Ideal = samples / C x latency, as the peers count it (3.125 s for 2,000 at 128
+and 200 ms; whole rounds would be 16 x 0.2 = 3.2 s). Configurations run interleaved, rep by
+rep, so load drift on a shared machine hits them alike; the 1-minute load average before each
+run is printed with it.
 
-The suite is written once by the parent (like the peers' task / CSV generation) and loaded by
-the child: ``cases`` one-line user prompts ``Say hi. (sample i)``, each expecting a reply that
-contains ``hi`` and no tool call, ``samples`` samples per case. 2,000 x 1 is the like-for-like
-comparison with the peers (2,000 distinct one-line samples); fewer cases with more samples per
-case is the common shape of a real leader-eval suite and costs less per sample (one render,
-one scorer per case).
+The suite is written once by this parent (as the peers generate their task / CSV once) and
+loaded by the child: ``cases`` one-line user prompts ``Say hi. (sample i)``, each expecting a
+reply that contains ``hi`` and no tool call, ``samples`` samples per case. 2,000 x 1 is the
+like-for-like comparison (the peers send 2,000 distinct one-line samples); fewer cases with
+more samples each is the usual shape of a leader-eval suite (k samples per case for pass^k and
+confidence intervals) and costs less per sample (one render and one scorer per case).
 
-Sampling uses the library API, ``evaluate.run`` with an ``OpenAICompatBackend`` in ``chat``
-mode (the peers also POST ``/v1/chat/completions``), concurrency C on both the runner and the
-backend, the sample cache off (``RunOptions(cache=False)`` and ``LEADER_EVAL_CACHE_DIR=off``).
+``--via api``: ``evaluate.run`` with an ``OpenAICompatBackend`` in chat mode (the peers also
+POST ``/v1/chat/completions``), ``max_concurrency`` = C. ``--via cli``: ``leader-eval run SUITE
+--model openai:URL#x --api-mode chat --concurrency C --no-cache``. The sample cache is off in
+both (``--no-cache`` / ``RunOptions(cache=False)`` and ``LEADER_EVAL_CACHE_DIR=off``).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
-
-_T_START = time.perf_counter()
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import urllib.request  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import urllib.request
+from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-# --- the suite ------------------------------------------------------------------------------
 
 
 def write_suite(path: Path, cases: int, samples: int) -> Path:
@@ -64,44 +62,40 @@ def write_suite(path: Path, cases: int, samples: int) -> Path:
         "hard_fail: []",
         "cases:",
     ]
-    lines += [f"  - {{id: c{i:05d}, vars: {{i: {i}}}, expect: {{no_call: true, require: ['hi']}}}}" for i in range(cases)]
+    expect = "{no_call: true, require: ['hi']}"
+    lines += [f"  - {{id: c{i:05d}, vars: {{i: {i}}}, expect: {expect}}}" for i in range(cases)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
-# --- child: one harness run ------------------------------------------------------------------
+# --- child: one harness run through the library API -------------------------------------------
 
 
 def once(base_url: str, suite_path: Path, concurrency: int, out: Path) -> dict[str, Any]:
     os.environ["LEADER_EVAL_CACHE_DIR"] = "off"
-    t = os.times()
-    cpu_start = t.user + t.system  # interpreter start-up before this script's first line is not in here
-    t_imp = time.perf_counter()
+    cpu0, t0 = _cpu(), time.perf_counter()
     from leader_eval.backends.openai_compat import OpenAICompatBackend
     from leader_eval.evaluate import run
     from leader_eval.runner import RunOptions
 
-    t_run = time.perf_counter()
-    cpu_imp = _cpu()
+    cpu1, t1 = _cpu(), time.perf_counter()
     backend = OpenAICompatBackend(base_url, "x", mode="chat", max_concurrency=concurrency, api_key_env="BENCH_NO_KEY")
     options = RunOptions(
         model=f"openai:{base_url}#x", seed=1, out=out, concurrency=concurrency, progress=False, cache=False
     )
     result = run(suite_path, options, backend=backend)
-    t_end = time.perf_counter()
-    cpu_end = _cpu()
+    cpu2, t2 = _cpu(), time.perf_counter()
     stats = result.stats
     return {
         "tool": "leader-eval",
         "samples": len(result.samples),
         "correct": sum(1 for s in result.scores if s.passed),
         "errors": stats.errors if stats else None,
-        "wall_s": round(stats.wall_s, 3) if stats else None,  # sampling phase (first task to last record)
-        "eval_wall_s": round(t_end - t_run, 3),  # run(): load + render + sample + score + record
-        "import_s": round(t_run - t_imp, 3),
-        "cpu_import_s": round(cpu_imp - cpu_start, 3),
-        "cpu_run_s": round(cpu_end - cpu_imp, 3),
-        "script_s": round(t_end - _T_START, 3),
+        "sampling_wall_s": round(stats.wall_s, 3) if stats else None,  # first request task to last record
+        "eval_wall_s": round(t2 - t1, 3),  # run(): load + render + sample + score + record + aggregate
+        "import_s": round(t1 - t0, 3),
+        "cpu_import_s": round(cpu1 - cpu0, 3),
+        "cpu_run_s": round(cpu2 - cpu1, 3),
     }
 
 
@@ -110,7 +104,7 @@ def _cpu() -> float:
     return t.user + t.system
 
 
-# --- parent: spawn, measure, compare ---------------------------------------------------------
+# --- parent: spawn, measure, compare ----------------------------------------------------------
 
 
 def _http(url: str, method: str = "GET") -> Any:
@@ -119,14 +113,14 @@ def _http(url: str, method: str = "GET") -> Any:
         return json.loads(r.read())
 
 
-def run_child(cmd: list[str], root_url: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """``measure`` with exact per-child rusage via ``os.wait4`` (RSS included)."""
+def run_child(cmd: list[str], root_url: str, env: dict[str, str]) -> dict[str, Any]:
+    """Run ``cmd``; its own rusage via ``wait4`` (CPU, peak RSS), wall time, and the server's view."""
     _http(root_url + "/reset", "POST")
-    srv0 = _http(root_url + "/stats")["cpu_s"]
+    srv_cpu0 = _http(root_url + "/stats")["cpu_s"]
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, env=env, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -144,7 +138,7 @@ def run_child(cmd: list[str], root_url: str, env: dict[str, str] | None = None) 
         "server_requests": st["requests"],
         "server_max_inflight": st["max_inflight"],
         "server_span_s": st["span_s"],
-        "server_cpu_s": round(st["cpu_s"] - srv0, 3),
+        "server_cpu_s": round(st["cpu_s"] - srv_cpu0, 3),
         "load1_before": round(load, 2),
     }
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
@@ -161,10 +155,12 @@ def summarize(name: str, recs: list[dict[str, Any]], n: int, ideal: float) -> st
 
     wall, span, cpu, rss = med("wall_s"), med("server_span_s"), med("cpu_s"), med("rss_mb")
     reps = ", ".join(f"{r['server_span_s']:.2f}" for r in recs)
-    loads = ", ".join(f"{r['load1_before']:.2f}" for r in recs)
+    cpus = ", ".join(f"{r['cpu_s'] / n * 1000:.2f}" for r in recs)
+    loads = ", ".join(f"{r['load1_before']:.1f}" for r in recs)
+    inflight = max(r["server_max_inflight"] for r in recs)
     return (
         f"| {name} | {wall:.2f} | {wall / ideal:.2f} | {span:.2f} | {span / ideal:.2f} | {cpu:.2f} | "
-        f"{cpu / n * 1000:.2f} | {rss:.0f} | {max(r['server_max_inflight'] for r in recs)} | {reps} | {loads} |"
+        f"{cpu / n * 1000:.2f} | {rss:.0f} | {inflight} | {reps} | {cpus} | {loads} |"
     )
 
 
@@ -173,15 +169,16 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=1, help="samples per case")
     ap.add_argument("--concurrency", "-c", type=int, default=128)
-    ap.add_argument("--latency-ms", type=float, default=200.0, help="latency of the mock this script starts")
-    ap.add_argument("--port", type=int, help="use a mock already listening on 127.0.0.1:PORT (peers kit's or ours)")
+    ap.add_argument("--latency-ms", type=float, default=200.0, help="latency of the mock (must match --port's)")
+    ap.add_argument("--port", type=int, help="use a mock already listening on 127.0.0.1:PORT")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--floor", help="path to the peers kit's baseline_client.py: also run the aiohttp floor")
+    ap.add_argument("--via", default="api", help="comma-separated: api (evaluate.run), cli (leader-eval run)")
+    ap.add_argument("--floor", help="the peers kit's baseline_client.py: also run its aiohttp floor")
     ap.add_argument("--json", help="append every run as one JSON line to this file")
-    ap.add_argument("--once", action="store_true", help="child mode: one harness run, one JSON line on stdout")
+    ap.add_argument("--once", action="store_true", help="child mode: one run via the API, one JSON line")
     ap.add_argument("--base-url", help="(--once) the server's /v1 URL")
-    ap.add_argument("--suite", help="(--once) suite file; default: write one from --cases/--samples")
-    ap.add_argument("--out", help="(--once) run directory (default: a fresh temporary one)")
+    ap.add_argument("--suite", help="(--once) suite file (default: written from --cases/--samples)")
+    ap.add_argument("--out", help="(--once) run directory (default: a temporary one)")
     a = ap.parse_args()
 
     if a.once:
@@ -190,6 +187,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
             suite = Path(a.suite) if a.suite else write_suite(Path(tmp) / "suite.yaml", a.cases, a.samples)
             out = Path(a.out) if a.out else Path(tmp) / "run"
+            shutil.rmtree(out, ignore_errors=True)
             print(json.dumps(once(a.base_url, suite, a.concurrency, out)), flush=True)
         return 0
 
@@ -197,63 +195,62 @@ def main() -> int:
     server = None
     if a.port:
         root_url = f"http://127.0.0.1:{a.port}"
-        latency_ms = a.latency_ms
     else:
         from leader_eval.testing.servers import start_mock_server
 
         server = start_mock_server(latency_ms=a.latency_ms)
         root_url = server.url
-        latency_ms = a.latency_ms
-    n = a.cases * a.samples
-    ideal = n / a.concurrency * latency_ms / 1000.0
+    base_url = root_url + "/v1"
+    n, c = a.cases * a.samples, a.concurrency
+    ideal = n / c * a.latency_ms / 1000.0
     env = dict(os.environ, LEADER_EVAL_CACHE_DIR="off", PYTHONPATH=str(ROOT))
-    rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
-            suite = write_suite(Path(tmp) / "suite.yaml", a.cases, a.samples)
+            suite, out = write_suite(Path(tmp) / "suite.yaml", a.cases, a.samples), Path(tmp) / "run"
             configs: list[tuple[str, list[str]]] = []
             if a.floor:
-                configs.append(
-                    (
-                        "baseline-aiohttp (peers floor)",
-                        [sys.executable, a.floor, "--lib", "aiohttp", "--base-url", root_url + "/v1",
-                         "-n", str(n), "-c", str(a.concurrency)],
-                    )
-                )  # fmt: skip
-            configs.append(
-                (
-                    f"leader-eval {a.cases}x{a.samples}",
-                    [sys.executable, str(Path(__file__).resolve()), "--once", "--base-url", root_url + "/v1",
-                     "--suite", str(suite), "--out", str(Path(tmp) / "run"), "-c", str(a.concurrency)],
-                )
-            )  # fmt: skip
-            print(f"N={n} C={a.concurrency} latency={latency_ms:g} ms ideal={ideal:.3f} s "
-                  f"(rounds: {math.ceil(n / a.concurrency)} -> {math.ceil(n / a.concurrency) * latency_ms / 1000:.3f} s); "
-                  f"load average {os.getloadavg()}; {os.cpu_count()} CPUs", flush=True)  # fmt: skip
+                floor = [sys.executable, a.floor, "--lib", "aiohttp", "--base-url", base_url,
+                         "-n", str(n), "-c", str(c)]  # fmt: skip
+                configs.append(("baseline-aiohttp (peers' floor)", floor))
+            for via in a.via.split(","):
+                name = f"leader-eval {via} {a.cases}x{a.samples}"
+                if via == "api":
+                    cmd = [sys.executable, str(Path(__file__).resolve()), "--once", "--base-url", base_url,
+                           "--suite", str(suite), "--out", str(out), "-c", str(c)]  # fmt: skip
+                elif via == "cli":
+                    cmd = [sys.executable, "-m", "leader_eval.cli", "run", str(suite),
+                           "--model", f"openai:{base_url}#x",
+                           "--api-mode", "chat", "--api-key-env", "BENCH_NO_KEY", "--concurrency", str(c),
+                           "--no-cache", "-q", "--seed", "1", "--out", str(out)]  # fmt: skip
+                else:
+                    ap.error(f"--via: unknown {via!r} (api, cli)")
+                configs.append((name, cmd))
+            print(
+                f"N={n} C={c} latency={a.latency_ms:g} ms ideal={ideal:.3f} s; "
+                f"load average {os.getloadavg()}; {os.cpu_count()} CPUs",
+                flush=True,
+            )
             results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in configs}
             for rep in range(a.reps):
-                for name, cmd in configs:  # interleaved, so load drift hits both alike
-                    import shutil
-
-                    shutil.rmtree(Path(tmp) / "run", ignore_errors=True)
+                for name, cmd in configs:
+                    shutil.rmtree(out, ignore_errors=True)
                     rec = run_child(cmd, root_url, env)
-                    rec.update(name=name, rep=rep, n=n, c=a.concurrency, lat_ms=latency_ms)
+                    rec.update(name=name, rep=rep, n=n, c=c, lat_ms=a.latency_ms)
                     print(json.dumps(rec), flush=True)
+                    if a.json:
+                        with open(a.json, "a", encoding="utf-8") as f:
+                            f.write(json.dumps(rec) + "\n")
                     if rec["rc"] != 0:
                         print(rec.get("stderr_tail", ""), file=sys.stderr)
                         return 1
                     results[name].append(rec)
-                    if a.json:
-                        with open(a.json, "a", encoding="utf-8") as f:
-                            f.write(json.dumps(rec) + "\n")
-            header = (
-                "| harness | wall s | wall/ideal | server span s | span/ideal | CPU s | CPU ms/sample | "
-                "peak RSS MB | max in-flight | span per rep | load1 before each rep |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|"
+            print(
+                "| harness | wall s | wall/ideal | server span s | span/ideal | CPU s | CPU ms/sample | peak RSS MB "
+                "| max in-flight | span per rep | CPU ms/sample per rep | load1 before each rep |"
             )
-            rows = [summarize(name, recs, n, ideal) for name, recs in results.items()]
-            print(header)
-            print("\n".join(rows))
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+            for name, recs in results.items():
+                print(summarize(name, recs, n, ideal))
     finally:
         if server is not None:
             server.stop()

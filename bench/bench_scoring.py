@@ -177,21 +177,26 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"[f(" * 30000': lambda rng: "[f(" * 30_000,
     '"<think>" * 50000': lambda rng: "<think>" * 50_000,
     "1 MB valid JSON array of calls": lambda rng: _big_array(1_000_000),
+    "1 MB JSON array of 30,000 tiny calls": lambda rng: (
+        "[" + ", ".join(['{"name":"pause","arguments":{"minutes":5}}'] * 30_000) + "]"
+    ),
     "1 MB pythonic list of calls": lambda rng: _big_pythonic(1_000_000),
     "1 MB hermes calls": lambda rng: "\n".join(
         [f"<tool_call>{_json_call('Ada, please take the map.')}</tool_call>"] * 11_000
     ),
+    "256 JSON calls (the most one output may hold)": lambda rng: _big_array(256 * 95),
 }
+# inputs also scored under the protocol whose parser they stress (the case's own is json)
+OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}
 
 
-def build_scorer(suite_path: Path) -> CaseScorer:
+def build_scorer(suite_path: Path, protocol: str | None = None) -> CaseScorer:
     suite = load_suite(suite_path)
     case = suite.cases[0]
     messages = render_messages(suite, case)
     prompt = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
     prompt += "<|im_start|>assistant\n"
-    protocol = suite.protocol or "json"
-    return case_scorer(suite, case, protocol, SMOLLM2, messages, prompt)
+    return case_scorer(suite, case, protocol or suite.protocol or "json", SMOLLM2, messages, prompt)
 
 
 def _sample(i: int, text: str, stop: str, case_id: str) -> Sample:
@@ -259,19 +264,21 @@ def main() -> int:
 
     worst = 0.0
     if not args.skip_adversarial:
-        print("\n== adversarial outputs, each scored alone (best of 3)      chars        ms")
+        print("\n== adversarial outputs, each scored alone (best of 3)          protocol      chars        ms")
         for name, make in ADVERSARIAL.items():
             text = make(rng)
-            sample = _sample(0, text, "stop", scorer.case.id)
-            best = float("inf")
-            for _ in range(3):
-                t0 = time.perf_counter()
-                scorer.score(sample)
-                best = min(best, time.perf_counter() - t0)
-            ms = best * 1e3
-            worst = max(worst, ms)
-            flag = "  <-- over 100 ms" if ms > 100 else ""
-            print(f"{name:<52} {len(text):>10,} {ms:>9.1f}{flag}")
+            for protocol in dict.fromkeys([scorer.protocol, OWN_PROTOCOL.get(name, scorer.protocol)]):
+                sc = scorer if protocol == scorer.protocol else build_scorer(args.suite, protocol)
+                sample = _sample(0, text, "stop", sc.case.id)
+                best = float("inf")
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    sc.score(sample)
+                    best = min(best, time.perf_counter() - t0)
+                ms = best * 1e3
+                worst = max(worst, ms)
+                flag = "  <-- over 100 ms" if ms > 100 else ""
+                print(f"{name:<52} {protocol:<9} {len(text):>10,} {ms:>9.1f}{flag}")
         print(f"slowest single output: {worst:.1f} ms")
     rate = n / wall
     ok = rate >= 5000 and worst <= 100

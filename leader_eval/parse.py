@@ -116,9 +116,7 @@ class _Budget:
 _FIRST_WINDOW = 512
 
 
-def _try_decode(
-    text: str, pos: int, budget: _Budget, charges: list[int] | None = None
-) -> tuple[Any, int] | None:
+def _try_decode(text: str, pos: int, budget: _Budget, charges: list[int] | None = None) -> tuple[Any, int] | None:
     """Decode one JSON value at ``pos`` for a lenient scan, or None.
 
     A failed decode costs O(pos) on top of the scan, because JSONDecodeError counts the lines

@@ -258,7 +258,7 @@ def _format_check(parsed: ParseResult, expect_no_call: bool) -> CheckResult:
             "format",
             False,
             Reason.UNPARSEABLE,
-            f"a {parsed.protocol} call is present but the output is not exactly the protocol: {parsed.error or ''}".strip(),
+            f"a {parsed.protocol} call is present but the output is not exactly the protocol: {parsed.error or ''}".strip(),  # noqa: E501
         )
     if parsed.other_protocols:
         return CheckResult(

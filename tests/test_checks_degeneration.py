@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-
 import pytest
 from corpus import DegenerationRecord, load_degeneration_records
 from hypothesis import given, settings

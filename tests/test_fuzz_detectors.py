@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from leader_eval.checks.degeneration import DegenerationConfig, check_degeneration
-from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
+from leader_eval.checks.leakage import (
+    LeakConfig,
+    _matches_at,
+    _required_literal,
+    _scaffold_echoes,
+    compile_leak_config,
+    find_leaks,
+)
+from leader_eval.types import Reason
 
 # pieces that start (or almost start) a candidate, so the fuzzer reaches the post-passes
 # fmt: off
@@ -84,3 +95,76 @@ def test_check_degeneration_never_raises_and_is_deterministic(
 def test_plain_unicode_text(text: str) -> None:
     find_leaks(text, CONFIGS[1])
     check_degeneration(text, stop_reason=None, prompt_text=text, cfg=DegenerationConfig())
+
+
+# Suite regexes the leak detector pre-checks by a literal every match contains (and, where only
+# anchors come before it, tries only where it occurs): the findings must be a plain scan's.
+FORBID = [
+    r"(?i)\bclick(ed|ing)?\b.{0,40}\b(button|icon|element)",
+    r"(?i)\bclick",
+    r"as an AI\b",
+    r"\$\{[A-Z_]{1,20}\}",
+    r"(?i)(?<=@)ada\b",
+    r"x+click",
+    r"^Sure\b",
+]
+FORBID_TEXTS = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["click", "CLICK", "Clicked", "clicking", "button", "icon", "_", "@", "Ada", "Sure", "é", "K", "xx"]
+        ),
+        st.sampled_from([" the ", "as an AI", "${GOAL}", "\n", " "]),
+        st.text(max_size=4),
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(FORBID_TEXTS, st.sampled_from(range(len(FORBID))), st.integers(0, 5), st.integers(0, 5))
+def test_forbid_findings_match_a_plain_regex_scan(text: str, which: int, cut_lo: int, cut_hi: int) -> None:
+    pattern = re.compile(FORBID[which])
+    cfg = compile_leak_config(LeakConfig(markers=(), forbid=(FORBID[which],)))
+    got = [(f.start, f.end) for f in find_leaks(text, cfg) if f.reason == Reason.FORBIDDEN_PATTERN]
+    want = sorted({(m.start(), m.end()) for m in pattern.finditer(text) if m.end() > m.start()})
+    assert got == want
+    literal = _required_literal(pattern)
+    if literal is not None and literal[2]:  # anchored: the occurrence-by-occurrence search
+        lit, icase, _ = literal
+        lo, hi = min(cut_lo, len(text)), max(min(cut_lo, len(text)), len(text) - cut_hi)
+        hay = text.lower() if icase else text
+        if not icase or text.isascii():
+            fast = [m.span() for m in _matches_at(pattern, text, hay, lit, lo, hi)]
+            assert fast == [m.span() for m in pattern.finditer(text, lo, hi)]
+
+
+def test_required_literals() -> None:
+    assert _required_literal(re.compile(FORBID[0])) == ("click", True, True)
+    assert _required_literal(re.compile(r"x+click")) == ("click", False, False)
+    assert _required_literal(re.compile(r"(?i)(?<=@)ada\b")) == ("ada", True, False)
+    assert _required_literal(re.compile(r"a|bcd")) is None
+
+
+SCAFFOLD = "You never do the work yourself: you read the room, decide who does what, and act only by tools."
+ECHO_TEXTS = st.lists(
+    st.one_of(
+        st.sampled_from([*SCAFFOLD.split(), "\u212aey", "\u212a", "é", "caf\u00e9", "\u2014", "\u00a0", "İ", "ß", "_"]),
+        st.sampled_from(["you read the\u00a0room", "decide who does what", "the WORK yourself", "who\u2014does"]),
+        st.sampled_from([" ", ", ", "\n", "\u3000", "’"]),
+        st.text(max_size=3),
+    ),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ECHO_TEXTS)
+def test_scaffold_echoes_in_non_ascii_text_match_the_word_by_word_search(text: str) -> None:
+    # a non-ASCII text is first checked on its ASCII skeleton; the answer must be the full search's
+    # "\u212aey" (KELVIN SIGN) lower-cases to the ASCII word "key"
+    ascii_idx = compile_leak_config(
+        LeakConfig(scaffold_texts=(SCAFFOLD, "the key room"), scaffold_min_words=4)
+    ).scaffold
+    assert ascii_idx is not None and ascii_idx.ascii_only
+    exact = dataclasses.replace(ascii_idx, ascii_only=False)
+    assert _scaffold_echoes(text, 0, len(text), ascii_idx) == _scaffold_echoes(text, 0, len(text), exact)

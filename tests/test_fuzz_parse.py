@@ -119,7 +119,9 @@ json_values = st.recursive(
 
 @settings(max_examples=200, deadline=None)
 @given(value=json_values, before=st.text(max_size=40), after=st.text(max_size=40), indent=st.sampled_from([None, 2]))
-def test_known_decode_spends_what_a_fresh_decode_spends(value: object, before: str, after: str, indent: int | None) -> None:
+def test_known_decode_spends_what_a_fresh_decode_spends(
+    value: object, before: str, after: str, indent: int | None
+) -> None:
     # parse_output hands the strict parser's decodes to the lenient scans, which replay
     # _window_charges instead of decoding again: the spending (and so every budget decision) must
     # be the one a fresh _try_decode makes

@@ -254,10 +254,7 @@ def _may_repeat(text: str, length: int) -> bool:
     b = (length + 1) // 2
     if b < 1 or len(text) // b > _MAX_BLOCKS:
         return True
-    for start in range(0, len(text) - b + 1, b):
-        if text.find(text[start : start + b], start + 1) != -1:
-            return True
-    return False
+    return any(text.find(text[start : start + b], start + 1) != -1 for start in range(0, len(text) - b + 1, b))
 
 
 def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: DegenerationConfig) -> CheckResult:
