@@ -150,10 +150,11 @@ def _nested(depth: int) -> str:
     return '{"name": "send_message_to_chat", "arguments": {"message": "x", "deep": ' + "[" * depth + "]" * depth + "}}"
 
 
+_ONE_CALL = json.dumps({"name": "send_message_to_chat", "arguments": {"message": "Ada, please take the map."}})
+
+
 def _big_array(n_bytes: int) -> str:
-    one = {"name": "send_message_to_chat", "arguments": {"message": "Ada, please take the map."}}
-    unit = json.dumps(one)
-    return "[" + ", ".join([unit] * (n_bytes // (len(unit) + 2))) + "]"
+    return "[" + ", ".join([_ONE_CALL] * (n_bytes // (len(_ONE_CALL) + 2))) + "]"
 
 
 def _big_pythonic(n_bytes: int) -> str:
@@ -184,7 +185,7 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     "1 MB hermes calls": lambda rng: "\n".join(
         [f"<tool_call>{_json_call('Ada, please take the map.')}</tool_call>"] * 11_000
     ),
-    "256 JSON calls (the most one output may hold)": lambda rng: _big_array(256 * 95),
+    "256 JSON calls (the most one output may hold)": lambda rng: "[" + ", ".join([_ONE_CALL] * 256) + "]",
 }
 # inputs also scored under the protocol whose parser they stress (the case's own is json)
 OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}

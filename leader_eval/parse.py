@@ -400,6 +400,8 @@ def _strict_pythonic(text: str, lo: int, hi: int, memo: _Memo | None = None) -> 
         raise _Fail("expected a list of calls [f(a=...)]")
     if text[hi - 1] != "]":
         raise _Fail("text after the list of calls")
+    if _py_past_cap(text, lo, hi):
+        raise _Fail(TOO_MANY_CALLS_ERROR)
     tree = _ast_parse(text[lo:hi])
     if not isinstance(tree.body, ast.List):
         raise _Fail("expected one list of calls")
@@ -414,6 +416,37 @@ def _strict_pythonic(text: str, lo: int, hi: int, memo: _Memo | None = None) -> 
         s, e = index.span(node)
         calls.append(ToolCall(name, args, "pythonic", (lo + s, lo + e), text[lo + s : lo + e]))
     return calls, [(lo, hi)]
+
+
+# Brackets, commas and one-line strings: enough to find the commas between list elements.
+_PY_COMMA_TOKENS = re.compile(r"""[\[\](){},]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+
+
+def _py_past_cap(text: str, lo: int, hi: int) -> bool:
+    """Does the list at ``lo`` hold more than MAX_CALLS elements? Decided without parsing all of
+    it (Python's parser takes ~0.3 s per MB of small calls): find the comma after element
+    MAX_CALLS + 1 with a rough tokenizer, then parse only the list up to there, closed. If that
+    parses as a list of MAX_CALLS + 1 elements, the tokenizer state at the comma was right, a
+    comma there ends the element, and the whole list (if it parses at all) is longer still.
+    False when unsure: the full parse then decides."""
+    depth = commas = 0
+    for tok in itertools.islice(_PY_COMMA_TOKENS.finditer(text, lo, hi), 64 * MAX_CALLS):
+        c = tok.group()
+        if c in "[({":
+            depth += 1
+        elif c in "])}":
+            depth -= 1
+            if depth <= 0:
+                return False
+        elif c == "," and depth == 1:
+            commas += 1
+            if commas == MAX_CALLS + 1:
+                try:
+                    tree = ast.parse(text[lo : tok.start()] + "]", mode="eval")
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return False
+                return isinstance(tree.body, ast.List) and len(tree.body.elts) == MAX_CALLS + 1
+    return False
 
 
 def _ast_parse(source: str) -> ast.Expression:

@@ -163,6 +163,8 @@ class CaseScorer:
             for c in match_calls(parsed.calls, self.case.expect, self.tools, goal=self.goal):
                 checks[c.check] = c
         findings = list(self._leaks(parsed))
+        if checks["format"].reason == Reason.UNPARSEABLE:
+            findings = _without_failed_attempt(findings, parsed)
         checks["leakage"] = CheckResult(
             "leakage",
             not findings,
@@ -272,10 +274,50 @@ def _format_check(parsed: ParseResult, expect_no_call: bool) -> CheckResult:
     return CheckResult("format", False, Reason.NO_CALL, parsed.error or "no tool call")
 
 
+#: how an attempt at each protocol opens (after optional whitespace): JSON objects or arrays whose
+#: first key is quoted (or that are empty), a pythonic call list, the protocol's own tags
+_ATTEMPT = {
+    "json": re.compile(r"\s*[\[{][\s\[{]*(?:\"|\}|\])"),
+    "llama3_json": re.compile(r"\s*(?:<\|python_tag\|>)?\s*[\[{][\s\[{]*(?:\"|\}|\])"),
+    "pythonic": re.compile(r"\s*\[\s*[A-Za-z_][\w.]*\s*\("),
+    "hermes": re.compile(r"\s*<tool_call>"),
+    "kimi_k2": re.compile(r"\s*<\|tool_calls?_section_begin\|>"),
+    "anthropic_xml": re.compile(r"\s*<(?:tool_use|function_calls|invoke)\b"),
+}
+
+
 def _looks_like_attempt(parsed: ParseResult) -> bool:
-    """Did the model try to write the protocol (and break it), or just write prose?"""
-    head = parsed.visible_text.lstrip()[:1]
-    return head in ("{", "[", "<")
+    """Did the model try to write the protocol in force (and break it), or write something else?
+
+    ``{0:21}`` (a time stamp in braces, copied from the log's shape) is not an attempt at a JSON
+    call; ``{}`` or ``{"tool": "x", "arguments": {...`` cut off is.
+    """
+    pattern = _ATTEMPT.get(parsed.protocol)
+    return bool(pattern and pattern.match(parsed.visible_text))
+
+
+def _without_failed_attempt(findings: list[Finding], parsed: ParseResult) -> list[Finding]:
+    """Drop tool-markup "leaks" that are the failed call itself.
+
+    When the whole output is a broken attempt at the protocol in force (cut-off JSON, extra keys,
+    trailing text after the call), the failure is already named ``unparseable``; reporting the
+    attempt again as ``leak_tool_markup`` would count one mistake twice and inflate the leak rate.
+    Markup after leading prose (an envelope embedded in a chat message) or of another protocol's
+    syntax stays a leak.
+    """
+    if not _looks_like_attempt(parsed):
+        return findings
+    return [
+        f
+        for f in findings
+        if f.reason != Reason.LEAK_TOOL_MARKUP or f.where != "text" or _foreign_markup(f.text, parsed.protocol)
+    ]
+
+
+def _foreign_markup(text: str, protocol: str) -> bool:
+    """Markup that belongs to a protocol other than the one in force (``<tool_use>`` in JSON)."""
+    pattern = _ATTEMPT.get(protocol)
+    return not (pattern and pattern.match(text)) and not text.lstrip().startswith(("{", "["))
 
 
 def _goal_of(case: Case) -> str | None:

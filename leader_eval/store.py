@@ -33,8 +33,12 @@ SUMMARY = "summary.json"
 FSYNC_INTERVAL_S = 1.0
 
 
+# one encoder for every record: json.dumps with non-default options builds a new one per call
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+
+
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+    return _ENCODER.encode(obj)
 
 
 def write_json_atomic(path: Path, obj: Any, *, indent: int | None = 2, sort_keys: bool = True) -> None:

@@ -354,3 +354,17 @@ def test_lenient_scans_reuse_the_strict_decode_and_agree_with_a_fresh_scan() -> 
     prose = parse_output("Here: " + text, "json")
     assert not prose.strict_ok and [c.span for c in prose.lenient_calls] == [(6, 6 + len(text))]
     assert prose.lenient_calls[0].arguments == r.calls[0].arguments
+
+
+def test_pythonic_call_count_is_not_fooled_by_commas_in_strings() -> None:
+    # the early "too many calls" check reads commas with a rough tokenizer: strings full of
+    # commas, brackets and odd quotes must not make a list of MAX_CALLS calls look longer
+    one = 'f(a=\'x, y], (z\', b="""it\'s, a, \']\' """, c=[1, 2, 3])'
+    text = "[" + ", ".join([one] * MAX_CALLS) + "]"
+    r = parse_output(text, "pythonic")
+    assert r.strict_ok and len(r.calls) == MAX_CALLS
+    over = parse_output("[" + ", ".join([one] * (MAX_CALLS + 1)) + "]", "pythonic")
+    assert over.error == TOO_MANY_CALLS_ERROR
+    # a long list broken within its first MAX_CALLS elements fails as not Python
+    broken = "[f(a=1), f(], " + ", ".join(["f(a=1)"] * (MAX_CALLS + 5)) + "]"
+    assert parse_output(broken, "pythonic").error.startswith("not a Python expression")  # type: ignore[union-attr]

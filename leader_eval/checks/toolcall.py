@@ -394,7 +394,9 @@ def _score_pair(
             matched += 1
         else:
             failures.append(f)
-    if not exp.get("allow_extra_args", False):
+    # An expected call without `args` constrains only the tool: any schema-valid arguments pass.
+    # With `args`, unlisted arguments are unexpected unless allowed (BFCL's strictness).
+    if not exp.get("allow_extra_args", "args" not in exp):
         for arg in args:
             if arg not in constraints:
                 failures.append(_Failure(Reason.UNEXPECTED_ARG, f"{base}.{arg}", "absent", args[arg]))
