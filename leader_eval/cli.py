@@ -22,6 +22,8 @@ def _backend_options(args: argparse.Namespace) -> dict[str, object]:
             if getattr(args, name, None):
                 out[name] = getattr(args, name)
     if args.model.startswith("openai:"):
+        # the backend's own in-flight limit would otherwise cap --concurrency at its default
+        out["max_concurrency"] = args.concurrency
         if args.api_mode:
             out["mode"] = args.api_mode
         if args.api_key_env:
@@ -144,6 +146,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return comparison.exit_status
 
 
+def cmd_stress(args: argparse.Namespace) -> int:
+    from leader_eval.stress import format_stress_table, stress
+
+    result = stress(
+        args.suite,
+        model=args.model,
+        tokens=args.tokens,
+        steps=[int(x) for x in _split(args.steps)] or None,
+        case_ids=_split(args.cases) or None,
+        samples=args.samples,
+        seed=args.seed,
+        out=Path(args.out) if args.out else None,
+        depths=_split(args.depths) or None,
+        context_length=args.context_length,
+    )
+    print(format_stress_table(result))
+    return 0
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     import json
 
@@ -236,6 +257,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allow runs of different suite content (scaffold variants with the same case ids)")
     c.add_argument("--markdown", help="append a Markdown summary to this file")
     c.set_defaults(func=cmd_compare)
+
+    st = sub.add_parser("stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart")
+    st.add_argument("suite")
+    st.add_argument("--model", default="local:smollm2")
+    st.add_argument("--tokens", type=int, default=40000, help="largest prompt length, in the model's tokens")
+    st.add_argument("--steps", action="append", help="prompt lengths, e.g. 4000,8000,16000,32000,40000")
+    st.add_argument("--cases", action="append", help="case ids (default: the suite's stress cases)")
+    st.add_argument("--depths", action="append", help="where the deciding fact goes: start,middle,end")
+    st.add_argument("--samples", type=int)
+    st.add_argument("--seed", type=int)
+    st.add_argument("--out")
+    st.add_argument("--context-length", type=int, help="override the model's context length")
+    st.set_defaults(func=cmd_stress)
 
     ca = sub.add_parser("cache", help="the content-addressed sample cache: info | prune")
     ca.add_argument("action", choices=["info", "prune"])

@@ -57,6 +57,7 @@ class PlannedCase:
     params: SamplingParams
     n_samples: int
     overflow: bool
+    context_length: int | None = None
 
 
 def derive_seed(run_seed: int, case_id: str, index: int) -> int:
@@ -129,7 +130,7 @@ def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: R
         n = int(options.samples or s["samples"])
         n_prompt = rendered.prompt.n_tokens
         overflow = bool(context_length and n_prompt is not None and n_prompt + params.max_tokens > context_length)
-        planned.append(PlannedCase(case, rendered, params, n, overflow))
+        planned.append(PlannedCase(case, rendered, params, n, overflow, context_length))
     # Neighbouring prompts that share a prefix let a local backend reuse its KV cache.
     planned.sort(key=_prefix_order)
     return planned
@@ -337,7 +338,7 @@ async def sample_planned(
                         outcome="context_overflow",
                         prompt_tokens=p.rendered.prompt.n_tokens or 0,
                         error=f"prompt {p.rendered.prompt.n_tokens} + max_tokens {p.params.max_tokens} tokens "
-                        f"> context {backend.context_length}",
+                        f"> context {p.context_length}",
                     )
                     log.append({"slot": sample_record_key(p.case.id, i), **s.to_dict()})
                     stats.overflow += 1

@@ -461,6 +461,30 @@ class StressResult:
         }
 
 
+def read_stress(run_dir: str | Path) -> StressResult:
+    """A stress result as recorded in a run directory's stress.json (to re-render table or plot)."""
+    path = Path(run_dir)
+    d = json.loads((path / "stress.json").read_text(encoding="utf-8"))
+    names = {f.name for f in dataclasses.fields(Variant)}
+    variants = [Variant(**{k: v for k, v in rec.items() if k in names}) for rec in d["variants"]]
+    return StressResult(
+        suite=d["suite"],
+        model_id=d["model_id"],
+        steps=list(d["steps"]),
+        variants=variants,
+        context_length=d["context_length"],
+        max_tokens=d["max_tokens"],
+        samples=d["samples"],
+        seed=d["seed"],
+        out=path,
+        overall={int(k): v for k, v in d["overall"].items()},
+        first_failure=d["first_failure"],
+        first_overflow=d["first_overflow"],
+        png=path / "stress.png" if (path / "stress.png").exists() else None,
+        json_path=path / "stress.json",
+    )
+
+
 def resolve_steps(tokens: int, steps: Sequence[int] | None) -> list[int]:
     """``--steps`` up to ``--tokens``, with ``--tokens`` itself always the last step."""
     if tokens < 1:
@@ -699,17 +723,17 @@ def write_plot(result: StressResult, path: Path) -> Path:
     if result.context_length:
         ax.axvline(result.context_length, color="red", linestyle="--", linewidth=1)
         ax.axvspan(result.context_length, max(result.steps) * 1.15, color="red", alpha=0.07)
-        ax.text(result.context_length, 1.04, f" context {result.context_length}", color="red", fontsize=8)
+        ax.text(result.context_length, 1.28, f" context {result.context_length}", color="red", fontsize=8)
     if min(result.steps) > 0 and max(result.steps) / min(result.steps) >= 8:
         ax.set_xscale("log")
         ax.set_xticks(result.steps)
         ax.set_xticklabels([f"{s // 1000}K" if s % 1000 == 0 else str(s) for s in result.steps])
-    ax.set_ylim(-0.05, 1.1)
+    ax.set_ylim(-0.05, 1.35)  # headroom for the legend
     ax.set_xlabel("prompt length (model tokens); x = context overflow, not sampled")
     ax.set_ylabel("score (solid), strict format rate (dashed)")
     ax.set_title(f"{result.suite} on {result.model_id}", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -726,6 +750,7 @@ __all__ = [
     "first_failure",
     "format_stress_table",
     "protected_words",
+    "read_stress",
     "stress",
     "write_plot",
 ]

@@ -77,3 +77,7 @@ def mini_suite(tmp_path: Path) -> Path:
 def _isolated_sample_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own sample cache, so sample counts never depend on earlier tests."""
     monkeypatch.setenv("LEADER_EVAL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+# Frozen copies of suites that recorded outputs were sampled with are data, not tests to collect.
+collect_ignore_glob = ["corpus/*"]

@@ -22,6 +22,7 @@ from leader_eval.stress import (
     first_failure,
     format_stress_table,
     protected_words,
+    read_stress,
     stress,
 )
 from leader_eval.suite import load_suite
@@ -154,6 +155,8 @@ def test_overflow_is_recorded_without_sampling_and_outputs_are_written(local_bac
     assert "recalls_key_location:start" in table and "overflow" in table and "first failure" in table
     png = result.out / "stress.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = read_stress(result.out)  # the recorded result renders the same table
+    assert format_stress_table(again) == table
     data = json.loads((result.out / "stress.json").read_text())
     assert data["first_overflow"]["overall"] == 2000
     assert {v["variant_id"] for v in data["variants"]} == {v.variant_id for v in result.variants}

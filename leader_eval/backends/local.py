@@ -7,15 +7,17 @@ Reproducibility and prefix reuse. llama.cpp's logits depend slightly on how a pr
 into decode batches, so a sampled text would depend on which case ran before (the KV-cache
 prefix) unless evaluation is canonical. Here every prompt is evaluated the same way whatever ran
 before: its *anchor* (the tokens of the first scaffold message, shared by the cases of a suite)
-is decoded alone from position 0, the rest in one pass from the anchor's end. The anchor's KV
-cache is reused across samples and cases; the rest is re-decoded per sample. With the sampler
-seeded per sample, a (prompt, seed) pair gives the same tokens in any order, subset or process.
+is decoded alone from position 0, the body up to the last prompt token in one pass from the
+anchor's end, and the last token by ``generate``. The anchor's KV cache is reused across cases,
+the body's across the samples of a case. With the sampler seeded per sample, a (prompt, seed)
+pair gives the same tokens in any order, subset or process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import importlib.util
 import os
 import threading
@@ -119,7 +121,8 @@ class LocalBackend:
         self.default_protocol = "hermes" if template_supports_tools(self.chat_template) else "json"
         self._llm: Any = None
         self._lock = threading.Lock()
-        self._anchor: list[int] = []
+        self._anchor: list[int] = []  # the anchor whose KV positions [0, len) are canonical
+        self._body_key: tuple[int, bytes] | None = None  # the prompt body whose KV is canonical
 
     @staticmethod
     def _token_text(llm: Any, tid: int) -> str:
@@ -190,16 +193,35 @@ class LocalBackend:
             )
         return self._llm
 
+    def _prefill_canonically(self, llm: Any, prompt_ids: list[int], anchor: list[int]) -> None:
+        """Leave the KV cache holding ``prompt_ids[:-1]``, computed the one canonical way.
+
+        Canonical: ``anchor`` decoded alone from position 0, then the body (up to the last prompt
+        token) in one pass from the anchor's end; ``generate`` then decodes the last token and
+        samples. Whatever ran before, the same decode calls produce the same logits, so a seed
+        reproduces. The KV of the anchor is shared across cases, and the body's across the
+        samples of a case (a 8K-token prompt is prefilled once, not once per sample).
+        """
+        n, body_end = len(anchor), len(prompt_ids) - 1
+        body_key = (n, hashlib.blake2b(repr(prompt_ids[:body_end]).encode(), digest_size=16).digest())
+        if self._body_key == body_key and llm.n_tokens >= body_end:
+            llm.n_tokens = body_end
+            return
+        if n and self._anchor == anchor and llm.n_tokens >= n and list(llm._input_ids[:n]) == anchor:
+            llm.n_tokens = n
+        else:
+            llm.reset()
+            self._anchor = list(anchor)
+            if n:
+                llm.eval(anchor)
+        if body_end > n:
+            llm.eval(prompt_ids[n:body_end])
+        self._body_key = body_key
+
     def _sample_one(self, prompt_ids: list[int], anchor: list[int], seed: int, params: Any) -> Completion:
         llm = self._ensure_llm()
         t0 = time.perf_counter()
-        n = len(anchor)
-        if n and list(llm._input_ids[:n]) == anchor and llm.n_tokens >= n:
-            llm.n_tokens = n  # keep the anchor's KV; the rest is re-decoded canonically
-        else:
-            llm.reset()
-            if n:
-                llm.eval(anchor)
+        self._prefill_canonically(llm, prompt_ids, anchor)
         llm.set_seed(seed)
         out: list[int] = []
         stop_reason = "length"
