@@ -98,7 +98,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
             continue
         print(f"{path}: ok, {len(suite.cases)} cases, {len(suite.tools)} tools, hash {suite.content_hash}")
         if args.verbose or backend is not None:
-            print(table(["case", "line", "prompt tokens"], rows))
+            print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in rows]))
     return status
 
 
@@ -216,7 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--base-model", help="tinker: base model name, when it cannot be resolved from the checkpoint")
     r.add_argument("--renderer", help="tinker: a tinker-cookbook renderer name (qwen3, kimi_k2, ...)")
     r.add_argument("--api-mode", choices=["completions", "chat"], help="openai: completions (raw text) or chat")
-    r.add_argument("--template-gguf", help="openai completions mode: read the chat template and tokenizer from this GGUF")
+    r.add_argument(
+        "--template-gguf", help="openai completions mode: read the chat template and tokenizer from this GGUF"
+    )
     r.add_argument("--chat-template", help="openai completions mode: a jinja2 chat template file")
     r.add_argument("--api-key-env", help="openai: environment variable holding the API key (default OPENAI_API_KEY)")
     r.add_argument("--max-samples", type=int, help="stop cleanly after this many new samples (cost cap)")
@@ -253,12 +255,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("runs", nargs="+", help="run directories; runs of one label+suite+sampling are pooled")
     c.add_argument("--alpha", type=float, default=0.05)
-    c.add_argument("--across-suites", action="store_true",
-                   help="allow runs of different suite content (scaffold variants with the same case ids)")
+    c.add_argument(
+        "--across-suites",
+        action="store_true",
+        help="allow runs of different suite content (scaffold variants with the same case ids)",
+    )
     c.add_argument("--markdown", help="append a Markdown summary to this file")
     c.set_defaults(func=cmd_compare)
 
-    st = sub.add_parser("stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart")
+    st = sub.add_parser(
+        "stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart"
+    )
     st.add_argument("suite")
     st.add_argument("--model", default="local:smollm2")
     st.add_argument("--tokens", type=int, default=40000, help="largest prompt length, in the model's tokens")

@@ -46,10 +46,10 @@ STATE = pytest.StashKey[PluginState]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("leader-eval", "leader-eval: evaluate checkpoints on suites")
 
-    def add(name: str, help: str, *, default: Any = None, type: str = "string", **kw: Any) -> None:
+    def add(name: str, help: str, *, default: Any = None, type: Any = "string", **kw: Any) -> None:
         dest = "leader_eval_" + name.lstrip("-").replace("-", "_")
         group.addoption(name, dest=dest, default=None, help=help, **kw)
-        parser.addini(dest, help=help, type=type if type != "int" else "string", default=default)
+        parser.addini(dest, help=help, type=type, default=default)
 
     add(
         "--model",
@@ -319,7 +319,7 @@ class EvalSession:
                 )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        records = [v for k, v in report.user_properties if k == RECORD_KEY]
+        records: list[dict[str, Any]] = [v for k, v in report.user_properties if k == RECORD_KEY]  # type: ignore[misc]
         if report.when == "call":
             for rec in records:
                 self.state.records[rec["suite"]][rec["case_id"]] = rec

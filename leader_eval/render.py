@@ -180,7 +180,8 @@ def _check_placeholders(suite: Suite, case: Case, messages: list[dict[str, Any]]
             raise SuiteError(
                 suite.path,
                 case.line,
-                f"case {case.id!r}: rendered {m['role']} message still holds placeholder {h.group(0)!r}; refusing to sample it",
+                f"case {case.id!r}: rendered {m['role']} message still holds placeholder {h.group(0)!r}; "
+                "refusing to sample it",
             )
 
 

@@ -160,7 +160,8 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
             lines.append(f"  x {c['check']}: {c['reason']}{' [hard]' if c['hard'] else ''} {c['detail']}".rstrip())
             for f in c.get("findings", [])[:5]:
                 lines.append(
-                    f"      {f['reason']} at {f['where']}[{f['start']}:{f['end']}]: {f['text']!r}  ...{f['context']!r}..."
+                    f"      {f['reason']} at {f['where']}[{f['start']}:{f['end']}]: {f['text']!r}"
+                    f"  ...{f['context']!r}..."
                 )
     if not shown:
         lines.append("no samples match" + (" (no failed samples)" if failed else ""))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import secrets
@@ -153,10 +154,8 @@ def _prefix_order(p: PlannedCase) -> tuple[bytes, str]:
 def _versions() -> dict[str, str]:
     out = {"leader-eval": __version__, "python": sys.version.split()[0]}
     for pkg in ("llama-cpp-python", "jinja2", "jsonschema", "numpy", "tinker", "aiohttp"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            pass
     return out
 
 

@@ -53,7 +53,7 @@ class ModelInfo:
         special = tuple(model.get("special_tokens", ()))
         eot = tuple(model.get("eot_tokens", special[:1]))
         tags = model.get("reasoning_tags")
-        return cls(special, eot, tuple(tags) if tags else None)  # type: ignore[arg-type]
+        return cls(special, eot, (str(tags[0]), str(tags[1])) if tags else None)
 
 
 @dataclass

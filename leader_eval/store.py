@@ -22,7 +22,7 @@ from leader_eval.types import Sample
 try:  # orjson (a dependency of tinker) parses a record ~5-9x faster than json
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - the stdlib alone is still correct
-    _fast_loads = json.loads
+    _fast_loads = json.loads  # type: ignore[assignment]
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"

@@ -12,8 +12,9 @@ from leader_eval.runner import RunOptions
 
 
 @pytest.mark.model
-def test_same_seed_samples_nothing_new_and_one_edit_resamples_one_case(local_backend, mini_suite: Path,
-                                                                        tmp_path: Path) -> None:
+def test_same_seed_samples_nothing_new_and_one_edit_resamples_one_case(
+    local_backend, mini_suite: Path, tmp_path: Path
+) -> None:
     first = run(mini_suite, RunOptions(seed=2, out=tmp_path / "a", progress=False), backend=local_backend)
     assert first.stats is not None and first.stats.sampled == 4 and first.stats.cache_hits == 0
     again = run(mini_suite, RunOptions(seed=2, out=tmp_path / "b", progress=False), backend=local_backend)
@@ -24,8 +25,11 @@ def test_same_seed_samples_nothing_new_and_one_edit_resamples_one_case(local_bac
     edited.write_text(mini_suite.read_text().replace("Say hello to the team.", "Say good morning to the team."))
     third = run(edited, RunOptions(seed=2, out=tmp_path / "c", progress=False), backend=local_backend)
     assert third.stats is not None and third.stats.sampled == 2 and third.stats.cache_hits == 2
-    assert {s.case_id for s in third.samples if s.text != next(
-        f.text for f in first.samples if (f.case_id, f.index) == (s.case_id, s.index))} <= {"hello"}
+    assert {
+        s.case_id
+        for s in third.samples
+        if s.text != next(f.text for f in first.samples if (f.case_id, f.index) == (s.case_id, s.index))
+    } <= {"hello"}
 
     fresh = run(mini_suite, RunOptions(out=tmp_path / "d", progress=False), backend=local_backend)  # no seed
     assert fresh.stats is not None and fresh.stats.sampled == 4
@@ -33,8 +37,9 @@ def test_same_seed_samples_nothing_new_and_one_edit_resamples_one_case(local_bac
 
 @pytest.mark.model
 def test_max_samples_caps_spending_and_says_so(local_backend, mini_suite: Path, tmp_path: Path) -> None:
-    capped = run(mini_suite, RunOptions(seed=8, out=tmp_path / "a", max_samples=1, progress=False),
-                 backend=local_backend)
+    capped = run(
+        mini_suite, RunOptions(seed=8, out=tmp_path / "a", max_samples=1, progress=False), backend=local_backend
+    )
     assert capped.stats is not None and capped.stats.sampled == 1 and capped.stats.capped == 3
     assert capped.manifest["status"] == "capped"
     assert len(capped.samples) == 1

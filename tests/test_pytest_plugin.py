@@ -26,7 +26,9 @@ def recorded(tmp_path_factory, local_backend) -> tuple[Path, Path]:
 
     d = tmp_path_factory.mktemp("rec")
     suite = d / "mini.yaml"
-    suite.write_text(MINIMAL_SUITE.replace("samples: 2", "samples: 3") + """\
+    suite.write_text(
+        MINIMAL_SUITE.replace("samples: 2", "samples: 3")
+        + """\
   - id: third
     tags: [goal]
     vars: {current_goal: fix the roof, request: "Ask Bo to bring a ladder."}
@@ -35,7 +37,8 @@ def recorded(tmp_path_factory, local_backend) -> tuple[Path, Path]:
         - tool: send_message_to_chat
           args:
             message: {contains: Bo}
-""")
+"""
+    )
     out = d / "run"
     run(suite, RunOptions(seed=9, out=out, progress=False), backend=local_backend)
     return suite, out
@@ -48,15 +51,22 @@ def _session_summary(run_root: Path) -> dict:
 
 
 def _metrics(summary: dict) -> dict:
-    return {k: (v["value"], v["low"], v["high"], v["n_samples"], v["n_cases"]) for k, v in summary["overall"]["metrics"].items()}
+    return {
+        k: (v["value"], v["low"], v["high"], v["n_samples"], v["n_cases"])
+        for k, v in summary["overall"]["metrics"].items()
+    }
 
 
 def test_serial_and_xdist_give_identical_metrics(pytester: pytest.Pytester, recorded) -> None:
     suite, rec = recorded
     pytester.makefile(".yaml", mini=suite.read_text())
     expected = json.loads((rec / "summary.json").read_text())
-    serial = pytester.runpytest_subprocess("mini.yaml", f"--model=replay:{rec}", "--run-dir=serial", "-p", "no:cacheprovider")
-    parallel = pytester.runpytest_subprocess("mini.yaml", f"--model=replay:{rec}", "--run-dir=par", "-n", "2", "-p", "no:cacheprovider")
+    serial = pytester.runpytest_subprocess(
+        "mini.yaml", f"--model=replay:{rec}", "--run-dir=serial", "-p", "no:cacheprovider"
+    )
+    parallel = pytester.runpytest_subprocess(
+        "mini.yaml", f"--model=replay:{rec}", "--run-dir=par", "-n", "2", "-p", "no:cacheprovider"
+    )
     for result in (serial, parallel):
         result.stdout.fnmatch_lines(["*leader-eval gate*"])
         assert result.ret == 0  # soft mode, no golden yet: a warning, not a failure
@@ -125,8 +135,20 @@ def test_update_golden_after_sigint_leaves_golden_byte_identical(tmp_path: Path,
     golden = golden_dir / "mini" / "local-smollm2.json"
     golden.write_text('{"metrics": {}, "suite": "mini", "marker": "untouched"}\n')
     before = golden.read_bytes()
-    cmd = [sys.executable, "-m", "pytest", str(suite), "--model=local:smollm2", "--samples=8", "--seed=3",
-           f"--golden-dir={golden_dir}", f"--run-dir={tmp_path / 'runs'}", "--update-golden", "-p", "no:cacheprovider"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(suite),
+        "--model=local:smollm2",
+        "--samples=8",
+        "--seed=3",
+        f"--golden-dir={golden_dir}",
+        f"--run-dir={tmp_path / 'runs'}",
+        "--update-golden",
+        "-p",
+        "no:cacheprovider",
+    ]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:

@@ -74,13 +74,15 @@ def test_run_records_samples_metrics_and_manifest(local_backend, mini_suite: Pat
 
 def test_same_seed_same_text_whatever_order_or_subset(local_backend, mini_suite: Path, tmp_path: Path) -> None:
     both = run(mini_suite, RunOptions(seed=11, out=tmp_path / "a", progress=False), backend=local_backend)
-    alone = run(mini_suite, RunOptions(seed=11, out=tmp_path / "b", case_ids=["goal"], progress=False),
-                backend=local_backend)
+    alone = run(
+        mini_suite, RunOptions(seed=11, out=tmp_path / "b", case_ids=["goal"], progress=False), backend=local_backend
+    )
     texts_both = {(s.case_id, s.index): s.text for s in both.samples if s.case_id == "goal"}
     texts_alone = {(s.case_id, s.index): s.text for s in alone.samples}
     assert texts_both == texts_alone
-    other = run(mini_suite, RunOptions(seed=12, out=tmp_path / "c", case_ids=["goal"], progress=False),
-                backend=local_backend)
+    other = run(
+        mini_suite, RunOptions(seed=12, out=tmp_path / "c", case_ids=["goal"], progress=False), backend=local_backend
+    )
     assert [s.seed for s in other.samples] != [s.seed for s in alone.samples]
 
 
@@ -131,11 +133,18 @@ def test_sigkill_mid_run_then_same_command_finishes(mini_suite: Path, tmp_path: 
     assert manifest["sampling_stats"]["sampled"] == 10 - n_before  # none sampled twice
 
     # the resumed run equals an uninterrupted one with the same seed
-    ref = subprocess.run(_cli("run", str(mini_suite), "--seed", "21", "--samples", "5", "--out", str(tmp_path / "ref"), "-q"),
-                         capture_output=True, text=True, timeout=600)
+    ref = subprocess.run(
+        _cli("run", str(mini_suite), "--seed", "21", "--samples", "5", "--out", str(tmp_path / "ref"), "-q"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert ref.returncode == 0, ref.stderr
     texts = {json.loads(x)["slot"]: json.loads(x)["text"] for x in after.splitlines()}
-    ref_texts = {json.loads(x)["slot"]: json.loads(x)["text"] for x in (tmp_path / "ref" / "samples.jsonl").read_bytes().splitlines()}
+    ref_texts = {
+        json.loads(x)["slot"]: json.loads(x)["text"]
+        for x in (tmp_path / "ref" / "samples.jsonl").read_bytes().splitlines()
+    }
     assert texts == ref_texts
 
 
@@ -144,10 +153,12 @@ def test_replay_rescores_without_the_model(local_backend, mini_suite: Path, tmp_
     assert all(s.outcome == "ok" for s in recorded.samples)
     # a stricter check: every non-trivial reply now counts as a repetition loop
     strict = tmp_path / "strict.yaml"
-    strict.write_text(mini_suite.read_text().replace(
-        "protocol: json\n",
-        "protocol: json\nchecks:\n  repetition: {ngram: 1, max_ngram_repeat_fraction: 0.0, min_chars: 1}\n",
-    ))
+    strict.write_text(
+        mini_suite.read_text().replace(
+            "protocol: json\n",
+            "protocol: json\nchecks:\n  repetition: {ngram: 1, max_ngram_repeat_fraction: 0.0, min_chars: 1}\n",
+        )
+    )
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # importing llama_cpp now raises ImportError
     with pytest.raises(ImportError):
         import llama_cpp  # noqa: F401
@@ -156,6 +167,7 @@ def test_replay_rescores_without_the_model(local_backend, mini_suite: Path, tmp_
         s.text for s in sorted(recorded.samples, key=lambda s: (s.case_id, s.index))
     ]
     assert replayed.stats is not None and replayed.stats.sampled == 4  # served from the record, not the model
+
     def repetition(score) -> bool:
         return next(c["passed"] for c in score.checks if c["check"] == "repetition")
 

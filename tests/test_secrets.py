@@ -18,7 +18,9 @@ CANARY = "sk-canary-7f3a9c1e5d"
 
 @pytest.fixture(scope="module")
 def mock_server():
-    with start_mock_server(latency_ms=5, content='{"tool": "send_message_to_chat", "arguments": {"message": "hi"}}') as srv:
+    with start_mock_server(
+        latency_ms=5, content='{"tool": "send_message_to_chat", "arguments": {"message": "hi"}}'
+    ) as srv:
         yield srv
 
 
@@ -27,16 +29,21 @@ def _files_holding(root: Path, needle: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("failing", [False, True], ids=["ok", "server-echoes-key-in-errors"])
-def test_canary_key_appears_nowhere(mock_server, mini_suite: Path, tmp_path: Path, monkeypatch, caplog, capsys,
-                                    failing: bool) -> None:
+def test_canary_key_appears_nowhere(
+    mock_server, mini_suite: Path, tmp_path: Path, monkeypatch, caplog, capsys, failing: bool
+) -> None:
     monkeypatch.setenv("LEADER_EVAL_TEST_KEY", CANARY)
     cache_dir = tmp_path / "cache"
     monkeypatch.setenv("LEADER_EVAL_CACHE_DIR", str(cache_dir))
     caplog.set_level(logging.DEBUG)
     headers = {"X-Mock-Status": "500"} if failing else {}
     backend = backend_from_spec(
-        f"openai:{mock_server.base_url}#mock", mode="chat", api_key_env="LEADER_EVAL_TEST_KEY",
-        max_retries=1, retry_base_s=0.01, extra_headers=headers,
+        f"openai:{mock_server.base_url}#mock",
+        mode="chat",
+        api_key_env="LEADER_EVAL_TEST_KEY",
+        max_retries=1,
+        retry_base_s=0.01,
+        extra_headers=headers,
     )
     out = tmp_path / "run"
     result = run(mini_suite, RunOptions(seed=1, out=out, progress=False), backend=backend)

@@ -28,18 +28,59 @@ def _replace(old: str, new: str, count: int = 1, nth: int = 1):
 BROKEN = [
     ("bad_yaml", _replace("protocol: json", "protocol: [json"), 4, ["invalid YAML"]),
     ("wrong_type", _replace("samples: 2}", "samples: two}"), 4, ["sampling/samples", "'two'"]),
-    ("unknown_tool", _replace("- tool: send_message_to_chat", "- tool: send_mesage", nth=2), 36, ["unknown tool", "send_mesage"]),
-    ("invalid_tool_schema", _replace("      type: object\n      properties:\n        message", "      type: objekt\n      properties:\n        message"), 18, ["not a valid JSON Schema"]),
+    (
+        "unknown_tool",
+        _replace("- tool: send_message_to_chat", "- tool: send_mesage", nth=2),
+        36,
+        ["unknown tool", "send_mesage"],
+    ),
+    (
+        "invalid_tool_schema",
+        _replace(
+            "      type: object\n      properties:\n        message",
+            "      type: objekt\n      properties:\n        message",
+        ),
+        18,
+        ["not a valid JSON Schema"],
+    ),
     ("duplicate_case_id", _replace("- id: goal", "- id: hello"), 31, ["duplicate case id", "hello"]),
     ("template_syntax", _replace('"{{ request }}"', '"{{ request }"'), 13, ["template syntax error"]),
-    ("missing_variable", _replace("current_goal: plant a garden, ", ""), 31, ["missing template variable", "current_goal"]),
+    (
+        "missing_variable",
+        _replace("current_goal: plant a garden, ", ""),
+        31,
+        ["missing template variable", "current_goal"],
+    ),
     ("unknown_key", _replace("protocol: json", "protocl: json"), 3, ["protocl"]),
-    ("invalid_regex", _replace("    expect:\n      calls:\n        - tool: send_message_to_chat\n  - id: goal", "    expect:\n      forbid: ['(unclosed']\n      calls:\n        - tool: send_message_to_chat\n  - id: goal"), 29, ["invalid regular expression"]),
+    (
+        "invalid_regex",
+        _replace(
+            "    expect:\n      calls:\n        - tool: send_message_to_chat\n  - id: goal",
+            "    expect:\n      forbid: ['(unclosed']\n      calls:\n        - tool: send_message_to_chat\n  - id: goal",
+        ),
+        29,
+        ["invalid regular expression"],
+    ),
     ("template_file_missing", _replace('content: "{{ request }}"', "file: nope.j2"), 13, ["template file", "nope.j2"]),
-    ("duplicate_yaml_key", _replace("protocol: json\n", "protocol: json\nprotocol: hermes\n"), 4, ["duplicate key", "protocol"]),
+    (
+        "duplicate_yaml_key",
+        _replace("protocol: json\n", "protocol: json\nprotocol: hermes\n"),
+        4,
+        ["duplicate key", "protocol"],
+    ),
     ("empty_variable", _replace('request: "Say hello to the team."', 'request: ""'), 26, ["request", "empty"]),
-    ("placeholder_left", _replace('request: "Say hello to the team."', 'request: "[INSERT greeting here]"'), 26, ["placeholder", "[INSERT greeting here]"]),
-    ("unknown_argument", _replace("message: {mentions_goal: true}", "messge: {mentions_goal: true}"), 38, ["no argument", "messge"]),
+    (
+        "placeholder_left",
+        _replace('request: "Say hello to the team."', 'request: "[INSERT greeting here]"'),
+        26,
+        ["placeholder", "[INSERT greeting here]"],
+    ),
+    (
+        "unknown_argument",
+        _replace("message: {mentions_goal: true}", "messge: {mentions_goal: true}"),
+        38,
+        ["no argument", "messge"],
+    ),
     ("bad_protocol", _replace("protocol: json", "protocol: xml"), 3, ["protocol", "'xml'"]),
 ]
 
@@ -100,7 +141,15 @@ def test_content_hash_changes_with_template_file(tmp_path: Path) -> None:
     tpl = tmp_path / "templates" / "sys.j2"
     tpl.write_text("You are {{ agent_name }}. Goal: {{ current_goal }}.")
     path = tmp_path / "s.yaml"
-    path.write_text(MINIMAL_SUITE.replace("      content: |\n        You are {{ agent_name }}. Current goal: {{ current_goal }}.\n", "      file: sys.j2\n      # was inline\n").replace("        Tools: {{ tools_json }}\n        Reply with one JSON object like {\"tool\": \"send_message_to_chat\", \"arguments\": {\"message\": \"hi\"}}.\n", ""))
+    path.write_text(
+        MINIMAL_SUITE.replace(
+            "      content: |\n        You are {{ agent_name }}. Current goal: {{ current_goal }}.\n",
+            "      file: sys.j2\n      # was inline\n",
+        ).replace(
+            '        Tools: {{ tools_json }}\n        Reply with one JSON object like {"tool": "send_message_to_chat", "arguments": {"message": "hi"}}.\n',
+            "",
+        )
+    )
     h1 = load_suite(path).content_hash
     tpl.write_text("You are {{ agent_name }}. The goal: {{ current_goal }}.")
     assert load_suite(path).content_hash != h1

@@ -55,7 +55,8 @@ class ReplayBackend:
             if p.get("messages") == messages:
                 return Prompt(text=p["text"], token_ids=p.get("token_ids"), messages=messages)
         raise RunDirError(
-            f"{self.run_path}: no recorded prompt matches these messages (the suite's scaffold or vars changed since the run)"
+            f"{self.run_path}: no recorded prompt matches these messages "
+            "(the suite's scaffold or vars changed since the run)"
         )
 
     async def sample(self, request: SampleRequest) -> list[Completion]:

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 try:
-    from re import _parser as sre_parse  # Python 3.11+
+    from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+
 except ImportError:  # pragma: no cover
-    import sre_parse  # type: ignore[no-redef]
+    import sre_parse
 
 from leader_eval.types import Finding, Reason
 
@@ -273,7 +273,8 @@ def _required_literal(pattern: re.Pattern[str]) -> tuple[str, bool, bool] | None
     except Exception:  # an optimisation: never a reason to fail
         return None
     flags = parsed.state.flags
-    best, run, starts, zero_width_so_far = "", [], False, True
+    best, starts, zero_width_so_far = "", False, True
+    run: list[str] = []
     run_starts = True
     for op, av in [*parsed, (None, None)]:
         if op is sre_parse.LITERAL:
