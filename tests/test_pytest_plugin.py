@@ -141,7 +141,7 @@ def test_update_golden_after_sigint_leaves_golden_byte_identical(tmp_path: Path,
         "pytest",
         str(suite),
         "--model=local:smollm2",
-        "--samples=8",
+        "--samples=30",
         "--seed=3",
         f"--golden-dir={golden_dir}",
         f"--run-dir={tmp_path / 'runs'}",
@@ -158,4 +158,7 @@ def test_update_golden_after_sigint_leaves_golden_byte_identical(tmp_path: Path,
     os.kill(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0, out.decode()
+    # the interrupt landed mid-sampling, so this run really was incomplete
+    (samples,) = list((tmp_path / "runs").rglob("samples.jsonl"))
+    assert 0 < len(samples.read_bytes().splitlines()) < 90
     assert golden.read_bytes() == before

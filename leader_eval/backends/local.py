@@ -120,6 +120,7 @@ class LocalBackend:
         self.special_tokens = self._control_tokens(probe)
         self.default_protocol = "hermes" if template_supports_tools(self.chat_template) else "json"
         self._llm: Any = None
+        self._closing = False
         self._lock = threading.Lock()
         self._anchor: list[int] = []  # the anchor whose KV positions [0, len) are canonical
         self._body_key: tuple[int, bytes] | None = None  # the prompt body whose KV is canonical
@@ -257,13 +258,26 @@ class LocalBackend:
     def _sample_blocking(self, request: SampleRequest) -> list[Completion]:
         assert request.prompt.token_ids is not None
         anchor = self.anchor_tokens(request.prompt)
+        out = []
         with self._lock:
-            return [self._sample_one(request.prompt.token_ids, anchor, s, request.params) for s in request.seeds]
+            for s in request.seeds:
+                if self._closing:  # the run was interrupted: stop between samples, not after the case
+                    break
+                out.append(self._sample_one(request.prompt.token_ids, anchor, s, request.params))
+        return out
 
     async def sample(self, request: SampleRequest) -> list[Completion]:
         return await asyncio.to_thread(self._sample_blocking, request)
 
     async def aclose(self) -> None:
-        if self._llm is not None:
-            self._llm.close()
-            self._llm = None
+        # A cancelled run leaves a sampling thread running: let it stop at the next sample
+        # boundary before the llama.cpp context it uses is freed.
+        self._closing = True
+        await asyncio.to_thread(self._close_blocking)
+
+    def _close_blocking(self) -> None:
+        with self._lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+        self._closing = False
