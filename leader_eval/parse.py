@@ -1107,7 +1107,9 @@ def parse_output(
     own = sorted({c.span for c in lenient if c.span is not None})
     own_starts = [a for a, _ in own]
     others: list[str] = []
-    for other in PROTOCOLS:
+    # A strict success consumed the whole body: no text is left for another protocol to explain
+    # (API calls are the exception: their content text sits beside them), so skip the scans.
+    for other in PROTOCOLS if (error is not None or protocol == "openai") else ():
         if other == protocol:
             continue
         found = _lenient(other, scan, api_tool_calls)
