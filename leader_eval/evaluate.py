@@ -148,7 +148,10 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     summary["tokens"] = {
         "prompt": sum(s.prompt_tokens for s in samples),
         "completion": sum(s.completion_tokens for s in samples),
+        "per_case": {r["case_id"]: [r["prompt_tokens"], r["completion_tokens"]] for r in results},
     }
+    # retries the backends needed (429/5xx/timeouts); a sample that still failed counts in n_errors
+    summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
     with (rundir.path / (RESULTS + ".tmp")).open("w", encoding="utf-8") as f:
         for s in scores:
             f.write(dumps(s.to_dict()) + "\n")

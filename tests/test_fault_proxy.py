@@ -126,3 +126,34 @@ def test_readiness_checks_know_which_process_owns_a_port(mock):
     # start_llama_server relies on this to ignore a foreign server answering on its port
     assert pid_listens_on(mock.proc.pid, mock.port) is True
     assert pid_listens_on(os.getpid(), mock.port) is False
+
+
+def test_a_200_sample_run_through_faults_keeps_every_sample_and_counts_retries(mock, tmp_path):
+    """The whole pipeline (runner, record store, summary), not only the backend, survives faults."""
+    from leader_eval.backends.openai_compat import backend_from_spec
+    from leader_eval.evaluate import run
+    from leader_eval.runner import RunOptions
+
+    suite = tmp_path / "s.yaml"
+    cases = "\n".join(
+        f"  - id: c{i}\n    vars: {{n: {i}}}\n    expect: {{require: ['hi']}}" for i in range(40)
+    )
+    suite.write_text(
+        "name: faults\nsampling: {samples: 5, max_tokens: 8}\nscaffold:\n  messages:\n"
+        "    - {role: user, content: 'Say hi {{ n }}'}\n"
+        "tools:\n  - name: noop\n    parameters: {type: object}\n"
+        f"hard_fail: []\ncases:\n{cases}\n"
+    )
+    with start_fault_proxy(mock.base_url, rate=0.2, seed=5, kinds=ALL_FAULTS, retry_after_s=0.2, hang_s=10) as proxy:
+        backend = backend_from_spec(
+            f"openai:{proxy.base_url}#mock", mode="chat", timeout_s=2.0, max_retries=8, retry_base_s=0.02
+        )
+        result = run(suite, RunOptions(seed=1, out=tmp_path / "run", progress=False, cache=False), backend=backend)
+        injected = sum(proxy.stats()["injected"].values())
+    assert len(result.samples) == 200
+    assert sorted((s.case_id, s.index) for s in result.samples) == sorted(
+        (f"c{i}", j) for i in range(40) for j in range(5)
+    )
+    assert all(s.outcome == "ok" for s in result.samples)
+    assert result.summary["overall"]["n_errors"] == 0
+    assert injected > 0 and result.summary["retries"] == injected
