@@ -82,9 +82,7 @@ def format_summary(run: Run) -> str:
         )
     tok = s.get("tokens")
     if tok:
-        lines.append(
-            f"tokens: prompt {tok['prompt']}, completion {tok['completion']}; retries {s.get('retries', 0)}"
-        )
+        lines.append(f"tokens: prompt {tok['prompt']}, completion {tok['completion']}; retries {s.get('retries', 0)}")
     lines.append(f"run directory: {run.path}   (leader-eval show {run.path} --failed)")
     return "\n".join(lines)
 

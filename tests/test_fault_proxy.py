@@ -135,9 +135,7 @@ def test_a_200_sample_run_through_faults_keeps_every_sample_and_counts_retries(m
     from leader_eval.runner import RunOptions
 
     suite = tmp_path / "s.yaml"
-    cases = "\n".join(
-        f"  - id: c{i}\n    vars: {{n: {i}}}\n    expect: {{require: ['hi']}}" for i in range(40)
-    )
+    cases = "\n".join(f"  - id: c{i}\n    vars: {{n: {i}}}\n    expect: {{require: ['hi']}}" for i in range(40))
     suite.write_text(
         "name: faults\nsampling: {samples: 5, max_tokens: 8}\nscaffold:\n  messages:\n"
         "    - {role: user, content: 'Say hi {{ n }}'}\n"
