@@ -162,3 +162,22 @@ def test_update_golden_after_sigint_leaves_golden_byte_identical(tmp_path: Path,
     (samples,) = list((tmp_path / "runs").rglob("samples.jsonl"))
     assert 0 < len(samples.read_bytes().splitlines()) < 90
     assert golden.read_bytes() == before
+
+
+def test_python_written_case_feeds_the_same_gate(pytester: pytest.Pytester, recorded) -> None:
+    suite, rec = recorded
+    pytester.makefile(".yaml", mini=suite.read_text())
+    pytester.makepyfile(
+        test_py_cases=f"""
+        def test_goal_case(leader_eval, request):
+            record = leader_eval.evaluate(request, {str(pytester.path / "mini.yaml")!r}, "goal")
+            assert record["case_id"] == "goal" and record["n_scored"] == 3
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "test_py_cases.py", f"--model=replay:{rec}", "--run-dir=py", "-p", "no:cacheprovider"
+    )
+    result.stdout.fnmatch_lines(["*leader-eval gate*", "*suite mini*"])
+    assert result.ret == 0
+    summary = _session_summary(pytester.path / "py")
+    assert summary["overall"]["n_cases"] == 1 and summary["overall"]["n_scored"] == 3
