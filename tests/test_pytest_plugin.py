@@ -149,7 +149,15 @@ def test_update_golden_after_sigint_leaves_golden_byte_identical(tmp_path: Path,
         "-p",
         "no:cacheprovider",
     ]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # An xdist worker ignores SIGINT and a child inherits an ignored signal across exec, in which
+    # case Python never installs its KeyboardInterrupt handler: give the child the default back.
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if any(p.stat().st_size > 0 for p in (tmp_path / "runs").rglob("samples.jsonl")):
