@@ -44,10 +44,6 @@ class Run:
     summary: dict[str, Any]
     stats: SamplingStats | None = None
 
-    @property
-    def complete(self) -> bool:
-        return self.manifest.get("status") == "complete"
-
 
 def run(
     suite: Suite | str | Path,

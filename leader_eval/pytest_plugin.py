@@ -36,7 +36,6 @@ class PluginState:
     collected: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     other_failures: int = 0
     eval_failures: int = 0
-    crashed: list[str] = field(default_factory=list)
     gate_lines: list[str] = field(default_factory=list)
 
 
@@ -137,10 +136,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if file_path.suffix in (".yaml", ".yml") and _looks_like_suite(file_path):
         return SuiteFile.from_parent(parent, path=file_path)
     return None
-
-
-class SuiteLoadError(Exception):
-    pass
 
 
 class SuiteFile(pytest.File):
