@@ -302,6 +302,7 @@ class EvalSession:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.state: PluginState = config.stash[STATE]
+        self.remote_collected: set[tuple[str, str]] = set()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
@@ -312,6 +313,31 @@ class EvalSession:
                     suite_file.suite.name,
                     {"path": str(suite_file.path), "all_cases": [c.id for c in suite_file.suite.cases]},
                 )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Under xdist the controller collects nothing itself: learn the selected cases from the
+        # workers, so a case whose worker crashed before reporting is known to be missing.
+        for nodeid in ids:
+            path, _, name = nodeid.partition("::")
+            if path.endswith((".yaml", ".yml")) and name and "::" not in name:
+                self.remote_collected.add((path, name))
+
+    def _resolve_remote_collected(self) -> None:
+        from leader_eval.suite import load_suite
+
+        by_path: dict[str, Any] = {}
+        for path, name in sorted(self.remote_collected):
+            if path not in by_path:
+                try:
+                    by_path[path] = load_suite(self.config.rootpath / path)
+                except LeaderEvalError:
+                    continue
+            suite = by_path[path]
+            self.state.collected[suite.name].add(name)
+            self.state.suite_meta.setdefault(
+                suite.name, {"path": str(self.config.rootpath / path), "all_cases": [c.id for c in suite.cases]}
+            )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         records: list[dict[str, Any]] = [v for k, v in report.user_properties if k == RECORD_KEY]  # type: ignore[misc]
@@ -329,8 +355,11 @@ class EvalSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if hasattr(self.config, "workerinput") or not (self.state.records or self.state.collected):
+        if hasattr(self.config, "workerinput"):
             return  # workers only send records; the controller decides
+        self._resolve_remote_collected()
+        if not (self.state.records or self.state.collected):
+            return
         from leader_eval.gating import gate_session
 
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)

@@ -189,3 +189,20 @@ def test_python_written_case_feeds_the_same_gate(pytester: pytest.Pytester, reco
     assert result.ret == 0
     summary = _session_summary(pytester.path / "py")
     assert summary["overall"]["n_cases"] == 1 and summary["overall"]["n_scored"] == 3
+
+
+def test_a_crashed_worker_makes_the_run_incomplete_never_a_pass(pytester: pytest.Pytester, recorded) -> None:
+    suite, rec = recorded
+    pytester.makefile(".yaml", mini=suite.read_text())
+    # a worker dies while scoring one case (as an out-of-memory kill would end it)
+    pytester.makeconftest(
+        """
+        import os
+        def pytest_runtest_call(item):
+            if item.name == "goal":
+                os._exit(1)
+        """
+    )
+    result = pytester.runpytest_subprocess("mini.yaml", f"--model=replay:{rec}", "--run-dir=r", "-n", "2")
+    result.stdout.fnmatch_lines(["*crashed*", "*run incomplete*goal*"])
+    assert result.ret != 0
