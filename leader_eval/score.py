@@ -149,6 +149,9 @@ class CaseScorer:
         for c in check_degeneration(
             sample.text, stop_reason=sample.stop_reason, prompt_text=self.prompt_text, cfg=self.degen_cfg
         ):
+            if c.check == "empty" and not c.passed and sample.api_tool_calls:
+                # the usual chat-API answer: tool_calls with no content text is not an empty output
+                c = CheckResult("empty", True, detail="no content text; the API returned tool_calls")
             checks[c.check] = c
         parsed = parse_output(
             sample.text,
