@@ -30,10 +30,10 @@ from leader_eval.render import render_chat_template, render_messages
 from leader_eval.score import ModelInfo, SampleScore, score_samples
 from leader_eval.suite import Suite, load_suite
 from leader_eval.types import Sample
+from tests.corpus import PRF_TARGET, prf_table
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "corpus" / "real"
-TARGET = 0.98  # the bar for precision and recall per class
 
 Finding = tuple[str, str, int, int]  # (class, where, start, end)
 
@@ -213,16 +213,7 @@ def test_precision_and_recall_per_class(capsys: pytest.CaptureFixture[str]) -> N
     low = []
     lines = []
     for name, table in tables.items():
-        lines.append(f"{name}: class  precision  recall  (tp / predicted / labeled)")
-        for cls, (tp, pred, lab) in table.items():
-            p = tp / pred if pred else None
-            r = tp / lab if lab else None
-            lines.append(
-                f"  {cls:<20} {'-' if p is None else f'{p:.3f}':>9} {'-' if r is None else f'{r:.3f}':>7}"
-                f"  ({tp} / {pred} / {lab})"
-            )
-            if (p is not None and p < TARGET) or (r is not None and r < TARGET):
-                low.append(f"{name}/{cls}")
+        prf_table(name, table, lines, low)
     with capsys.disabled():
         print("\n" + "\n".join(lines))
-    assert not low, f"below {TARGET}: {low}\n" + "\n".join(lines)
+    assert not low, f"below {PRF_TARGET}: {low}\n" + "\n".join(lines)

@@ -26,9 +26,9 @@ from leader_eval.render import render_messages
 from leader_eval.score import CaseScorer, ModelInfo, SampleScore, case_scorer
 from leader_eval.suite import Suite, load_suite
 from leader_eval.types import Reason, Sample
+from tests.corpus import PRF_TARGET, prf_table
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "toolcalls"
-TARGET = 0.98  # the issue's bar for precision and recall per class
 MIN_PER_CLASS = 15  # the issue's minimum per protocol and per failure reason
 
 #: the tool-call failure reasons this corpus covers (leaks and degeneration have their own corpora)
@@ -237,19 +237,6 @@ def _prf(pairs: list[tuple[str, str]]) -> dict[str, tuple[int, int, int]]:
     return {c: (tp[c], pred[c], lab[c]) for c in sorted(set(pred) | set(lab))}
 
 
-def _table(name: str, table: dict[str, tuple[int, int, int]], lines: list[str], low: list[str]) -> None:
-    lines.append(f"{name}: class  precision  recall  (tp / predicted / labeled)")
-    for cls, (tp, pred, lab) in table.items():
-        p = tp / pred if pred else None
-        r = tp / lab if lab else None
-        lines.append(
-            f"  {cls:<28} {'-' if p is None else f'{p:.3f}':>9} {'-' if r is None else f'{r:.3f}':>7}"
-            f"  ({tp} / {pred} / {lab})"
-        )
-        if (p is not None and p < TARGET) or (r is not None and r < TARGET):
-            low.append(f"{name}/{cls}")
-
-
 def test_precision_and_recall_per_class(capsys: pytest.CaptureFixture[str]) -> None:
     """Strict-format detection per protocol (``<protocol>/strict`` and ``<protocol>/not_strict``; a
     strict verdict with other calls than labeled counts as a miss), lenient extraction per
@@ -284,11 +271,11 @@ def test_precision_and_recall_per_class(capsys: pytest.CaptureFixture[str]) -> N
         rs = [r for r in reasons if keep(r)]
         sink = low if scope.startswith("gated") else ignored
         lines.append(f"== {scope}: {len(ps)} protocol records, {len(rs)} reason records")
-        _table("strict format", _prf(strict_pairs(ps)), lines, sink)
-        _table("lenient extraction", _prf(lenient_pairs(ps)), lines, sink)
-        _table("primary reason", _prf([(r.reason, reason_got[r.id]) for r in rs]), lines, sink)
+        prf_table("strict format", _prf(strict_pairs(ps)), lines, sink)
+        prf_table("lenient extraction", _prf(lenient_pairs(ps)), lines, sink)
+        prf_table("primary reason", _prf([(r.reason, reason_got[r.id]) for r in rs]), lines, sink)
     xfails = [(r.id, reason_got.get(r.id)) for r in (*protos, *reasons) if r.xfail_reason]
     lines.append(f"records marked xfail (label kept, checker disagrees): {len(xfails)} {xfails}")
     with capsys.disabled():
         print("\n" + "\n".join(lines))
-    assert not low, f"below {TARGET}: {low}\n" + "\n".join(lines)
+    assert not low, f"below {PRF_TARGET}: {low}\n" + "\n".join(lines)

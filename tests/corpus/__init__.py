@@ -168,3 +168,22 @@ def _unique(records: list[Any]) -> None:
         if r.id in seen:
             raise ValueError(f"duplicate corpus id {r.id!r}")
         seen.add(r.id)
+
+
+#: the issue's bar for precision and recall per class
+PRF_TARGET = 0.98
+
+
+def prf_table(name: str, table: dict[str, tuple[int, int, int]], lines: list[str], low: list[str]) -> None:
+    """Append a precision/recall table (class -> (tp, predicted, labeled)) to ``lines``; append
+    ``name/class`` to ``low`` for each class below ``PRF_TARGET``."""
+    lines.append(f"{name}: class  precision  recall  (tp / predicted / labeled)")
+    for cls, (tp, pred, lab) in table.items():
+        p = tp / pred if pred else None
+        r = tp / lab if lab else None
+        lines.append(
+            f"  {cls:<28} {'-' if p is None else f'{p:.3f}':>9} {'-' if r is None else f'{r:.3f}':>7}"
+            f"  ({tp} / {pred} / {lab})"
+        )
+        if (p is not None and p < PRF_TARGET) or (r is not None and r < PRF_TARGET):
+            low.append(f"{name}/{cls}")
