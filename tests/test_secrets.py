@@ -11,7 +11,7 @@ from leader_eval.backends.openai_compat import backend_from_spec
 from leader_eval.evaluate import run
 from leader_eval.golden import update_golden
 from leader_eval.runner import RunOptions
-from leader_eval.testing.servers import start_mock_server
+from tests.support.servers import start_mock_server
 
 CANARY = "sk-canary-7f3a9c1e5d"
 

@@ -239,10 +239,10 @@ def _llama_ready(handle: ServerHandle, alias: str) -> bool:
 
 def _spawn(role: str, args: list[str], ready_timeout_s: float = 30.0) -> ServerHandle:
     log = Path(tempfile.mkstemp(prefix=f"leader-eval-{role}-", suffix=".log")[1])
-    code = "from leader_eval.testing.servers import _child_main; _child_main()"
+    # run this file by path: the child needs no import path for the test helpers
     with open(log, "wb") as logf:
         proc = subprocess.Popen(
-            [sys.executable, "-c", code, role, *args],
+            [sys.executable, str(Path(__file__).resolve()), role, *args],
             stdout=subprocess.PIPE,
             stderr=logf,
             stdin=subprocess.DEVNULL,
@@ -324,7 +324,7 @@ def start_fault_proxy(
 
 
 def _child_main() -> None:
-    parser = argparse.ArgumentParser(prog="leader_eval.testing.servers")
+    parser = argparse.ArgumentParser(prog="tests/support/servers.py")
     sub = parser.add_subparsers(dest="role", required=True)
     m = sub.add_parser("mock")
     m.add_argument("--latency-ms", type=float, default=200.0)
@@ -555,3 +555,7 @@ def _proxy_app(ns: argparse.Namespace) -> Any:
     app.router.add_route("*", "/{tail:.*}", handle)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+if __name__ == "__main__":
+    _child_main()

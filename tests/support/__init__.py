@@ -1,6 +1,7 @@
-"""Test and benchmark helpers: a real llama.cpp server, a fixed-latency mock, a fault proxy."""
+"""Test and benchmark helpers (not shipped): a real llama.cpp server, a fixed-latency mock, a fault proxy,
+a hostile OpenAI-compatible server."""
 
-from leader_eval.testing.servers import (
+from tests.support.servers import (
     ALL_FAULTS,
     DEFAULT_FAULTS,
     ServerHandle,
