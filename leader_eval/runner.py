@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval import __version__
-from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, is_context_overflow
+from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard, is_context_overflow
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.render import RenderedCase, render_case
@@ -304,6 +304,7 @@ async def sample_planned(
     before it spends more and its manifest says so.
     """
     stats = SamplingStats()
+    backend = guard(backend)  # typed, secret-free completions whoever built the backend
     budget = max_samples
     log = run.samples_log()
     prompts = run.prompts_log()

@@ -7,6 +7,7 @@ from tests.support.servers import (
     ServerHandle,
     free_port,
     start_fault_proxy,
+    start_hostile_server,
     start_llama_server,
     start_mock_server,
 )
@@ -17,6 +18,7 @@ __all__ = [
     "ServerHandle",
     "free_port",
     "start_fault_proxy",
+    "start_hostile_server",
     "start_llama_server",
     "start_mock_server",
 ]

@@ -54,6 +54,10 @@ class ServerHandle:
     def base_url(self) -> str:
         return f"{self.url}/v1"
 
+    def base_url_for(self, behaviour: str) -> str:
+        """The hostile server's base URL for one behaviour (``tests/support/hostile.py``)."""
+        return f"{self.url}/{behaviour}/v1"
+
     def get_json(self, path: str, timeout: float = 5.0) -> Any:
         with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
             return json.loads(resp.read())
@@ -285,6 +289,12 @@ def start_mock_server(
     return _spawn("mock", args)
 
 
+def start_hostile_server(*, bomb_mb: int = 9) -> ServerHandle:
+    """The hostile OpenAI-compatible server of ``tests/support/hostile.py`` (echoes, bombs, stalls,
+    wrong types), one behaviour per path prefix: ``handle.base_url_for("gzip_bomb")``."""
+    return _spawn("hostile", ["--bomb-mb", str(bomb_mb)])
+
+
 DEFAULT_FAULTS: tuple[str, ...] = ("500", "429", "timeout", "drop", "truncate")
 ALL_FAULTS: tuple[str, ...] = (*DEFAULT_FAULTS, "short_read")
 
@@ -338,8 +348,15 @@ def _child_main() -> None:
     p.add_argument("--kinds", default=",".join(DEFAULT_FAULTS))
     p.add_argument("--retry-after", type=float, default=1.0)
     p.add_argument("--hang-s", type=float, default=30.0)
+    h = sub.add_parser("hostile")
+    h.add_argument("--bomb-mb", type=int, default=9)
     ns = parser.parse_args()
-    app = _mock_app(ns) if ns.role == "mock" else _proxy_app(ns)
+    if ns.role == "hostile":
+        from hostile import hostile_app  # this file runs as a script: its folder is sys.path[0]
+
+        app = hostile_app(ns)
+    else:
+        app = _mock_app(ns) if ns.role == "mock" else _proxy_app(ns)
     asyncio.run(_serve(app))
 
 
