@@ -32,7 +32,29 @@ def _backend_options(args: argparse.Namespace) -> dict[str, object]:
             out["gguf_path"] = args.template_gguf
         if args.chat_template:
             out["chat_template"] = Path(args.chat_template).read_text(encoding="utf-8")
+        if args.max_response_bytes is not None:
+            out["max_response_bytes"] = args.max_response_bytes
+    if args.request_timeout is not None and args.model.startswith(("openai:", "tinker")):
+        out["timeout_s"] = args.request_timeout
+    if args.cache_id:
+        out["cache_id"] = args.cache_id
     return out
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.strip().isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -223,6 +245,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--api-key-env", help="openai: environment variable holding the API key (default OPENAI_API_KEY)")
     r.add_argument("--max-samples", type=int, help="stop cleanly after this many new samples (cost cap)")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the sample cache")
+    r.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        help="openai/tinker: seconds one request may take, body included (openai default 120; "
+        "a sample with its retries gets 3x this)",
+    )
+    r.add_argument(
+        "--max-response-bytes",
+        type=_positive_int,
+        help="openai: cap on a response body after decompression (default 8388608); larger is a sample error",
+    )
+    r.add_argument(
+        "--cache-id",
+        help="name the weights behind a remote model for the sample cache (remote servers are never "
+        "served from the cache across runs without it)",
+    )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.set_defaults(func=cmd_run)
 

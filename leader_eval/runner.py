@@ -305,6 +305,11 @@ async def sample_planned(
     """
     stats = SamplingStats()
     backend = guard(backend)  # typed, secret-free completions whoever built the backend
+    # what names the weights for the cache (None: a remote server, never cached across runs)
+    identity: str | None = getattr(backend, "cache_identity", None)
+    if identity is None and cache is not None:
+        cache.close()
+        cache = None
     budget = max_samples
     log = run.samples_log()
     prompts = run.prompts_log()
@@ -326,7 +331,7 @@ async def sample_planned(
             stats.reused += p.n_samples - len(missing)
             if not missing:
                 continue
-            prefix = _key_prefix(backend.model_id, p.rendered.prompt, p.params)
+            prefix = _key_prefix(identity or backend.model_id, p.rendered.prompt, p.params)
             if p.overflow:
                 for i in missing:
                     seed = derive_seed(run_seed, p.case.id, i)

@@ -18,7 +18,12 @@ def resolve_backend(spec: str, **options: Any) -> Backend:
     ``local:smollm2`` | ``gguf:/path/model.gguf`` | ``replay:RUN_DIR`` |
     ``openai:http://host:port/v1#model`` (or ``model=`` option) | ``tinker://...``
     """
-    return guard(_build_backend(spec, **options))
+    cache_id = options.pop("cache_id", None)
+    backend = guard(_build_backend(spec, **options))
+    if cache_id:
+        # the user vouches that this name always means the same weights
+        backend.cache_identity = f"{backend.model_id}#cache-id={cache_id}"  # type: ignore[attr-defined]
+    return backend
 
 
 def _build_backend(spec: str, **options: Any) -> Backend:

@@ -305,6 +305,9 @@ class OpenAICompatBackend:
         for name, value in self.extra_headers.items():
             secrets.register_header(name, value)
         self.model_id = f"openai:{self.base_url}/{model}"
+        #: a server can swap the weights behind a model name: never cached across runs unless the
+        #: user names an identity (``--cache-id``, set by ``resolve_backend``)
+        self.cache_identity: str | None = None
         self._url = self.base_url + ("/chat/completions" if mode == "chat" else "/completions")
 
         self._tokenizer = tokenizer
@@ -393,6 +396,7 @@ class OpenAICompatBackend:
         return {
             "backend": "openai",
             "model_id": self.model_id,
+            "cache_identity": self.cache_identity,
             "base_url": self.base_url,
             "model": self.model,
             "mode": self.mode,
@@ -579,14 +583,16 @@ class OpenAICompatBackend:
             retryable = status >= 500 or status in _RETRY_STATUS
             raise _Failure(f"HTTP {status}: {text}", retryable=retryable, retry_after=parse_retry_after(retry_after))
         try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Failure(f"the response body is not valid UTF-8 (byte {exc.start})", retryable=True) from exc
+        try:
             data = _loads(raw)
         except (ValueError, RecursionError) as exc:
             reason = " ".join(str(exc).split())[:120]
             raise _Failure(f"invalid JSON body ({len(raw)} bytes): {reason}", retryable=True) from exc
         if not isinstance(data, dict):
-            raise _Failure(
-                f"malformed response: the body is a JSON {type(data).__name__}, not an object", retryable=False
-            )
+            raise _Failure(f"malformed response: the body is {_kind(data)}, not an object", retryable=False)
         if data.get("choices") is None or data.get("choices") == []:
             detail = _error_text(raw)
             raise _Failure(f"response without choices: {detail}", retryable=True)
@@ -596,15 +602,15 @@ class OpenAICompatBackend:
         """The reply as a ``Completion``; ``_Shape`` names the first field of the wrong type."""
         choices = data["choices"]
         if not isinstance(choices, list):
-            raise _Shape(f"choices is a {_kind(choices)}, not a list")
+            raise _Shape(f"choices is {_kind(choices)}, not a list")
         choice = choices[0]
         if not isinstance(choice, dict):
-            raise _Shape(f"choices[0] is a {_kind(choice)}, not an object")
+            raise _Shape(f"choices[0] is {_kind(choice)}, not an object")
         usage = data.get("usage")
         if usage is None:
             usage = {}
         elif not isinstance(usage, dict):
-            raise _Shape(f"usage is a {_kind(usage)}, not an object")
+            raise _Shape(f"usage is {_kind(usage)}, not an object")
         logprobs: list[float] | None = None
         lp = choice.get("logprobs")
         if self.mode == "chat":
@@ -612,7 +618,7 @@ class OpenAICompatBackend:
             if message is None:
                 message = {}
             elif not isinstance(message, dict):
-                raise _Shape(f"choices[0].message is a {_kind(message)}, not an object")
+                raise _Shape(f"choices[0].message is {_kind(message)}, not an object")
             text = _content_text(message.get("content"), "choices[0].message.content")
             tool_calls = _tool_calls(message.get("tool_calls"))
             reasoning_value = message.get("reasoning_content")
@@ -635,7 +641,7 @@ class OpenAICompatBackend:
                 logprobs = [_number(x, "logprobs.token_logprobs[]") if x is not None else 0.0 for x in entries]
         finish = choice.get("finish_reason")
         if finish is not None and not isinstance(finish, str):
-            raise _Shape(f"choices[0].finish_reason is a {_kind(finish)}, not a string")
+            raise _Shape(f"choices[0].finish_reason is {_kind(finish)}, not a string")
         return Completion(
             text=text,
             token_ids=[],  # servers return text, not ids; re-tokenizing would not be exact
@@ -653,11 +659,14 @@ def _basic_token(user: str, password: str) -> str:
 
 
 def _kind(value: Any) -> str:
-    return (
-        "null"
-        if value is None
-        else {dict: "object", list: "list", str: "string"}.get(type(value), type(value).__name__)
-    )
+    """The JSON type of a parsed value, with its article: "a string", "an object", "null"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), f"a {type(value).__name__}")
 
 
 def _content_text(value: Any, where: str) -> str:
@@ -668,7 +677,7 @@ def _content_text(value: Any, where: str) -> str:
         return value
     if isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in value):
         return "".join(str(p.get("text", "")) for p in value)
-    raise _Shape(f"{where} is a {_kind(value)}, not a string")
+    raise _Shape(f"{where} is {_kind(value)}, not a string")
 
 
 def _tool_calls(value: Any) -> list[dict[str, Any]] | None:
@@ -677,7 +686,7 @@ def _tool_calls(value: Any) -> list[dict[str, Any]] | None:
     if value is None or value == []:
         return None
     if not isinstance(value, list):
-        raise _Shape(f"message.tool_calls is a {_kind(value)}, not a list")
+        raise _Shape(f"message.tool_calls is {_kind(value)}, not a list")
     out = []
     for i, call in enumerate(value):
         fn = call.get("function") if isinstance(call, dict) else None
@@ -685,13 +694,13 @@ def _tool_calls(value: Any) -> list[dict[str, Any]] | None:
             raise _Shape(f"message.tool_calls[{i}] has no function object")
         name, args = fn.get("name"), fn.get("arguments")
         if not isinstance(name, str):
-            raise _Shape(f"message.tool_calls[{i}].function.name is a {_kind(name)}, not a string")
+            raise _Shape(f"message.tool_calls[{i}].function.name is {_kind(name)}, not a string")
         if isinstance(args, dict):
             args = json.dumps(args, ensure_ascii=False)
         elif args is None:
             args = ""
         elif not isinstance(args, str):
-            raise _Shape(f"message.tool_calls[{i}].function.arguments is a {_kind(args)}, not a string")
+            raise _Shape(f"message.tool_calls[{i}].function.arguments is {_kind(args)}, not a string")
         out.append({**call, "function": {**fn, "name": name, "arguments": args}})
     return out
 
