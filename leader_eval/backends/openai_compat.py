@@ -712,7 +712,7 @@ def _count(value: Any, where: str) -> int:
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_COUNT:
         shown = f"{value:.6g}" if isinstance(value, int | float) else _kind(value)
-        raise _Shape(f"{where} {shown} is not a token count")
+        raise _Shape(f"{where} is {shown}, not a token count")
     return value
 
 
