@@ -544,3 +544,19 @@ def check_regex(pattern: str) -> None:
     why = regex_problem(pattern)
     if why:
         raise LimitExceeded(why)
+
+
+def finditer_bounded(pattern: str, text: str, timeout_s: float = 1.0) -> list[Any]:
+    """All matches of a suite-supplied ``pattern`` in ``text``, or ``LimitExceeded`` after ``timeout_s``.
+
+    Uses the ``regex`` engine (same syntax as ``re`` for these patterns), whose matcher honours a
+    timeout; without it, patterns already passed ``check_regex``.
+    """
+    try:
+        import regex
+    except ImportError:  # pragma: no cover - regex ships with transformers
+        return list(re.finditer(pattern, text))
+    try:
+        return list(regex.finditer(pattern, text, timeout=timeout_s))
+    except TimeoutError as exc:
+        raise LimitExceeded(f"regular expression {pattern!r} took over {timeout_s:g} s") from exc
