@@ -52,6 +52,9 @@ def render_chat_template(
     if len(template) > MAX_TEMPLATE_BYTES:
         raise ChatTemplateError(f"{source}: template is over {MAX_TEMPLATE_BYTES:,} characters")
     ctu = _transformers_chat_utils()
+    normalize = getattr(ctu, "_normalize_chat_messages", None)
+    if normalize is not None:  # apply_chat_template drops None-valued keys before rendering
+        messages = normalize(messages)
     token = _BOUNDED.set(True)
     try:
         rendered = run_bounded(

@@ -426,7 +426,8 @@ def _nested_repeat(items: list[Any], *, inside: bool, flags: int) -> str | None:
         if op in _REPEATS:
             body = list(av[2])
             repeating = _is_repeating((op, av))
-            if inside and repeating and _variable(body) and not _guarded(items, i, body, flags):
+            variable = av[0] != av[1] or _variable(body)
+            if inside and repeating and variable and not _guarded(items, i, body, flags):
                 return "a repeated group holds another repeat"
             if repeating:
                 branch_clash = _overlapping_branches(body, flags)
@@ -453,13 +454,20 @@ def _nested_repeat(items: list[Any], *, inside: bool, flags: int) -> str | None:
 
 
 def _guarded(items: list[Any], i: int, body: list[Any], flags: int) -> bool:
-    """``(\\w+\\s)+`` is safe: the inner repeat is followed by a character it cannot match."""
-    rest = items[i + 1 :]
-    if not rest:
-        return False
+    """Is the inner repeat ``items[i]`` fenced by a character it cannot match?
+
+    ``(\\w+\\s)+`` and ``(?: [A-Z][a-z]+)*`` are safe: what follows the inner repeat (the next
+    item, or for the last item the start of the next iteration) is mandatory and disjoint from
+    it, so there is one way to split the input between iterations.
+    """
     inner = _first_chars(body, flags)
-    after = _first_chars([rest[0]], flags)
-    return inner is not None and after is not None and not (inner & after) and _min_width([rest[0]]) > 0
+    if inner is None:
+        return False
+    fence = items[i + 1] if i + 1 < len(items) else (items[0] if i > 0 else None)
+    if fence is None or _min_width([fence]) == 0:
+        return False
+    after = _first_chars([fence], flags)
+    return after is not None and not (inner & after)
 
 
 def _min_width(items: list[Any]) -> int:

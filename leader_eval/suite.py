@@ -204,6 +204,10 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
                 )
             tool = next(t for t in tools if t.name == call["tool"])
             props = tool.parameters.get("properties", {})
+            for arg, constraint in call.get("args", {}).items():
+                if isinstance(constraint, dict) and isinstance(constraint.get("regex"), str):
+                    p = ("cases", i, "expect", "calls", j, "args", arg, "regex")
+                    _check_regex(path, _line(lines, p), constraint["regex"])
             for arg in call.get("args", {}):
                 if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
                     raise SuiteError(
