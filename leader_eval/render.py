@@ -145,7 +145,7 @@ def render_messages(suite: Suite, case: Case) -> list[dict[str, Any]]:
         try:
             content = run_bounded(_compile(msg).render, context)
         except LimitExceeded as exc:
-            raise SuiteError(suite.path, case.line, f"case {case.id!r}: {msg.path}: {exc}") from exc
+            raise SuiteError(suite.path, case.line, f"case {case.id!r}: {exc} (template at {msg.origin})") from exc
         except jinja2.UndefinedError as exc:
             where = _undefined_location(exc, msg)
             var = _undefined_name(str(exc))
