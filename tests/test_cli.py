@@ -49,5 +49,5 @@ def test_bad_value_is_one_line_exit_2_before_anything_runs(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
-    assert f"argument {argv[2]}" in err
+    assert f"argument {argv[-2]}" in err
     assert not out.exists()  # nothing was created, let alone sampled
