@@ -46,6 +46,7 @@ def _backend_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from leader_eval.error_rule import error_verdict
     from leader_eval.evaluate import run
     from leader_eval.report import format_summary
     from leader_eval.runner import RunOptions
@@ -75,6 +76,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
     print(format_summary(result))
+    verdict = error_verdict(result.summary, args.max_error_rate)
+    if verdict.failed:
+        print(verdict.message(), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -141,6 +146,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         update=args.update_golden,
         strict=args.strict,
         tolerances=_split(args.tolerance),
+        max_error_rate=args.max_error_rate,
     )
     print(format_gate_table(result))
     _write_markdown(gate_markdown(result), args.markdown)
