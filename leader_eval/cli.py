@@ -163,6 +163,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_stress(args: argparse.Namespace) -> int:
+    from leader_eval.error_rule import error_verdict
     from leader_eval.stress import format_stress_table, stress
 
     result = stress(
@@ -178,6 +179,11 @@ def cmd_stress(args: argparse.Namespace) -> int:
         context_length=args.context_length,
     )
     print(format_stress_table(result))
+    # a context overflow is what a sweep measures; any other sampler error fails it
+    verdict = error_verdict(result.run.summary, args.max_error_rate, overflow_is_error=False)
+    if verdict.failed:
+        print(verdict.message(), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -315,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--seed", type=int)
     st.add_argument("--out")
     st.add_argument("--context-length", type=positive_int, help="override the model's context length")
+    _add_max_error_rate(st)
     st.set_defaults(func=cmd_stress)
 
     ca = sub.add_parser("cache", help="the content-addressed sample cache: info | prune")

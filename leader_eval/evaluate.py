@@ -16,7 +16,9 @@ from leader_eval.errors import RunDirError
 from leader_eval.runner import (
     RunOptions,
     SamplingStats,
+    apply_recorded,
     build_manifest,
+    check_run_options,
     default_label,
     default_out_dir,
     new_run_seed,
@@ -54,6 +56,7 @@ def run(
 ) -> Run:
     """Load, render, sample, score, aggregate and record one suite on one model."""
     options = options or RunOptions()
+    check_run_options(options)
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
     backend = backend or resolve_backend(
@@ -64,6 +67,8 @@ def run(
     # Render every case first: a suite error stops the run before any directory or sample exists.
     planned = plan_cases(suite, cases, backend, options)
     run_seed = _run_seed(options, suite, recorded)
+    if recorded is not None:
+        planned = apply_recorded(planned, recorded, options, run_seed, backend.has_sample)  # type: ignore[attr-defined]
     label = options.label or default_label(backend.model_id)
     out = options.out or default_out_dir(suite, label, run_seed)
     if recorded is not None and options.out is None:
