@@ -123,6 +123,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     run = read_run(args.run)
     print(format_show(run, case_id=args.case, failed=args.failed, limit=args.limit))
+    for name, lines in sorted(run.unreadable.items()):
+        shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        print(f"unreadable: {len(lines)} line(s) of {run.path / name} could not be read and were skipped ({shown})")
     return 0
 
 

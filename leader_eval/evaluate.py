@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ class Run:
     cases: list[dict[str, Any]]
     summary: dict[str, Any]
     stats: SamplingStats | None = None
+    #: file name -> 1-based numbers of lines that could not be read and were skipped
+    unreadable: dict[str, list[int]] = field(default_factory=dict)
 
 
 def run(
@@ -163,19 +166,56 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
 
 
 def read_run(path: str | Path) -> Run:
-    """Read a run directory (results as last scored)."""
+    """Read a run directory (results as last scored).
+
+    Unreadable lines of its JSONL files are skipped and listed in ``Run.unreadable`` (file name ->
+    line numbers); an unreadable or wrong-shape manifest, cases or summary file is a one-line
+    ``RunDirError``.
+    """
     rundir = RunDir(Path(path))
+    if not rundir.path.is_dir():
+        raise RunDirError(f"{path}: not a run directory")
     manifest = rundir.read_manifest()
     samples = rundir.read_samples()
     scores: list[SampleScore] = []
     results_path = rundir.path / RESULTS
     if results_path.exists():
-        import json
-
-        with results_path.open(encoding="utf-8") as f:
-            scores = [SampleScore.from_dict(json.loads(line)) for line in f if line.strip()]
-    cases = rundir.read_json(CASES) if (rundir.path / CASES).exists() else []
-    summary = rundir.read_json(SUMMARY) if (rundir.path / SUMMARY).exists() else {}
+        bad: list[int] = []
+        for lineno, line in enumerate(_read_lines(results_path), 1):
+            if not line.strip():
+                continue
+            try:
+                scores.append(SampleScore.from_dict(json.loads(line)))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                bad.append(lineno)
+        if bad:
+            rundir.unreadable[RESULTS] = bad
+    cases = _read_json_file(rundir, CASES, list, [])
+    summary = _read_json_file(rundir, SUMMARY, dict, {})
     if not samples and not scores:
         raise RunDirError(f"{path}: run directory holds no samples")
-    return Run(rundir.path, manifest, samples, scores, cases, summary)
+    return Run(rundir.path, manifest, samples, scores, cases, summary, unreadable=dict(rundir.unreadable))
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _read_json_file(rundir: RunDir, name: str, shape: type, default: Any) -> Any:
+    p = rundir.path / name
+    if not p.exists():
+        return default
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RunDirError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{p}:1: not UTF-8 text ({exc.reason})") from None
+    except ValueError as exc:
+        raise RunDirError(f"{p}:{getattr(exc, 'lineno', 1)}: unreadable JSON: {exc}") from None
+    if not isinstance(data, shape):
+        raise RunDirError(f"{p}:1: expected a JSON {'list' if shape is list else 'object'}, got {type(data).__name__}")
+    return data

@@ -9,6 +9,7 @@ cache, so resumption and caching are one mechanism.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import time
@@ -23,6 +24,8 @@ try:  # orjson (a dependency of tinker) parses a record ~5-9x faster than json
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - the stdlib alone is still correct
     _fast_loads = json.loads  # type: ignore[assignment]
+
+_log = logging.getLogger("leader_eval")
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -67,33 +70,56 @@ class RecordLog:
         self.key_field = key_field
         self.fsync = fsync
         self._index: dict[str, dict[str, Any]] = {}
+        #: 1-based numbers of complete lines that could not be read (skipped, never truncated)
+        self.bad_lines: list[int] = []
+        self._lines: dict[str, int] = {}
         self._fh: Any = None
         self._last_sync = 0.0
         if path.exists():
             self._recover()
 
     def _recover(self) -> None:
-        # Read every complete line; cut a torn tail (a crash mid-write) so appends start clean.
-        good_end = 0
-        with self.path.open("rb") as f:
-            data = f.read()
+        # Read every complete line. Only a torn tail (the last line, without its newline: a crash
+        # mid-write) is cut, so appends start clean. A bad line anywhere else is corruption, not
+        # a crash: it is reported (file:line) and skipped, and every record after it is kept.
+        try:
+            with self.path.open("rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise RunDirError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
         pos = 0
+        lineno = 0
         while pos < len(data):
             nl = data.find(b"\n", pos)
             if nl == -1:
                 break
+            lineno += 1
             line = data[pos:nl]
+            pos = nl + 1
+            if not line.strip():
+                continue
             try:
                 rec = _loads_line(line)
-            except ValueError:
-                break
-            if isinstance(rec, dict) and self.key_field in rec:
-                self._index.setdefault(rec[self.key_field], rec)
-            pos = nl + 1
-            good_end = pos
-        if good_end < len(data) and not self.readonly:
+            except ValueError as exc:
+                self._skip(lineno, f"not JSON ({_first_line(exc)})")
+                continue
+            if not isinstance(rec, dict) or not isinstance(rec.get(self.key_field), str):
+                self._skip(lineno, f"not a record with a string {self.key_field!r}")
+                continue
+            if rec[self.key_field] not in self._index:
+                self._index[rec[self.key_field]] = rec
+                self._lines[rec[self.key_field]] = lineno
+        if pos < len(data) and not self.readonly:
             with self.path.open("r+b") as f:
-                f.truncate(good_end)
+                f.truncate(pos)
+
+    def _skip(self, lineno: int, why: str) -> None:
+        self.bad_lines.append(lineno)
+        _log.warning("%s:%d: unreadable record skipped (%s); the records after it are kept", self.path, lineno, why)
+
+    def line_of(self, key: str) -> int:
+        """The 1-based line a recovered record was read from (0 for one appended since)."""
+        return self._lines.get(key, 0)
 
     def __contains__(self, key: str) -> bool:
         return key in self._index
@@ -137,6 +163,10 @@ class RecordLog:
             self._fh = None
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
 def _loads_line(line: bytes) -> Any:
     try:
         return _fast_loads(line)
@@ -144,6 +174,67 @@ def _loads_line(line: bytes) -> Any:
         # what orjson refuses and json reads (NaN, ints beyond 64 bits, lone surrogates) reads as
         # before; a torn line fails here too
         return json.loads(line)
+
+
+_IDENTITY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "suite": str,
+    "suite_hash": str,
+    "model_id": str,
+    "protocol": str,
+    "run_seed": int,
+    "cases": dict,
+}
+
+
+def _manifest_problem(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    ident = data.get("identity")
+    if not isinstance(ident, dict):
+        return "no 'identity' object"
+    for key, typ in _IDENTITY_TYPES.items():
+        if not isinstance(ident.get(key), typ) or isinstance(ident.get(key), bool):
+            return f"identity.{key} is missing or not a {getattr(typ, '__name__', typ)}"
+    for cid, spec in ident["cases"].items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("params"), dict):
+            return f"identity.cases.{cid} has no 'params' object"
+        n = spec.get("samples")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            return f"identity.cases.{cid}.samples is {n!r}, not a count"
+    for key in ("model", "suite"):
+        if key in data and not isinstance(data[key], dict):
+            return f"{key!r} is not an object"
+    if "status" in data and not isinstance(data["status"], str):
+        return "'status' is not a string"
+    return None
+
+
+_SAMPLE_FIELDS = frozenset(Sample.__dataclass_fields__)
+_OUTCOMES = frozenset({"ok", "error", "context_overflow"})
+
+
+def _sample_or_none(rec: dict[str, Any]) -> Sample | None:
+    """A stored record as a ``Sample``, or None when its shape is wrong (scoring it would crash)."""
+    d = {k: v for k, v in rec.items() if k in _SAMPLE_FIELDS}
+    ok = (
+        isinstance(d.get("case_id"), str)
+        and isinstance(d.get("index"), int)
+        and isinstance(d.get("seed"), int)
+        and isinstance(d.get("key"), str)
+        and d.get("outcome") in _OUTCOMES
+        and isinstance(d.get("text", ""), str)
+        and isinstance(d.get("token_ids", []), list)
+        and isinstance(d.get("reasoning"), str | None)
+        and isinstance(d.get("error"), str | None)
+        and isinstance(d.get("timings", {}), dict)
+        and isinstance(d.get("api_tool_calls"), list | None)
+    )
+    if not ok:
+        return None
+    try:
+        return Sample.from_dict(d)
+    except TypeError:
+        return None
 
 
 def sample_record_key(case_id: str, index: int) -> str:
@@ -155,6 +246,8 @@ class RunDir:
 
     def __init__(self, path: Path):
         self.path = path
+        #: file name -> 1-based numbers of lines that could not be read (reported by ``show``)
+        self.unreadable: dict[str, list[int]] = {}
 
     @property
     def manifest_path(self) -> Path:
@@ -164,13 +257,22 @@ class RunDir:
         return self.manifest_path.is_file()
 
     def read_manifest(self) -> dict[str, Any]:
+        """The manifest, or a one-line ``RunDirError`` when it is missing, unreadable or misshapen."""
+        mp = self.manifest_path
         try:
-            data: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise RunDirError(f"{self.path}: not a run directory (no {MANIFEST})") from exc
+            data = json.loads(mp.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RunDirError(f"{self.path}: not a run directory (no {MANIFEST})") from None
+        except OSError as exc:
+            raise RunDirError(f"{mp}: cannot read manifest: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise RunDirError(f"{mp}:1: unreadable manifest: not UTF-8 text ({exc.reason})") from None
         except ValueError as exc:
-            raise RunDirError(f"{self.manifest_path}:1: unreadable manifest: {exc}") from exc
-        return data
+            raise RunDirError(f"{mp}:{getattr(exc, 'lineno', 1)}: unreadable manifest: {exc}") from None
+        problem = _manifest_problem(data)
+        if problem:
+            raise RunDirError(f"{mp}:1: not a leader-eval manifest: {problem}")
+        return dict(data)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         write_json_atomic(self.manifest_path, manifest)
@@ -187,18 +289,27 @@ class RunDir:
         log = RecordLog(p, key_field="slot", readonly=True) if p.exists() else None
         if log is None:
             return []
+        bad = list(log.bad_lines)
         out = []
         for rec in log.records():
-            rec = dict(rec)
-            rec.pop("slot", None)
-            out.append(Sample.from_dict(rec))
+            sample = _sample_or_none(rec)
+            if sample is None:
+                bad.append(log.line_of(rec["slot"]))
+                _log.warning("%s:%d: record of slot %r has the wrong shape: skipped", p, bad[-1], rec["slot"])
+                continue
+            out.append(sample)
+        if bad:
+            self.unreadable[SAMPLES] = sorted(bad)
         return out
 
     def read_prompts(self) -> dict[str, dict[str, Any]]:
         p = self.path / PROMPTS
         if not p.exists():
             return {}
-        return {r["case_id"]: r for r in RecordLog(p, key_field="case_id", readonly=True).records()}
+        log = RecordLog(p, key_field="case_id", readonly=True)
+        if log.bad_lines:
+            self.unreadable[PROMPTS] = log.bad_lines
+        return {r["case_id"]: r for r in log.records()}
 
     def read_json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text(encoding="utf-8"))
