@@ -354,6 +354,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_status
     except BrokenPipeError:
         return 0
+    except OSError as err:  # the environment (disk full, permissions), not a bug: one line, no traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     return status
 
 

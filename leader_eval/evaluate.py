@@ -13,12 +13,13 @@ from leader_eval.aggregate import case_results, summarize
 from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache
-from leader_eval.errors import RunDirError
+from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runner import (
     RunOptions,
     SamplingStats,
     apply_recorded,
     build_manifest,
+    check_out_dir,
     check_run_options,
     default_label,
     default_out_dir,
@@ -30,7 +31,16 @@ from leader_eval.runner import (
     select_cases,
 )
 from leader_eval.score import ModelInfo, SampleScore, score_samples
-from leader_eval.store import CASES, RESULTS, SUMMARY, RunDir, dumps, write_json_atomic
+from leader_eval.store import (
+    CASES,
+    RESULTS,
+    SUMMARY,
+    RunDir,
+    dumps,
+    run_dir_lock,
+    write_json_atomic,
+    write_lines_atomic,
+)
 from leader_eval.suite import Suite, load_suite
 from leader_eval.types import Sample
 
@@ -60,6 +70,8 @@ def run(
     """Load, render, sample, score, aggregate and record one suite on one model."""
     options = options or RunOptions()
     check_run_options(options)
+    if options.out is not None:
+        check_out_dir(Path(options.out))  # before a model is loaded or a server asked
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
     backend = backend or resolve_backend(
@@ -77,16 +89,34 @@ def run(
     if recorded is not None and options.out is None:
         out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
-    rundir = open_run_dir(out, manifest)
-    stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample))
-    result = score_run(rundir, suite)
-    result.stats = stats
-    manifest = rundir.read_manifest()
-    manifest["status"] = "capped" if stats.capped else "complete"
-    manifest["sampling_stats"] = stats.__dict__
-    rundir.write_manifest(manifest)
+    # One writer per run directory: a second run into it exits 2 naming this process.
+    with run_dir_lock(out):
+        rundir = open_run_dir(out, manifest)
+        try:
+            stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample))
+            result = score_run(rundir, suite)
+        except BaseException as exc:
+            _mark_unfinished(rundir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", exc)
+            raise
+        result.stats = stats
+        manifest = rundir.read_manifest()
+        manifest["status"] = "capped" if stats.capped else "complete"
+        manifest["sampling_stats"] = stats.__dict__
+        rundir.write_manifest(manifest)
     result.manifest = manifest
     return result
+
+
+def _mark_unfinished(rundir: RunDir, status: str, exc: BaseException) -> None:
+    """Say in the manifest that the run stopped (never leave ``running`` behind); best effort, as
+    the cause may be the very disk that refuses this write. Re-running the command resumes."""
+    try:
+        manifest = rundir.read_manifest()
+        manifest["status"] = status
+        manifest["stopped_by"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        rundir.write_manifest(manifest)
+    except (OSError, LeaderEvalError):
+        pass
 
 
 async def _sample_and_close(
@@ -156,10 +186,7 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     }
     # retries the backends needed (429/5xx/timeouts); a sample that still failed counts in n_errors
     summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
-    with (rundir.path / (RESULTS + ".tmp")).open("w", encoding="utf-8") as f:
-        for s in scores:
-            f.write(dumps(s.to_dict()) + "\n")
-    (rundir.path / (RESULTS + ".tmp")).replace(rundir.path / RESULTS)
+    write_lines_atomic(rundir.path / RESULTS, (dumps(s.to_dict()) for s in scores))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)
     return Run(rundir.path, manifest, samples, scores, results, summary)

@@ -24,7 +24,7 @@ from leader_eval.backends.base import Backend, Completion, SampleRequest, Sampli
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
 from leader_eval.render import RenderedCase, render_case
-from leader_eval.store import RunDir, sample_record_key
+from leader_eval.store import LOCK, MANIFEST, RunDir, sample_record_key
 from leader_eval.suite import Case, Suite
 from leader_eval.types import Sample
 
@@ -384,7 +384,26 @@ class _Progress:
             print(file=sys.stderr)
 
 
+def check_out_dir(out: Path) -> None:
+    """Refuse an ``--out`` that is not ours to write: a file, or a directory that holds files but
+    no manifest (another tool's output, a run's leftovers: adopting them would mix samples)."""
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"{out}: --out names a file, not a run directory")
+    if out.is_dir() and not RunDir(out).manifest_path.exists():
+        try:
+            foreign = sorted(p.name for p in out.iterdir() if p.name != LOCK)
+        except OSError as exc:
+            raise RunDirError(f"{out}: cannot read --out directory: {exc.strerror or exc}") from None
+        if foreign:
+            raise RunDirError(
+                f"{out}: --out is a non-empty directory without a {MANIFEST} (holds {foreign[0]!r}"
+                f"{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''}); choose an empty or new directory"
+            )
+
+
 def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
+    """The run directory for ``manifest``: new, or the same run's to resume (call under its lock)."""
+    check_out_dir(out)
     run = RunDir(out)
     if run.exists():
         old = run.read_manifest()

@@ -8,12 +8,13 @@ cache, so resumption and caching are one mechanism.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +47,136 @@ def dumps(obj: Any) -> str:
 
 def write_json_atomic(path: Path, obj: Any, *, indent: int | None = 2, sort_keys: bool = True) -> None:
     """Write then rename, so a reader never sees half a file and an interrupted write leaves the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+
+    def body(f: Any) -> None:
+        json.dump(obj, f, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
+        f.write("\n")
+
+    _write_atomic(path, body)
+
+
+def write_lines_atomic(path: Path, lines: Iterable[str]) -> None:
+    """Write ``lines`` (each without its newline) as one file, atomically like ``write_json_atomic``."""
+
+    def body(f: Any) -> None:
+        for line in lines:
+            f.write(line + "\n")
+
+    _write_atomic(path, body)
+
+
+def _write_atomic(path: Path, body: Callable[[Any], None]) -> None:
+    # Any failure (disk full, a read-only directory) leaves the old file and no temporary file,
+    # and is one line naming the file.
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
-            f.write("\n")
+            body(f)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; these are shared, reviewable artifacts
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise RunDirError(f"{path}: cannot write: {exc.strerror or exc}") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
+
+
+LOCK = ".leader-eval.lock"
+
+
+class FileLock:
+    """An exclusive, non-blocking ``fcntl.flock`` on ``path`` (created if missing), holding our pid.
+
+    The kernel drops the lock when the process exits, however it exits (SIGKILL included), so a
+    crashed run never leaves a stale lock; the file itself stays (deleting it would race with a
+    process that just opened it). ``acquire`` raises ``RunDirError`` naming the holder's pid.
+    Used for run directories (``run_dir_lock``) and by anything that rewrites shared files (cache
+    prune, run retention): call ``lock_holder`` to ask without taking the lock.
+    """
+
+    def __init__(self, path: Path, what: str):
+        self.path = path
+        self.what = what
+        self._fd: int | None = None
+
+    def acquire(self) -> FileLock:
+        import fcntl
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise RunDirError(f"{self.path}: cannot lock {self.what}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _read_pid(fd)
+            os.close(fd)
+            raise RunDirError(
+                f"{self.what} is in use by another leader-eval process (pid {holder or 'unknown'}, lock "
+                f"{self.path}); wait for it to finish or choose another directory"
+            ) from None
+        with contextlib.suppress(OSError):  # the pid is a courtesy for the error above
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            import fcntl
+
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> FileLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else None
+    except OSError:
+        return None
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid holding the lock at ``path`` (0 when the holder is unknown), or None when free.
+
+    For a run directory pass ``run_dir / LOCK``: a run being written must not be deleted."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return _read_pid(fd) or 0
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def run_dir_lock(path: Path) -> FileLock:
+    """The exclusive lock of run directory ``path`` (``with run_dir_lock(out): ...``)."""
+    return FileLock(Path(path) / LOCK, f"run directory {path}")
 
 
 class RecordLog:
@@ -139,28 +257,67 @@ class RecordLog:
         key = record[self.key_field]
         if key in self._index:
             return
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("a", encoding="utf-8")
-        self._fh.write(dumps(record) + "\n")
-        # flush per record: once in the OS page cache the line survives SIGKILL of this process.
-        # fsync (survives a machine crash) costs milliseconds, so it is rate-limited: at most one
-        # per FSYNC_INTERVAL_S, and always at close.
-        self._fh.flush()
-        if self.fsync:
-            now = time.monotonic()
-            if now - self._last_sync >= FSYNC_INTERVAL_S:
-                os.fsync(self._fh.fileno())
-                self._last_sync = now
+        try:
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._cut_torn_tail()
+                self._fh = self.path.open("a", encoding="utf-8")
+            self._fh.write(dumps(record) + "\n")
+            # flush per record: once in the OS page cache the line survives SIGKILL of this process.
+            # fsync (survives a machine crash) costs milliseconds, so it is rate-limited: at most one
+            # per FSYNC_INTERVAL_S, and always at close.
+            self._fh.flush()
+            if self.fsync:
+                now = time.monotonic()
+                if now - self._last_sync >= FSYNC_INTERVAL_S:
+                    os.fsync(self._fh.fileno())
+                    self._last_sync = now
+        except OSError as exc:
+            # disk full, a read-only directory: whatever part of the line reached the file is a
+            # torn tail, cut before the next append (here or on reopen)
+            fh, self._fh = self._fh, None
+            if fh is not None:
+                with contextlib.suppress(OSError):
+                    fh.close()
+            raise RunDirError(f"{self.path}: cannot append a record: {exc.strerror or exc}") from None
         self._index[key] = record
+
+    def _cut_torn_tail(self) -> None:
+        """Drop a partial last line (a failed or killed write) so the next record starts a line."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0:
+            return
+        with self.path.open("r+b") as f:
+            f.seek(max(0, size - 1))
+            if f.read(1) == b"\n":
+                return
+            chunk = 1 << 16
+            end = size
+            while end > 0:
+                start = max(0, end - chunk)
+                f.seek(start)
+                nl = f.read(end - start).rfind(b"\n")
+                if nl >= 0:
+                    f.truncate(start + nl + 1)
+                    return
+                end = start
+            f.truncate(0)
 
     def close(self) -> None:
         if self._fh is not None:
-            if self.fsync:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            try:
+                if self.fsync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                fh.close()
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    fh.close()
+                raise RunDirError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _first_line(exc: BaseException) -> str:
