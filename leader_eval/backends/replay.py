@@ -44,6 +44,10 @@ class ReplayBackend:
     def recorded(self) -> dict[str, Any]:
         return self.manifest
 
+    def has_sample(self, case_id: str, seed: int) -> bool:
+        """Whether the recorded run finished the sample of ``case_id`` with ``seed``."""
+        return (case_id, seed) in self._samples
+
     def describe(self) -> dict[str, Any]:
         model = dict(self.manifest.get("model", {}))
         model["replay_of"] = self.manifest.get("run_id")
