@@ -77,8 +77,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         cache=not args.no_cache,
         backend_options=_backend_options(args),
     )
+    suite: object = args.suite
+    if args.suite_root:
+        from leader_eval.suite import load_suite
+
+        suite = load_suite(args.suite, root=args.suite_root)
     try:
-        result = run(args.suite, options)
+        result = run(suite, options)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
@@ -100,7 +105,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     status = 0
     for path in args.suite:
         try:
-            suite = load_suite(path)
+            suite = load_suite(path, root=args.suite_root)
             rows = []
             for case in suite.cases:
                 if backend is None:
@@ -292,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
         "served from the cache across runs without it)",
     )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     r.set_defaults(func=cmd_run)
 
     li = sub.add_parser("lint", help="validate suites, render every case, count prompt tokens")
@@ -299,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("--model", default="local:smollm2", help="model whose chat template and tokenizer count tokens")
     li.add_argument("--no-tokens", action="store_true", help="skip the chat template and token counts")
     li.add_argument("-v", "--verbose", action="store_true")
+    li.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     li.set_defaults(func=cmd_lint)
 
     sh = sub.add_parser("show", help="print raw outputs (repr) with parsed calls and failed checks")

@@ -61,7 +61,7 @@ import aiohttp
 from leader_eval import secrets
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.errors import LeaderEvalError
-from leader_eval.render import render_chat_template, template_supports_tools
+from leader_eval.chat_template import render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
 try:  # orjson (already a dependency of tinker) is ~5x faster than json for these small bodies
