@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from leader_eval.checks.toolcall import match_calls
-from leader_eval.parse import parse_output
+from leader_eval.protocols import parse_output
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")
 MUTATIONS_PER_ENTRY = 6

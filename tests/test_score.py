@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from leader_eval.parse import parse_output
+from leader_eval.protocols import parse_output
 from leader_eval.render import render_messages
 from leader_eval.score import CaseScorer, ModelInfo, SampleScore, _call_dict, case_scorer
 from leader_eval.suite import Suite, load_suite

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from leader_eval.parse import PROTOCOLS, ParseResult, parse_output
+from leader_eval.protocols import PROTOCOLS, ParseResult, parse_output
 from leader_eval.render import render_messages
 from leader_eval.score import CaseScorer, ModelInfo, SampleScore, case_scorer
 from leader_eval.suite import Suite, load_suite

@@ -43,6 +43,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from leader_eval import protocols
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.errors import LeaderEvalError
 from leader_eval.render import render_chat_template, template_supports_tools
@@ -133,15 +134,7 @@ def special_tokens_from_template(template: str, bos: str = "", eos: str = "") ->
 
 def protocol_from_template(template: str | None) -> str:
     """The tool-call protocol a chat template speaks natively; ``json`` when it has none."""
-    if not template or not template_supports_tools(template):
-        return "json"
-    if "<|tool_calls_section_begin|>" in template or "<|tool_call_begin|>" in template:
-        return "kimi_k2"
-    if "<tool_call>" in template:
-        return "hermes"
-    if "<|python_tag|>" in template or "ipython" in template:
-        return "llama3_json"
-    return "hermes"
+    return protocols.detect(chat_template=template)
 
 
 class _Failure(Exception):

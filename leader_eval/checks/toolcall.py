@@ -88,24 +88,6 @@ def _norm(s: str) -> str:
     return _WS_RUN.sub(" ", s).strip().casefold()
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
 def _integer_only(schema: Any) -> bool:
     """Does the schema ask for an integer (and not any number)?"""
     if not isinstance(schema, Mapping):
@@ -355,6 +337,22 @@ def _describe(constraint: Mapping[str, Any]) -> Any:
 
 # --------------------------------------------------------------------------- one pair
 
+#: which argument failure names a check when there are several: missing, then type, then
+#: value, then unexpected (the order a reader fixes them in), then other schema violations.
+#: Chosen by reason, never by the position of a call, so parallel calls may come in any order.
+ARG_PRECEDENCE = (
+    Reason.MISSING_ARG,
+    Reason.WRONG_TYPE,
+    Reason.WRONG_VALUE,
+    Reason.UNEXPECTED_ARG,
+    Reason.SCHEMA_VIOLATION,
+)
+_ARG_RANK = {r: i for i, r in enumerate(ARG_PRECEDENCE)}
+
+
+def _rank(f: _Failure) -> int:
+    return _ARG_RANK.get(f.reason, len(_ARG_RANK))
+
 
 class _Pair:
     """An expected call scored against an actual call."""
@@ -402,9 +400,7 @@ def _score_pair(
                 failures.append(_Failure(Reason.UNEXPECTED_ARG, f"{base}.{arg}", "absent", args[arg]))
     if not constraints:
         matched = 1 if not failures else 0
-    # Report missing, then type, then value, then unexpected: the order a reader fixes them in.
-    order = {Reason.MISSING_ARG: 0, Reason.WRONG_TYPE: 1, Reason.WRONG_VALUE: 2, Reason.UNEXPECTED_ARG: 3}
-    failures.sort(key=lambda f: order.get(f.reason, 9))
+    failures.sort(key=_rank)
     return _Pair(True, matched, units, failures)
 
 
@@ -522,7 +518,7 @@ def _schema_check(calls: Sequence[ToolCall], tools: Mapping[str, Mapping[str, An
         failures.append(_Failure(reason, path, expected, _short(got)))
     if not failures:
         return CheckResult("arguments_schema", True, None, f"{len(calls)} call(s) valid", data={})
-    first = failures[0]
+    first = min(failures, key=_rank)
     return _result(
         "arguments_schema",
         first,
@@ -636,7 +632,7 @@ def match_calls(
         paired = by_expected.get(i)
         if paired is not None and pairs[i][paired].name_ok:
             arg_failures.extend(pairs[i][paired].failures)
-    first_arg: _Failure | None = arg_failures[0] if arg_failures else None
+    first_arg: _Failure | None = min(arg_failures, key=_rank) if arg_failures else None
     if first_arg is None and (wrong or unmatched_expected):
         first_arg = choice_fail  # the expected arguments were never given
     data: dict[str, Any] = {"partial_credit": credit}
