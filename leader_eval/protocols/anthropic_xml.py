@@ -184,7 +184,7 @@ PROTOCOL = ToolCallProtocol(
     opening=r"<(?:tool_use|function_calls|invoke)\b",
     closing=(r"</(?:tool_use|function_calls|invoke|parameter|name|arguments|input)>",),
     inner=(
-        r"<(?:name|arguments|input)>",
+        r"<(?:tool_use|function_calls|name|arguments|input)>",
         r"<invoke\s+name\s*=[^<>\n]*>?",
         r"<parameter\s+name\s*=[^<>\n]*>",
     ),
