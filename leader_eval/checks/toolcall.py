@@ -82,9 +82,17 @@ def _regex(pattern: str) -> re.Pattern[str] | None:
 # --------------------------------------------------------------------------- value comparison
 
 _WS_RUN = re.compile(r"\s+")
+# BFCL's standardize_string (bfcl_eval/eval_checker/ast_eval/ast_checker.py): drop the space
+# character and , . / - _ * ^, lower-case, and write single quotes as double quotes
+_BFCL_DROP = re.compile(r"[ ,./\-_*^]")
+
+#: ``normalize`` values: False (exact), True (fold case and whitespace), "bfcl" (BFCL's rule)
+Normalize = bool | str
 
 
-def _norm(s: str) -> str:
+def _norm(s: str, mode: Normalize = True) -> str:
+    if mode == "bfcl":
+        return _BFCL_DROP.sub("", s).lower().replace("'", '"')
     return _WS_RUN.sub(" ", s).strip().casefold()
 
 
@@ -114,11 +122,12 @@ def _sub_schema(schema: Any, key: str | int) -> Any:
 _Mismatch = tuple[str, str, Any, Any]
 
 
-def _compare(expected: Any, got: Any, schema: Any, normalize: bool, path: str = "") -> _Mismatch | None:
+def _compare(expected: Any, got: Any, schema: Any, normalize: Normalize, path: str = "") -> _Mismatch | None:
     """Structural equality with BFCL's coercions: an int is accepted where a float is expected
     (1 == 1.0); a float is a wrong type where the tool's schema asks for an integer (even 2.0);
     a bool is never a number; tuples are lists; strings compare case- and
-    whitespace-insensitively when ``normalize`` is set (at any depth)."""
+    whitespace-insensitively when ``normalize`` is true, after BFCL's string standardisation
+    when it is "bfcl" (at any depth)."""
     if isinstance(expected, bool) or expected is None:
         if type(got) is not type(expected):
             return ("type", path, expected, got)
@@ -132,7 +141,7 @@ def _compare(expected: Any, got: Any, schema: Any, normalize: bool, path: str = 
     if isinstance(expected, str):
         if not isinstance(got, str):
             return ("type", path, expected, got)
-        if got == expected or (normalize and _norm(got) == _norm(expected)):
+        if got == expected or (normalize and _norm(got, normalize) == _norm(expected, normalize)):
             return None
         return ("value", path, expected, got)
     if isinstance(expected, list | tuple):
@@ -263,7 +272,9 @@ def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | 
         return _Failure(Reason.MISSING_ARG, path, _describe(constraint), None)
     if constraint.get("present") is False:
         return _Failure(Reason.UNEXPECTED_ARG, path, "absent", value)
-    normalize = bool(constraint.get("normalize"))
+    normalize: Normalize = (
+        constraint.get("normalize") if constraint.get("normalize") == "bfcl" else bool(constraint.get("normalize"))
+    )
     if "equals" in constraint:
         m = _compare(constraint["equals"], value, schema, normalize, path)
         if m:
@@ -313,17 +324,17 @@ def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | 
 
 
 def _contains(
-    needles: list[str], value: Any, path: str, quantifier: Any, key: str, shown: Any, normalize: bool
+    needles: list[str], value: Any, path: str, quantifier: Any, key: str, shown: Any, normalize: Normalize
 ) -> _Failure | None:
     """Strings: case-insensitive substring. Arrays: a needle must equal an element
     (case-insensitively)."""
     expected = {key: shown if shown is not None else needles}
     if isinstance(value, str):
-        hay = _norm(value) if normalize else value.casefold()
-        ok = quantifier((_norm(n) if normalize else n.casefold()) in hay for n in needles)
+        hay = _norm(value, normalize) if normalize else value.casefold()
+        ok = quantifier((_norm(n, normalize) if normalize else n.casefold()) in hay for n in needles)
     elif isinstance(value, list | tuple):
-        items = {(_norm(v) if normalize else v.casefold()) for v in value if isinstance(v, str)}
-        ok = quantifier((_norm(n) if normalize else n.casefold()) in items for n in needles)
+        items = {(_norm(v, normalize) if normalize else v.casefold()) for v in value if isinstance(v, str)}
+        ok = quantifier((_norm(n, normalize) if normalize else n.casefold()) in items for n in needles)
     else:
         return _Failure(Reason.WRONG_TYPE, path, expected, value)
     return None if ok else _Failure(Reason.WRONG_VALUE, path, expected, value)
