@@ -237,4 +237,6 @@ PROTOCOL = ToolCallProtocol(
     strict=strict,
     lenient=lenient,
     opening=r"\[\s*[A-Za-z_][\w.]*\s*\(",
+    # the head the leak detector reports: "[name(arg="
+    inner=(r"\[\s*[A-Za-z_][\w.]*\s*\(\s*[A-Za-z_]\w*\s*=",),
 )
