@@ -43,9 +43,11 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "CountTest",
     "Estimate",
     "PairedComparison",
     "Verdict",
+    "exact_count_test",
     "paired_compare",
     "pass_at_k",
     "pass_hat_k",
@@ -54,6 +56,7 @@ __all__ = [
     "regression_verdict",
     "run_spread",
     "suite_estimate",
+    "t_quantile",
     "weighted_mean_ci",
 ]
 
@@ -195,6 +198,11 @@ def _t_ppf(q: float, df: int) -> float:
         if hi - lo < 1e-12:
             break
     return (lo + hi) / 2
+
+
+def t_quantile(q: float, df: int) -> float:
+    """Quantile ``q`` of Student's t with integer ``df`` >= 1 (exact CDF inverted by bisection)."""
+    return _t_ppf(q, df)
 
 
 def _wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
@@ -505,6 +513,94 @@ def paired_compare(
         n_cases=len(common),
         confidence=float(confidence),
         test=used,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Rare events: exact stratified count test
+
+
+@dataclass(frozen=True)
+class CountTest:
+    """Exact test that run B has more (or fewer) events than run A, case by case.
+
+    ``p_more``: one-sided p-value of "B has no more events than A" (small when B has more);
+    ``p_less`` the mirror image. ``min_p_more`` / ``min_p_less``: the smallest values those
+    p-values could take given the per-case event totals, i.e. whether the test can reach a level
+    at all (with no event in either run both are 1).
+    """
+
+    events_a: int
+    samples_a: int
+    events_b: int
+    samples_b: int
+    expected_b: float
+    p_more: float
+    p_less: float
+    min_p_more: float
+    min_p_less: float
+    n_cases: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _hypergeom_pmf(total: int, events: int, draws: int) -> tuple[int, np.ndarray]:
+    """(first support point, pmf) of the events among ``draws`` of ``total`` samples holding ``events``."""
+    lo, hi = max(0, events - (total - draws)), min(events, draws)
+    denom = math.comb(total, draws)
+    # exact integer ratios: no overflow or cancellation whatever the sample counts
+    pmf = np.array([math.comb(events, x) * math.comb(total - events, draws - x) / denom for x in range(lo, hi + 1)])
+    return lo, pmf / pmf.sum()
+
+
+def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> CountTest:
+    """Exact stratified test of event counts (hard fails, leaks) of run B against run A.
+
+    ``a`` and ``b`` map case id -> ``(events, scored samples)``; cases in both with samples on
+    both sides are compared. Under "no change" each case has one event probability, whatever it
+    is, shared by its samples in both runs. Conditional on a case's total events, B's share of
+    them is hypergeometric and free of that probability, so the test is exact for any mix of
+    case rates (a case that always fails contributes no evidence, as it should). The statistic
+    is B's total events; its null distribution is the convolution of the cases' hypergeometrics.
+    This is Fisher's exact test stratified by case (exact Cochran-Mantel-Haenszel).
+
+    Why not the paired t-test: against a baseline with zero events almost every per-case
+    difference is 0, and one new event in one case moves no t statistic; 5 new events in 5 cases
+    give p = (1/3)^5 = 0.004 here at 6 baseline and 3 new samples per case.
+    """
+    common = sorted(cid for cid in set(a) & set(b) if a[cid][1] > 0 and b[cid][1] > 0)
+    for cid in common:
+        for side, (x, n) in (("A", a[cid]), ("B", b[cid])):
+            if not 0 <= x <= n:
+                raise ValueError(f"case {cid!r}: run {side} has {x} events in {n} samples")
+    offset, dist = 0, np.ones(1)
+    expected = 0.0
+    for cid in common:
+        (xa, na), (xb, nb) = a[cid], b[cid]
+        t = xa + xb
+        if t == 0:
+            continue
+        lo, pmf = _hypergeom_pmf(na + nb, t, nb)
+        offset += lo
+        dist = np.convolve(dist, pmf)
+        expected += t * nb / (na + nb)
+    observed = sum(b[cid][0] for cid in common)
+    k = observed - offset
+    # exact-integer support: tails are plain sums, clipped against rounding above 1
+    p_more = float(min(1.0, dist[max(k, 0) :].sum())) if k < dist.size else 0.0
+    p_less = float(min(1.0, dist[: k + 1].sum())) if k >= 0 else 0.0
+    return CountTest(
+        events_a=sum(a[cid][0] for cid in common),
+        samples_a=sum(a[cid][1] for cid in common),
+        events_b=observed,
+        samples_b=sum(b[cid][1] for cid in common),
+        expected_b=expected,
+        p_more=p_more,
+        p_less=p_less,
+        min_p_more=float(dist[-1]),
+        min_p_less=float(dist[0]),
+        n_cases=len(common),
     )
 
 

@@ -89,6 +89,8 @@ class Suite:
     context_length: int | None
     content_hash: str
     lines: dict[JsonPath, int] = field(repr=False, compare=False, default_factory=dict)
+    #: count budgets for the gate (``max_hard_fails``, ``max_leaks``); copied into the golden
+    gate: dict[str, int] = field(default_factory=dict)
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -294,6 +296,7 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         context_length=data.get("context_length"),
         content_hash=_content_hash(source, scaffold),
         lines=lines,
+        gate=dict(data.get("gate", {})),
     )
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     from leader_eval.render import check_templates
