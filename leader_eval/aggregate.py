@@ -1,8 +1,8 @@
 """Aggregate sample scores into case results and suite metrics, each with n and a 95% CI.
 
-Every metric is computed per case first (mean over the case's scored samples), then averaged over
-cases with the cases' weights; its interval is a bootstrap over cases (``stats``), because cases,
-not samples, are the independent units of a suite.
+Every metric (``metrics.METRICS``) is computed per case first (``Metric.case_value``: the share of
+the case's scored samples), then averaged over cases with the cases' weights; its interval is a
+bootstrap over cases (``stats``), because cases, not samples, are the independent units of a suite.
 """
 
 from __future__ import annotations
@@ -11,18 +11,15 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from leader_eval import metrics as metric_defs
 from leader_eval.score import SampleScore
 from leader_eval.stats import weighted_mean_ci
 from leader_eval.suite import Case, Suite
 
-#: metric name -> (per-sample value, higher is better, description)
+#: metric name -> (per-sample value, higher is better, description): a view of ``metrics.METRICS``
+#: kept for readers of the old table; new code reads ``metrics.METRICS``
 METRICS: dict[str, tuple[str, bool, str]] = {
-    "score": ("passed", True, "weighted mean of case pass rates (a sample passes only if no check fails)"),
-    "hard_fail_rate": ("hard_fail", False, "share of samples with a hard-fail check"),
-    "strict_format_rate": ("strict_format", True, "output is exactly the tool-call protocol"),
-    "lenient_format_rate": ("lenient_format", True, "a call can be extracted somewhere (diagnostic only)"),
-    "tool_accuracy": ("tool_correct", True, "the right tool(s) were called"),
-    "leak_rate": ("leaked", False, "share of samples with any leak finding"),
+    name: (m.sample_field or name, m.higher_is_better, m.description) for name, m in metric_defs.METRICS.items()
 }
 
 
@@ -52,8 +49,8 @@ def case_results(cases: Sequence[Case], scores: Sequence[SampleScore]) -> list[d
             "n_hard_fail": sum(s.hard_fail for s in scored),
             "reasons": dict(sorted(reasons.items())),
         }
-        for name, (attr, _, _) in METRICS.items():
-            rec[name] = (sum(bool(getattr(s, attr)) for s in scored) / len(scored)) if scored else None
+        for name, spec in metric_defs.METRICS.items():
+            rec[name] = spec.case_value(scored)
         out.append(rec)
     return out
 
@@ -62,11 +59,11 @@ def _metrics(results: Sequence[Mapping[str, Any]], *, seed: int = 0) -> dict[str
     usable = [r for r in results if r["n_scored"] > 0]
     n_samples = sum(r["n_scored"] for r in usable)
     metrics: dict[str, Any] = {}
-    for name, (_, higher, desc) in METRICS.items():
+    for name, spec in metric_defs.METRICS.items():
         est = weighted_mean_ci(
             [float(r[name]) for r in usable], [float(r["weight"]) for r in usable], n_samples=n_samples, seed=seed
         )
-        metrics[name] = {**est.to_dict(), "higher_is_better": higher, "description": desc}
+        metrics[name] = {**est.to_dict(), "higher_is_better": spec.higher_is_better, "description": spec.description}
     reasons: dict[str, int] = defaultdict(int)
     for r in usable:
         for k, v in r["reasons"].items():
