@@ -425,7 +425,7 @@ def gate(
     family = tarone_family(min_p, alpha)
     for p in prepared:
         result.rows.append(p.decide(levels.get(p.row.metric, alpha), family))
-    result.rows.extend(_budget_rows(golden, run))
+    result.rows.extend(_budget_rows(golden, run, golden_file))
     if any(r.verdict == "fail" for r in result.rows):
         result.status = "fail"
     return result
@@ -486,12 +486,21 @@ def _tarone_k(min_ps: Iterable[float], alpha: float) -> int:
     return max(1, len(floors))
 
 
-def _budget_rows(golden: Mapping[str, Any], run: Run) -> list[MetricRow]:
-    """One row per count budget the golden carries (from the suite's ``gate:``)."""
+def _budget_rows(golden: Mapping[str, Any], run: Run, golden_file: Path | None) -> list[MetricRow]:
+    """One row per count budget the golden carries (from the suite's ``gate:``).
+
+    A budget the gate does not know or cannot read is an error, never skipped: a misspelled
+    ``max_hard_fail`` silently not enforced would be a false green."""
     rows = []
-    for key, limit in sorted((golden.get("budgets") or {}).items()):
+    budgets = golden.get("budgets") or {}
+    where_file = f"{golden_file or 'golden'}:1"
+    if not isinstance(budgets, Mapping):
+        raise GoldenError(f"{where_file}: 'budgets' must be an object such as {{\"max_hard_fails\": 0}}")
+    for key, limit in sorted(budgets.items()):
         if key not in BUDGETS:
-            continue
+            raise GoldenError(f"{where_file}: unknown budget {key!r} (known: {', '.join(BUDGETS)})")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise GoldenError(f"{where_file}: budget {key}: expected a whole number >= 0, got {limit!r}")
         metric_name, what = BUDGETS[key]
         spec = METRICS[metric_name]
         count = sum(spec.count(c) for c in run.cases if c.get("n_scored"))

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from leader_eval.evaluate import Run
-from leader_eval.golden import build_golden, gate, update_golden
+from leader_eval.golden import GoldenError, build_golden, format_gate_table, gate, gate_markdown, update_golden
 from leader_eval.score import SampleScore
 from leader_eval.suite import Suite, load_suite
 from tests.test_golden import fast_stats, run_from_scores  # noqa: F401  (fast_stats is a fixture)
@@ -117,6 +117,13 @@ def test_one_new_hard_fail_fails_a_suite_that_forbids_them(tmp_path: Path) -> No
         assert result.exit_status == 1, [r.explanation for r in result.rows]
         budget = next(r for r in result.rows if r.metric == "max_hard_fails")
         assert budget.verdict == "fail" and budget.now == 1 and case in budget.explanation
+    table = format_gate_table(result)
+    assert "max_hard_fails" in table.splitlines()[0] and "budget" in table
+    assert "**FAIL**" in gate_markdown(result)
+    # a budget the gate cannot read is an error naming the file, never a skipped check
+    for budgets in ({"max_hard_fail": 0}, {"max_hard_fails": -1}, {"max_hard_fails": "0"}, [0]):
+        with pytest.raises(GoldenError, match=r"^g\.json:1: "):
+            gate(bad, {**golden, "budgets": budgets}, golden_file=Path("g.json"))
 
 
 @pytest.mark.usefixtures("fast_stats")
