@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from leader_eval.aggregate import pass_k_values
 from leader_eval.errors import LeaderEvalError
 from leader_eval.golden import holm_alphas
 from leader_eval.metrics import GATING, METRICS
@@ -125,6 +126,9 @@ class PairResult:
     metrics: list[MetricDiff]
     flips: list[Flip]
     pass_k: dict[int, tuple[float, float, float, float]]  # k -> (A pass@k, B pass@k, A pass^k, B pass^k)
+    #: "pass@k" / "pass^k" -> (A, B) entries of ``aggregate.pass_k_values``: value, 95% interval
+    #: over cases, and the cases with fewer than k samples (left out, counted)
+    pass_k_ci: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def regression(self) -> bool:
@@ -326,9 +330,7 @@ def _estimate(g: RunGroup, common: Sequence[str], seed: int) -> None:
             g.spread[m] = run_spread(g.run_values[m])
 
 
-def _pair(
-    a: RunGroup, b: RunGroup, common: Sequence[str], alpha: float, ks: Sequence[int], seed: int
-) -> PairResult:
+def _pair(a: RunGroup, b: RunGroup, common: Sequence[str], alpha: float, ks: Sequence[int], seed: int) -> PairResult:
     weights = {c: a.cases[c].weight for c in common}
     tests = {}
     floors: dict[str, tuple[float, float]] = {}  # metric -> smallest possible (p worse, p better)
@@ -382,7 +384,16 @@ def _pair(
     pk = {k: (*_pass_k(a, common, k), *_pass_k(b, common, k)) for k in ks}
     # reorder to (A pass@k, B pass@k, A pass^k, B pass^k)
     pass_k = {k: (v[0], v[2], v[1], v[3]) for k, v in pk.items()}
-    return PairResult(a, b, len(common), diffs, flips, pass_k)
+    va, vb = _pass_k_ci(a, common, ks, seed), _pass_k_ci(b, common, ks, seed)
+    return PairResult(a, b, len(common), diffs, flips, pass_k, {name: (va[name], vb[name]) for name in va})
+
+
+def _pass_k_ci(g: RunGroup, common: Sequence[str], ks: Sequence[int], seed: int) -> dict[str, Any]:
+    records = [
+        {"case_id": c, "n_scored": g.cases[c].n_scored, "n_passed": g.cases[c].n_passed, "weight": g.cases[c].weight}
+        for c in common
+    ]
+    return pass_k_values(ks, records, seed=seed)
 
 
 def one_sided_p(diff: float, p_two_sided: float, *, higher_is_better: bool) -> float:
@@ -474,11 +485,28 @@ _FLIP_HEADERS = ["case", "flip", "pass rate A -> B", "reason (failing side)"]
 
 
 def _passk_rows(p: PairResult) -> list[list[str]]:
-    return [[str(k), _f(v[0]), _f(v[1]), _f(v[2]), _f(v[3])] for k, v in sorted(p.pass_k.items())]
+    rows = []
+    for k in sorted(p.pass_k):
+        cells = [str(k)]
+        for name in (f"pass@{k}", f"pass^{k}"):
+            for side in p.pass_k_ci.get(name, ()):
+                short = f" ({side['n_cases_short']} short)" if side["n_cases_short"] else ""
+                cells.append(f"{_f(side['value'])} [{_f(side['low'])}, {_f(side['high'])}]{short}")
+        if len(cells) == 1:
+            v = p.pass_k[k]
+            cells += [_f(v[0]), _f(v[1]), _f(v[2]), _f(v[3])]
+        rows.append(cells)
+    return rows
 
 
 def _passk_headers(p: PairResult) -> list[str]:
-    return ["k", f"pass@k {p.a.name}", f"pass@k {p.b.name}", f"pass^k {p.a.name}", f"pass^k {p.b.name}"]
+    return [
+        "k",
+        f"pass@k {p.a.name} [95% CI]",
+        f"pass@k {p.b.name} [95% CI]",
+        f"pass^k {p.a.name} [95% CI]",
+        f"pass^k {p.b.name} [95% CI]",
+    ]
 
 
 def format_compare(c: Comparison, *, max_flips: int = 20) -> str:

@@ -325,6 +325,8 @@ class GateResult:
     strict: bool = False
     alpha: float = 0.05
     update: UpdateResult | None = None
+    #: metrics reported, never gated (pass@k, pass^k): name -> summary entry (value, low, high, note)
+    reported: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_status(self) -> int:
@@ -391,6 +393,7 @@ def gate(
         strict=strict,
         alpha=alpha,
     )
+    result.reported = dict(run.summary.get("overall", {}).get("pass_k") or {})
     if golden is None:
         result.status = "missing"
         result.messages.append(f"no golden baseline for suite {ident['suite']!r}, label {label!r}")
@@ -761,6 +764,18 @@ def _signed(v: float | None) -> str:
     return "n/a" if v is None else f"{v:+.3f}"
 
 
+def _reported(result: GateResult) -> str:
+    parts = []
+    for name, e in result.reported.items():
+        if e.get("value") is None or math.isnan(float(e["value"])):
+            parts.append(f"{name} n/a ({e.get('n_cases_short', 0)} case(s) with fewer than {e.get('k')} samples)")
+            continue
+        short = f", {e['n_cases_short']} case(s) short of {e['k']} samples" if e.get("n_cases_short") else ""
+        one = ", within one case (Wilson over its samples)" if e.get("n_cases") == 1 else ""
+        parts.append(f"{name} {_f(e['value'])} [{_f(e['low'])}, {_f(e['high'])}]{short}{one}")
+    return "; ".join(parts)
+
+
 def _rows(result: GateResult) -> list[list[str]]:
     rows = []
     for r in result.rows:
@@ -806,6 +821,8 @@ def format_gate_table(result: GateResult) -> str:
     for r in result.rows:
         if r.verdict in ("fail", "improved"):
             lines.append(f"  {r.metric}: {r.explanation}")
+    if result.reported:
+        lines.append(f"reported, not gated: {_reported(result)}")
     if result.golden_path is not None:
         lines.append(f"golden: {result.golden_path}")
     if result.update is not None:
@@ -832,6 +849,8 @@ def gate_markdown(result: GateResult) -> str:
     notes += [f"`{r.metric}`: {r.explanation}" for r in result.rows if r.verdict in ("fail", "improved")]
     if result.update is not None:
         notes.append(("updated golden: " if result.update.written else "golden not updated: ") + result.update.reason)
+    if result.reported:
+        notes.append(f"reported, not gated: {_reported(result)}")
     lines.extend(f"- {_md(n) if not n.startswith('`') else n}" for n in notes)
     if result.golden_path is not None:
         lines.append(

@@ -91,6 +91,8 @@ class Suite:
     lines: dict[JsonPath, int] = field(repr=False, compare=False, default_factory=dict)
     #: count budgets for the gate (``max_hard_fails``, ``max_leaks``); copied into the golden
     gate: dict[str, int] = field(default_factory=dict)
+    #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
+    pass_k: tuple[int, ...] = ()
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -297,6 +299,7 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         content_hash=_content_hash(source, scaffold),
         lines=lines,
         gate=dict(data.get("gate", {})),
+        pass_k=tuple(data.get("pass_k", ())),
     )
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     from leader_eval.render import check_templates
