@@ -123,7 +123,10 @@ def default_ks(results: Sequence[Mapping[str, Any]], asked: Sequence[int] = ()) 
     return sorted({1, max(1, most)})
 
 
-def _metrics(results: Sequence[Mapping[str, Any]], *, seed: int = 0, ks: Sequence[int] = (1,)) -> dict[str, Any]:
+def group_metrics(
+    results: Sequence[Mapping[str, Any]], *, seed: int = 0, ks: Sequence[int] = (1,)
+) -> dict[str, Any]:
+    """Metrics of one group of case records (overall, a tag, a split), each with its interval."""
     usable = [r for r in results if r["n_scored"] > 0]
     n_samples = sum(r["n_scored"] for r in usable)
     metrics: dict[str, Any] = {}
@@ -154,11 +157,14 @@ def summarize(suite: Suite, results: Sequence[Mapping[str, Any]]) -> dict[str, A
     Each group also reports pass@k and pass^k (``pass_k``) for the suite's ``pass_k`` list, else
     k = 1 and the samples per case; a group of one case shows Wilson intervals over its samples."""
     ks = default_ks(results, getattr(suite, "pass_k", ()))
-    summary: dict[str, Any] = {"suite": suite.name, "overall": _metrics(results, ks=ks)}
+    summary: dict[str, Any] = {"suite": suite.name, "overall": group_metrics(results, ks=ks)}
     tags = sorted({t for r in results for t in r["tags"]})
-    summary["by_tag"] = {t: _metrics([r for r in results if t in r["tags"]], ks=ks) for t in tags}
+    summary["by_tag"] = {t: group_metrics([r for r in results if t in r["tags"]], ks=ks) for t in tags}
     heldout = [r for r in results if r.get("split") == "heldout"]
     indist = [r for r in results if r.get("split") != "heldout"]
     if heldout and indist:
-        summary["by_split"] = {"heldout": _metrics(heldout, ks=ks), "in_distribution": _metrics(indist, ks=ks)}
+        summary["by_split"] = {
+            "heldout": group_metrics(heldout, ks=ks),
+            "in_distribution": group_metrics(indist, ks=ks),
+        }
     return summary

@@ -173,6 +173,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_flaky(args: argparse.Namespace) -> int:
+    import json
+
+    from leader_eval.flaky import find_flaky, format_flaky
+
+    report = find_flaky(args.runs, alpha=args.alpha)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else format_flaky(report))
+    return 0
+
+
 def cmd_stress(args: argparse.Namespace) -> int:
     from leader_eval.stress import format_stress_table, stress
 
@@ -298,6 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
     pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")
     pl.set_defaults(func=cmd_plan)
+
+    fl = sub.add_parser("flaky", help="flaky cases and run-to-run overdispersion over runs of one checkpoint")
+    fl.add_argument("runs", nargs="+", help="run directories of one checkpoint and suite, different seeds")
+    fl.add_argument("--alpha", type=float, default=0.05, help="level of the overdispersion test (Holm over cases)")
+    fl.add_argument("--json", action="store_true", help="print the report as JSON")
+    fl.set_defaults(func=cmd_flaky)
 
     st = sub.add_parser(
         "stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart"

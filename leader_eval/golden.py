@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,10 @@ CASE_FIELDS = {m.case_field: name for name, m in METRICS.items() if m.case_field
 #: count budgets a suite may declare under ``gate:`` (copied into the golden): budget key ->
 #: (metric whose events it counts, what an event is). A budget is a contract, not a test: one
 #: event more than the budget fails the gate, however rare events were before.
+#: days an expired quarantine entry is still honoured, with a warning; after that the gate refuses
+#: the golden until someone renews or removes the entry
+QUARANTINE_GRACE_DAYS = 7
+
 BUDGETS = {"max_hard_fails": ("hard_fail_rate", "hard-failing samples"), "max_leaks": ("leak_rate", "leaking samples")}
 
 
@@ -275,6 +280,9 @@ def update_golden(
     same = budget_suite is not None and budget_suite.content_hash == run.manifest["identity"]["suite_hash"]
     budgets = dict(getattr(budget_suite, "gate", None) or {}) if same else {}
     new = build_golden(run, label=label, tolerances={**kept, **(tolerances or {})}, budgets=budgets)
+    if old is not None and old.get("quarantine"):
+        # reviewed entries carry over; an update never adds one (a flaky case is a reviewer's call)
+        new["quarantine"] = old["quarantine"]
     if old is not None and _without(old, "created_from") == _without(new, "created_from"):
         return UpdateResult(path, False, "golden already matches this run: unchanged")
     write_golden(path, new)
@@ -372,6 +380,7 @@ def gate(
     tolerances: Mapping[str, float] | None = None,
     golden_file: Path | None = None,
     label: str | None = None,
+    today: date | None = None,
 ) -> GateResult:
     """Gate ``run`` against a parsed golden document (None: no golden yet).
 
@@ -380,7 +389,9 @@ def gate(
     ``stats.regression_verdict``); ``improved`` when better by more than the tolerance; else
     ``pass``. The run must be complete and cover the golden's cases, and the golden must have
     been made from the same suite content and scorer version, or the gate fails saying which.
-    ``tolerances`` (e.g. from ``--tolerance``) override the golden file's.
+    ``tolerances`` (e.g. from ``--tolerance``) override the golden file's. Cases on the golden's
+    quarantine list (``active_quarantine``; ``today`` for its expiry, default the current date)
+    are shown but cannot fail the gate.
     """
     ident = run.manifest["identity"]
     label = label or run_label(run)
@@ -412,6 +423,17 @@ def gate(
     overrides = parse_tolerances(tolerances) if tolerances else {}
     current_metrics = run.summary["overall"]["metrics"]
     by_case = {c["case_id"]: c for c in run.cases}
+    quarantined, notes = active_quarantine(golden, today=today, golden_file=golden_file)
+    result.messages.extend(notes)
+    if quarantined:
+        # sampled and shown, but their scores cannot fail the gate: every metric, paired test and
+        # budget is taken over the other cases (errors are not scores and keep counting)
+        from leader_eval.aggregate import group_metrics
+
+        weights = {cid: float(c.get("weight", 1.0)) for cid, c in by_case.items()}
+        by_case = {cid: c for cid, c in by_case.items() if cid not in quarantined}
+        current_metrics = group_metrics(list(by_case.values()))["metrics"]
+        golden = _golden_without(golden, quarantined, weights)
     prepared = []
     for name, g in golden["metrics"].items():
         if name not in current_metrics:
@@ -428,7 +450,7 @@ def gate(
     family = tarone_family(min_p, alpha)
     for p in prepared:
         result.rows.append(p.decide(levels.get(p.row.metric, alpha), family))
-    result.rows.extend(_budget_rows(golden, run, golden_file))
+    result.rows.extend(_budget_rows(golden, [c for c in run.cases if c["case_id"] not in quarantined], golden_file))
     if any(r.verdict == "fail" for r in result.rows):
         result.status = "fail"
     return result
@@ -489,7 +511,96 @@ def _tarone_k(min_ps: Iterable[float], alpha: float) -> int:
     return max(1, len(floors))
 
 
-def _budget_rows(golden: Mapping[str, Any], run: Run, golden_file: Path | None) -> list[MetricRow]:
+@dataclass(frozen=True)
+class Quarantine:
+    """A golden's quarantine entry: a case whose scores cannot fail the gate until ``expires``."""
+
+    case: str
+    reason: str
+    date: date
+    expires: date
+
+
+def read_quarantine(golden: Mapping[str, Any], golden_file: Path | None = None) -> list[Quarantine]:
+    """The golden's ``quarantine`` list, checked; a malformed entry is an error naming the file."""
+    raw = golden.get("quarantine") or []
+    where = f"{golden_file or 'golden'}:1"
+    if not isinstance(raw, list):
+        raise GoldenError(f"{where}: 'quarantine' must be a list of {{case, reason, date, expires}} objects")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or set(item) != {"case", "reason", "date", "expires"}:
+            raise GoldenError(f"{where}: quarantine[{i}]: expected exactly the keys case, reason, date, expires")
+        if not isinstance(item["case"], str) or not item["case"] or not isinstance(item["reason"], str):
+            raise GoldenError(f"{where}: quarantine[{i}]: case and reason must be non-empty text")
+        if not item["reason"].strip():
+            raise GoldenError(f"{where}: quarantine[{i}]: give a reason (why the case is quarantined)")
+        try:
+            when, until = date.fromisoformat(str(item["date"])), date.fromisoformat(str(item["expires"]))
+        except ValueError:
+            raise GoldenError(f"{where}: quarantine[{i}]: date and expires must be YYYY-MM-DD") from None
+        if until < when:
+            raise GoldenError(f"{where}: quarantine[{i}]: expires {until} is before its date {when}")
+        out.append(Quarantine(item["case"], item["reason"], when, until))
+    return out
+
+
+def active_quarantine(
+    golden: Mapping[str, Any], *, today: date | None = None, golden_file: Path | None = None
+) -> tuple[set[str], list[str]]:
+    """(cases whose scores cannot fail the gate, messages) for ``today``.
+
+    An entry is honoured until its expiry date, then for ``QUARANTINE_GRACE_DAYS`` more with a
+    warning; after that the golden is refused (``GoldenError``, exit 2): a quarantine nobody
+    renews must not hide a case forever."""
+    today = today or date.today()
+    cases: set[str] = set()
+    notes: list[str] = []
+    known = set(golden.get("cases") or {})
+    for q in read_quarantine(golden, golden_file):
+        late = (today - q.expires).days
+        if late > QUARANTINE_GRACE_DAYS:
+            raise GoldenError(
+                f"{golden_file or 'golden'}:1: quarantine of case {q.case!r} expired on {q.expires} "
+                f"(more than {QUARANTINE_GRACE_DAYS} days ago): renew its expiry or remove it"
+            )
+        if late > 0:
+            notes.append(
+                f"warning: quarantine of case {q.case!r} expired on {q.expires}; still honoured until "
+                f"{q.expires + timedelta(days=QUARANTINE_GRACE_DAYS)}, then the gate refuses this golden"
+            )
+        if known and q.case not in known:
+            notes.append(f"warning: quarantined case {q.case!r} is not a case of the golden")
+        cases.add(q.case)
+        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.date}, until {q.expires}): shown, cannot fail")
+    return cases, notes
+
+
+def _golden_without(golden: Mapping[str, Any], drop: set[str], weights: Mapping[str, float]) -> dict[str, Any]:
+    """The golden over the cases not in ``drop``: per-case records removed, and each paired
+    metric's value recomputed from the remaining per-case rates (when the value is still their
+    mean; a reviewer-edited value stays the contract)."""
+    gcases = golden.get("cases") or {}
+    kept = {cid: rec for cid, rec in gcases.items() if cid not in drop}
+    metrics = {}
+    for name, g in golden["metrics"].items():
+        key = METRICS[name].case_field if name in METRICS else None
+        new = dict(g)
+        if key and kept and all(rec.get(key) is not None for rec in gcases.values()):
+
+            def mean(recs: Mapping[str, Any], key: str = key) -> float:
+                w = {cid: weights.get(cid, 1.0) for cid in recs}
+                return sum(w[cid] * float(rec[key]) for cid, rec in recs.items()) / sum(w.values())
+
+            if abs(mean(gcases) - float(g["value"])) <= CASE_MEAN_SLACK:
+                new["value"] = mean(kept)
+        metrics[name] = new
+    return {**golden, "cases": kept, "metrics": metrics}
+
+
+def _budget_rows(
+    golden: Mapping[str, Any], run_cases: Sequence[Mapping[str, Any]], golden_file: Path | None
+) -> list[MetricRow]:
     """One row per count budget the golden carries (from the suite's ``gate:``).
 
     A budget the gate does not know or cannot read is an error, never skipped: a misspelled
@@ -506,8 +617,8 @@ def _budget_rows(golden: Mapping[str, Any], run: Run, golden_file: Path | None) 
             raise GoldenError(f"{where_file}: budget {key}: expected a whole number >= 0, got {limit!r}")
         metric_name, what = BUDGETS[key]
         spec = METRICS[metric_name]
-        count = sum(spec.count(c) for c in run.cases if c.get("n_scored"))
-        where = [f"{c['case_id']} ({spec.count(c)})" for c in run.cases if c.get("n_scored") and spec.count(c)]
+        count = sum(spec.count(c) for c in run_cases if c.get("n_scored"))
+        where = [f"{c['case_id']} ({spec.count(c)})" for c in run_cases if c.get("n_scored") and spec.count(c)]
         over = count > int(limit)
         explanation = f"{'fail' if over else 'pass'}: {count} {what} against the suite's budget {key}: {limit}" + (
             f" ({', '.join(where[:5])}{', ...' if len(where) > 5 else ''})" if where else ""

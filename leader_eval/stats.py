@@ -47,6 +47,8 @@ __all__ = [
     "Estimate",
     "PairedComparison",
     "Verdict",
+    "chi2_sf",
+    "clopper_pearson",
     "exact_count_test",
     "paired_compare",
     "pass_at_k",
@@ -514,6 +516,91 @@ def paired_compare(
         confidence=float(confidence),
         test=used,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Exact binomial interval and the chi-square tail (flaky cases)
+
+
+def _binom_cdf(x: int, n: int, p: float) -> float:
+    """P(X <= x) for X ~ Binomial(n, p), summed in log space (exact to rounding for any n)."""
+    if x < 0:
+        return 0.0
+    if x >= n:
+        return 1.0
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    lp, lq = math.log(p), math.log1p(-p)
+    lg = math.lgamma
+    terms = [lg(n + 1) - lg(i + 1) - lg(n - i + 1) + i * lp + (n - i) * lq for i in range(x + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
+
+
+def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval for a binomial proportion: it covers at least ``confidence``
+    for every true rate. The ends solve ``P(X >= x | low) = P(X <= x | high) = (1 - confidence) / 2``
+    by bisection on the exact binomial CDF (no scipy)."""
+    _check_confidence(confidence)
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes}/{trials}")
+    tail = (1.0 - confidence) / 2.0
+
+    def solve(f: Any) -> float:
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if f(mid):
+                hi = mid
+            else:
+                lo = mid
+        return (lo + hi) / 2
+
+    low = 0.0 if successes == 0 else solve(lambda p: 1.0 - _binom_cdf(successes - 1, trials, p) >= tail)
+    high = 1.0 if successes == trials else solve(lambda p: _binom_cdf(successes, trials, p) <= tail)
+    return low, high
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """Upper tail ``P(X >= x)`` of the chi-square distribution with integer ``df`` >= 1: the
+    regularized upper incomplete gamma ``Q(df/2, x/2)`` (series below ``a + 1``, continued
+    fraction above, as in Numerical Recipes), accurate to about 1e-12."""
+    if df < 1:
+        raise ValueError(f"df must be >= 1, got {df}")
+    if x <= 0:
+        return 1.0
+    a, z = df / 2.0, x / 2.0
+    log_front = a * math.log(z) - z - math.lgamma(a)
+    if z < a + 1:
+        term = total = 1.0 / a
+        ap = a
+        for _ in range(10_000):
+            ap += 1
+            term *= z / ap
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    tiny = 1e-300
+    b = z + 1 - a
+    c = 1 / tiny
+    d = 1 / b
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < 1e-15:
+            break
+    return min(1.0, math.exp(log_front) * h)
 
 
 # --------------------------------------------------------------------------------------------
