@@ -177,6 +177,43 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return comparison.exit_status
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from leader_eval.golden import GoldenError, golden_path, load_golden
+    from leader_eval.plan import format_plan, plan_power
+    from leader_eval.suite import load_suite
+
+    suite = load_suite(args.suite)
+    label = args.label
+    if label is None:
+        found = sorted(golden_path(args.golden, suite.name, "x").parent.glob("*.json"))
+        if len(found) != 1:
+            names = ", ".join(p.stem for p in found) or "none"
+            raise GoldenError(
+                f"{args.golden}: {len(found)} golden files for suite {suite.name!r} ({names}): pass --label"
+            )
+        label = found[0].stem
+    path = golden_path(args.golden, suite.name, label)
+    golden = load_golden(path)
+    if golden is None:
+        raise GoldenError(f"{path}: no golden file (create one with leader-eval gate RUN --update-golden)")
+    samples = args.samples or int(suite.sampling.get("samples", 1))
+    plan = plan_power(golden, run_samples=samples, metric=args.metric, alpha=args.alpha)
+    print(format_plan(plan, source=str(path)))
+    if golden.get("suite_hash") != suite.content_hash:
+        print(f"note: the golden was made from other suite content ({golden.get('suite_hash')}); its rates still guide")
+    return 0
+
+
+def cmd_flaky(args: argparse.Namespace) -> int:
+    import json
+
+    from leader_eval.flaky import find_flaky, format_flaky
+
+    report = find_flaky(args.runs, alpha=args.alpha)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else format_flaky(report))
+    return 0
+
+
 def cmd_stress(args: argparse.Namespace) -> int:
     from leader_eval.error_rule import error_verdict
     from leader_eval.stress import format_stress_table, stress
@@ -338,6 +375,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--markdown", help="append a Markdown summary to this file")
     c.set_defaults(func=cmd_compare)
+
+    pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80% power")
+    pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
+    pl.add_argument("--golden", default="golden", help="golden directory")
+    pl.add_argument("--label", help="golden label (default: the suite's only golden file)")
+    pl.add_argument("--samples", type=int, help="samples per case of the runs to gate (default: the suite's)")
+    pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
+    pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")
+    pl.set_defaults(func=cmd_plan)
+
+    fl = sub.add_parser("flaky", help="flaky cases and run-to-run overdispersion over runs of one checkpoint")
+    fl.add_argument("runs", nargs="+", help="run directories of one checkpoint and suite, different seeds")
+    fl.add_argument("--alpha", type=float, default=0.05, help="level of the overdispersion test (Holm over cases)")
+    fl.add_argument("--json", action="store_true", help="print the report as JSON")
+    fl.set_defaults(func=cmd_flaky)
 
     st = sub.add_parser(
         "stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart"

@@ -93,6 +93,10 @@ class Suite:
     root: Path = field(default=Path("."), compare=False)
     #: tool schemas with their $ref targets loaded; ``tool_schemas.validator(name)`` never fetches
     tool_schemas: ToolSchemas | None = field(default=None, repr=False, compare=False)
+    #: count budgets for the gate (``max_hard_fails``, ``max_leaks``); copied into the golden
+    gate: dict[str, int] = field(default_factory=dict)
+    #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
+    pass_k: tuple[int, ...] = ()
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -261,6 +265,8 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         lines=lines,
         root=root,
         tool_schemas=schemas,
+        gate=dict(data.get("gate", {})),
+        pass_k=tuple(data.get("pass_k", ())),
     )
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     from leader_eval.render import check_templates
