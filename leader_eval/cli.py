@@ -6,58 +6,37 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
+from leader_eval.argtypes import (
+    int_list,
+    non_negative_float,
+    open_probability,
+    positive_int,
+    probability,
+)
 from leader_eval.errors import LeaderEvalError
+from leader_eval.options import add_arguments as add_sampling_arguments
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
     return [v for item in values or [] for v in item.split(",") if v]
 
 
-def _backend_options(args: argparse.Namespace) -> dict[str, object]:
-    """Options only some samplers take: Tinker's tokenizer/base model/renderer, a server's API mode."""
-    out: dict[str, object] = {}
-    if args.model.startswith("tinker"):
-        for name in ("tokenizer", "base_model", "renderer"):
-            if getattr(args, name, None):
-                out[name] = getattr(args, name)
-    if args.model.startswith("openai:"):
-        # the backend's own in-flight limit would otherwise cap --concurrency at its default
-        out["max_concurrency"] = args.concurrency
-        if args.api_mode:
-            out["mode"] = args.api_mode
-        if args.api_key_env:
-            out["api_key_env"] = args.api_key_env
-        if args.template_gguf:
-            out["gguf_path"] = args.template_gguf
-        if args.chat_template:
-            out["chat_template"] = Path(args.chat_template).read_text(encoding="utf-8")
-    return out
-
-
 def cmd_run(args: argparse.Namespace) -> int:
+    from leader_eval.error_rule import error_verdict
     from leader_eval.evaluate import run
+    from leader_eval.options import run_options
     from leader_eval.report import format_summary
-    from leader_eval.runner import RunOptions
 
-    options = RunOptions(
-        model=args.model,
-        samples=args.samples,
-        seed=args.seed,
+    # the sampling options are the shared table's (leader_eval.options), as in the pytest plugin
+    options = run_options(
+        vars(args),
         tags=_split(args.tags),
         case_ids=_split(args.case),
         limit=args.limit,
         out=Path(args.out) if args.out else None,
-        protocol=args.protocol,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        concurrency=args.concurrency,
-        context_length=args.context_length,
         progress=not args.quiet,
-        label=args.label,
-        max_samples=args.max_samples,
-        cache=not args.no_cache,
-        backend_options=_backend_options(args),
     )
     try:
         result = run(args.suite, options)
@@ -65,6 +44,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
     print(format_summary(result))
+    verdict = error_verdict(result.summary, args.max_error_rate)
+    if verdict.failed:
+        print(verdict.message(), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -108,6 +91,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     run = read_run(args.run)
     print(format_show(run, case_id=args.case, failed=args.failed, limit=args.limit))
+    for name, lines in sorted(run.unreadable.items()):
+        shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        print(f"unreadable: {len(lines)} line(s) of {run.path / name} could not be read and were skipped ({shown})")
     return 0
 
 
@@ -131,6 +117,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         update=args.update_golden,
         strict=args.strict,
         tolerances=_split(args.tolerance),
+        max_error_rate=args.max_error_rate,
     )
     print(format_gate_table(result))
     _write_markdown(gate_markdown(result), args.markdown)
@@ -147,13 +134,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_stress(args: argparse.Namespace) -> int:
+    from leader_eval.error_rule import error_verdict
     from leader_eval.stress import format_stress_table, stress
 
     result = stress(
         args.suite,
         model=args.model,
         tokens=args.tokens,
-        steps=[int(x) for x in _split(args.steps)] or None,
+        steps=[n for group in args.steps or [] for n in group] or None,
         case_ids=_split(args.cases) or None,
         samples=args.samples,
         seed=args.seed,
@@ -162,6 +150,11 @@ def cmd_stress(args: argparse.Namespace) -> int:
         context_length=args.context_length,
     )
     print(format_stress_table(result))
+    # a context overflow is what a sweep measures; any other sampler error fails it
+    verdict = error_verdict(result.run.summary, args.max_error_rate, overflow_is_error=False)
+    if verdict.failed:
+        print(verdict.message(), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -189,40 +182,36 @@ def cmd_overlap(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_max_error_rate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-error-rate",
+        type=probability,
+        default=0.0,
+        help="share of samples that may end in a sampler error before the run fails (default 0: none)",
+    )
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors in one line (``leader-eval run: error: argument --limit: ...``), exit status 2.
+
+    Subcommand parsers inherit the class (``add_subparsers`` builds them with ``type(self)``).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="leader-eval", description=__doc__)
+    p = OneLineParser(prog="leader-eval", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="sample a suite on a model, score it and record the run")
     r.add_argument("suite")
-    r.add_argument(
-        "--model",
-        default="local:smollm2",
-        help="local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...",
-    )
-    r.add_argument("--samples", type=int, help="samples per case (default: the suite's)")
-    r.add_argument("--seed", type=int, help="run seed (default: fresh, recorded in the manifest)")
+    add_sampling_arguments(r)  # the same table as the pytest plugin's --le-* options
     r.add_argument("--tags", action="append", help="only cases with one of these tags (comma-separated)")
     r.add_argument("--case", action="append", help="only these case ids (comma-separated)")
-    r.add_argument("--limit", type=int, help="only the first N selected cases")
+    r.add_argument("--limit", type=positive_int, help="only the first N selected cases")
     r.add_argument("--out", help="run directory (re-running into it resumes)")
-    r.add_argument("--protocol", help="tool-call protocol (beats the suite's and the backend's)")
-    r.add_argument("--temperature", type=float)
-    r.add_argument("--max-tokens", type=int)
-    r.add_argument("--concurrency", type=int, default=64)
-    r.add_argument("--context-length", type=int, help="override the model's context length")
-    r.add_argument("--label", help="label for golden files (default: derived from --model)")
-    r.add_argument("--tokenizer", help="tinker: local path of the base model's Hugging Face tokenizer (offline)")
-    r.add_argument("--base-model", help="tinker: base model name, when it cannot be resolved from the checkpoint")
-    r.add_argument("--renderer", help="tinker: a tinker-cookbook renderer name (qwen3, kimi_k2, ...)")
-    r.add_argument("--api-mode", choices=["completions", "chat"], help="openai: completions (raw text) or chat")
-    r.add_argument(
-        "--template-gguf", help="openai completions mode: read the chat template and tokenizer from this GGUF"
-    )
-    r.add_argument("--chat-template", help="openai completions mode: a jinja2 chat template file")
-    r.add_argument("--api-key-env", help="openai: environment variable holding the API key (default OPENAI_API_KEY)")
-    r.add_argument("--max-samples", type=int, help="stop cleanly after this many new samples (cost cap)")
-    r.add_argument("--no-cache", action="store_true", help="do not read or write the sample cache")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.set_defaults(func=cmd_run)
 
@@ -237,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("run")
     sh.add_argument("--case")
     sh.add_argument("--failed", action="store_true", help="only samples that failed")
-    sh.add_argument("--limit", type=int)
+    sh.add_argument("--limit", type=positive_int)
     sh.set_defaults(func=cmd_show)
 
     g = sub.add_parser("gate", help="gate a run directory against its golden baseline (exit 1 on credible regression)")
@@ -248,13 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--strict", action="store_true", help="fail when there is no golden yet")
     g.add_argument("--tolerance", action="append", help="METRIC=VALUE, overrides the golden's (repeatable)")
     g.add_argument("--markdown", help="append a Markdown summary to this file")
+    _add_max_error_rate(g)
     g.set_defaults(func=cmd_gate)
 
     c = sub.add_parser(
         "compare", help="compare runs: paired differences, flips, verdict (exit 1 on credible regression)"
     )
     c.add_argument("runs", nargs="+", help="run directories; runs of one label+suite+sampling are pooled")
-    c.add_argument("--alpha", type=float, default=0.05)
+    c.add_argument("--alpha", type=open_probability, default=0.05)
     c.add_argument(
         "--across-suites",
         action="store_true",
@@ -268,26 +258,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     st.add_argument("suite")
     st.add_argument("--model", default="local:smollm2")
-    st.add_argument("--tokens", type=int, default=40000, help="largest prompt length, in the model's tokens")
-    st.add_argument("--steps", action="append", help="prompt lengths, e.g. 4000,8000,16000,32000,40000")
+    st.add_argument("--tokens", type=positive_int, default=40000, help="largest prompt length, in the model's tokens")
+    st.add_argument(
+        "--steps", action="append", type=int_list(), help="prompt lengths, e.g. 4000,8000,16000,32000,40000"
+    )
     st.add_argument("--cases", action="append", help="case ids (default: the suite's stress cases)")
     st.add_argument("--depths", action="append", help="where the deciding fact goes: start,middle,end")
-    st.add_argument("--samples", type=int)
+    st.add_argument("--samples", type=positive_int)
     st.add_argument("--seed", type=int)
     st.add_argument("--out")
-    st.add_argument("--context-length", type=int, help="override the model's context length")
+    st.add_argument("--context-length", type=positive_int, help="override the model's context length")
+    _add_max_error_rate(st)
     st.set_defaults(func=cmd_stress)
 
     ca = sub.add_parser("cache", help="the content-addressed sample cache: info | prune")
     ca.add_argument("action", choices=["info", "prune"])
-    ca.add_argument("--older-than-days", type=float, help="prune only records cached before this many days ago")
+    ca.add_argument(
+        "--older-than-days", type=non_negative_float, help="prune only records cached before this many days ago"
+    )
     ca.set_defaults(func=cmd_cache)
 
     ov = sub.add_parser("overlap", help="n-gram overlap of a suite's cases with a training set (held-out hygiene)")
     ov.add_argument("suite")
     ov.add_argument("--train", action="append", required=True, help="training JSONL (repeatable)")
-    ov.add_argument("--n", type=int, default=13, help="n-gram length in words")
-    ov.add_argument("--threshold", type=float, default=0.1, help="flag cases whose overlap fraction reaches this")
+    ov.add_argument("--n", type=positive_int, default=13, help="n-gram length in words")
+    ov.add_argument("--threshold", type=probability, default=0.1, help="flag cases whose overlap fraction reaches this")
     ov.add_argument("--json", action="store_true")
     ov.set_defaults(func=cmd_overlap)
     return p
@@ -303,6 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_status
     except BrokenPipeError:
         return 0
+    except OSError as err:  # the environment (disk full, permissions), not a bug: one line, no traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     return status
 
 

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from leader_eval.argtypes import non_negative_float, non_negative_int, positive_int, probability, protocol_name
+from leader_eval.argtypes import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+    protocol_name,
+)
 
 
 @dataclass(frozen=True)
@@ -95,16 +102,36 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
         probability,
         default=0.0,
     ),
+    Option(
+        "request-timeout",
+        "openai/tinker: seconds one request may take, body included (openai default 120; "
+        "a sample with its retries gets 3x this)",
+        positive_float,
+    ),
+    Option(
+        "max-response-bytes",
+        "openai: cap on a response body after decompression (default 8388608); larger is a sample error",
+        positive_int,
+    ),
+    Option(
+        "cache-id",
+        "name the weights behind a remote model for the sample cache (remote servers are never "
+        "served from the cache across runs without it)",
+    ),
 )
 
 SAMPLING_BY_DEST: dict[str, Option] = {o.dest: o for o in SAMPLING_OPTIONS}
 
 
-def backend_options(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Options only some samplers take: Tinker's tokenizer/base model/renderer, a server's API mode.
+def add_arguments(parser: argparse.ArgumentParser | Any, prefix: str = "--") -> None:
+    """Add every sampling option to an argparse parser (``leader-eval run``)."""
+    for opt in SAMPLING_OPTIONS:
+        parser.add_argument(prefix + opt.name, **opt.argparse_kwargs())
 
-    ``values``: parsed option values by dest (``api_mode``, ``template_gguf``, ...).
-    """
+
+def backend_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Options only some samplers take: Tinker's tokenizer/base model/renderer, a server's API mode,
+    timeouts and body caps, the cache identity. ``values``: parsed option values by dest."""
     model = str(values.get("model") or "")
     out: dict[str, Any] = {}
     if model.startswith("tinker"):
@@ -128,6 +155,12 @@ def backend_options(values: Mapping[str, Any]) -> dict[str, Any]:
                 out["chat_template"] = path.read_text(encoding="utf-8")
             except (OSError, UnicodeError) as exc:
                 raise LeaderEvalError(f"--chat-template {path}: cannot read: {exc}") from None
+        if values.get("max_response_bytes") is not None:
+            out["max_response_bytes"] = values["max_response_bytes"]
+    if values.get("request_timeout") is not None and model.startswith(("openai:", "tinker")):
+        out["timeout_s"] = values["request_timeout"]
+    if values.get("cache_id"):
+        out["cache_id"] = values["cache_id"]
     return out
 
 

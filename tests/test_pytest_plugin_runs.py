@@ -3,7 +3,6 @@ was made from, and runs pytest did not make are never deleted."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import shutil
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from leader_eval.pytest_plugin.ci import prune_runs
+from leader_eval.store import run_dir_lock
 
 pytest_plugins = ["pytester"]
 
@@ -41,9 +41,7 @@ def test_prune_keeps_the_newest_and_never_deletes_protected_runs(tmp_path: Path)
     golden = tmp_path / "golden" / "minimal"
     golden.mkdir(parents=True)
     (golden / "local-smollm2.json").write_text(json.dumps({"created_from": "run-r0", "metrics": {}}))
-    (made[1] / ".lock").write_text("")
-    with open(made[1] / ".lock", "a+b") as held:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with run_dir_lock(made[1]):  # another process is writing it
         deleted = prune_runs(runs, "minimal", "local-smollm2", 3, protect=[made[2]], golden_dir=tmp_path / "golden")
     assert sorted(d.name for d in deleted) == ["r3", "r4"]
     left = sorted(p.name for p in runs.iterdir())

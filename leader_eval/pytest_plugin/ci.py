@@ -21,9 +21,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-#: lock file names a run directory may hold while a process samples into it
-LOCK_NAMES = (".lock", "run.lock", ".leader-eval.lock")
-
 
 def github_actions() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
@@ -86,23 +83,10 @@ def _manifest(path: Path) -> dict[str, Any] | None:
 
 
 def _locked(path: Path) -> bool:
-    """A lock file another process holds (an flock we cannot take), or one we cannot test."""
-    for name in LOCK_NAMES:
-        lock = path / name
-        if not lock.exists():
-            continue
-        try:
-            import fcntl
+    """A run another process is writing (it holds the run directory's lock)."""
+    from leader_eval.store import LOCK, lock_holder
 
-            with open(lock, "a+b") as f:
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    return True
-                fcntl.flock(f, fcntl.LOCK_UN)
-        except (OSError, ImportError):
-            return True
-    return False
+    return lock_holder(path / LOCK) is not None
 
 
 def golden_sources(golden_dir: Path) -> set[str]:

@@ -107,27 +107,31 @@ def subset_golden(golden: dict[str, Any], case_ids: set[str], weights: dict[str,
 
 
 def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> str | None:
-    """Why the suite fails the error rule, or None (see the module docstring)."""
-    total = errors = 0
-    first = ""
-    for rec in records.values():
-        n = int(rec.get("n_samples") or 0)
-        e = int(rec.get("n_errors") or 0)
-        if not rec.get("stress"):
-            e += int(rec.get("n_context_overflow") or 0)
-        total += n
-        errors += e
-        if e and not first:
-            first = f"{rec['case_id']}: {rec.get('first_error') or 'sampler error'}"
-    if not errors:
+    """Why the suite fails the error rule (``leader_eval.error_rule``, the CLI's), or None.
+
+    The rule is applied to the session's counts with each stress case's context overflows taken
+    as measured outcomes and every other case's as errors."""
+    from leader_eval.error_rule import error_verdict
+
+    def total(key: str, stress: bool | None = None) -> int:
+        return sum(
+            int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress
+        )
+
+    counts = {
+        "n_samples": total("n_samples"),
+        "n_errors": total("n_errors") + total("n_context_overflow", stress=False),
+        "n_context_overflow": total("n_context_overflow", stress=True),
+        "n_scored": total("n_scored"),
+    }
+    verdict = error_verdict(counts, max_error_rate, overflow_is_error=False)
+    if not verdict.failed:
         return None
-    share = errors / total if total else 1.0
-    if share <= max_error_rate:
-        return None
-    return (
-        f"{errors} of {total} samples ended in a sampler error ({share:.0%} > allowed {max_error_rate:.0%}, "
-        f"--le-max-error-rate); first: {first}"
+    first = next(
+        (f"{r['case_id']}: {r['first_error']}" for r in records.values() if r.get("first_error")),
+        "",
     )
+    return verdict.message() + (f" (--le-max-error-rate); first: {first}" if first else " (--le-max-error-rate)")
 
 
 def failing_cases(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
