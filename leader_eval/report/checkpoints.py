@@ -143,9 +143,7 @@ def recommend_checkpoint(
             rows.append(CheckpointRow(n, e.value, e.low, e.high, 0.0, 0.0, 0.0, None, None, False))
             continue
         pc, p = tests[n]
-        rows.append(
-            CheckpointRow(n, e.value, e.low, e.high, pc.diff, pc.low, pc.high, p, levels[n], p < levels[n])
-        )
+        rows.append(CheckpointRow(n, e.value, e.low, e.high, pc.diff, pc.low, pc.high, p, levels[n], p < levels[n]))
     recommended = next(r.name for r in rows if not r.credibly_worse)
     return CheckpointRecommendation(metric, comparison.alpha, source, positions, rows, best, recommended, len(common))
 

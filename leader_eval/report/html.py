@@ -99,8 +99,8 @@ def _summary_html(run: Run) -> str:
     parts = [
         _table(["metric", "value", "95% CI", "samples", "cases", "note"], rows, "summary metrics"),
         f'<p class="counts">cases {esc(o["n_cases"])} · samples {esc(o["n_samples"])} (scored {esc(o["n_scored"])}, '
-        f'sampler errors {esc(o["n_errors"])}, context overflow {esc(o["n_context_overflow"])}) · '
-        f'hard fails {esc(o["n_hard_fail"])}</p>',
+        f"sampler errors {esc(o['n_errors'])}, context overflow {esc(o['n_context_overflow'])}) · "
+        f"hard fails {esc(o['n_hard_fail'])}</p>",
     ]
     if o.get("reasons"):
         total = max(1, int(o["n_scored"]))
@@ -450,7 +450,9 @@ def _stress_plot(result: Any) -> str:
     for step in result.steps:
         cells = [v for v in result.variants if v.target == step and v.score is not None and v.n_scored]
         if cells:
-            e = weighted_mean_ci([float(v.score) for v in cells], [1.0] * len(cells), n_samples=sum(v.n_scored for v in cells))
+            e = weighted_mean_ci(
+                [float(v.score) for v in cells], [1.0] * len(cells), n_samples=sum(v.n_scored for v in cells)
+            )
             overall.append((step, e))
     if overall:
         ax.fill_between([s for s, _ in overall], [e.low for _, e in overall], [e.high for _, e in overall],
@@ -527,8 +529,18 @@ def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
                  f'<span class="{cls}">{esc(m.verdict)}{info}</span>']
             )  # fmt: skip
         parts.append(
-            _table(["metric", f"A {esc(p.a.name)}", f"B {esc(p.b.name)}", "B − A paired [95% CI]", "p (B worse)",
-                    "verdict"], mrows, "diff")  # fmt: skip
+            _table(
+                [
+                    "metric",
+                    f"A {esc(p.a.name)}",
+                    f"B {esc(p.b.name)}",
+                    "B − A paired [95% CI]",
+                    "p (B worse)",
+                    "verdict",
+                ],
+                mrows,
+                "diff",
+            )  # fmt: skip
         )
         parts.append(f'<p class="verdict {"bad" if p.regression else ""}">verdict: {esc(p.verdict())}</p>')
         parts.append(_flips_html(p, run_index))
@@ -546,7 +558,7 @@ def _flips_html(p: PairResult, run_index: Mapping[int, int]) -> str:
             f'<details class="flip {esc(f.direction)}" data-case="{esc(f.case_id)}" data-a="{a_runs}" data-b="{b_runs}" '
             f'data-an="{esc(p.a.name)}" data-bn="{esc(p.b.name)}"><summary><code>{esc(f.case_id)}</code> '
             f"<b>{esc(f.direction)}</b>: pass rate {f.a_rate:.2f} → {f.b_rate:.2f}; failing side: "
-            f"{esc(f.reason or '-')}</summary><div class=\"sbs\"></div></details>"
+            f'{esc(f.reason or "-")}</summary><div class="sbs"></div></details>'
         )
     return f"<h4>Flipped cases ({len(p.flips)})</h4>" + "".join(items)
 
@@ -598,11 +610,11 @@ def _page(title: str, body: str, islands: Sequence[Any]) -> str:
     from leader_eval import __version__ as version
 
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{_asset('report.css')}</style></head><body>"
-        f"<header><h1>{esc(title)}</h1><p class=\"gen\">leader-eval {esc(version)} · generated "
+        f'<header><h1>{esc(title)}</h1><p class="gen">leader-eval {esc(version)} · generated '
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} from the stored records</p></header>"
         f"<main>{body}</main>{data}<script>{js}</script></body></html>\n"
     )
@@ -622,15 +634,15 @@ def render_report(
     from leader_eval.evaluate import Run as RunType
     from leader_eval.evaluate import read_run
 
-    loaded: list[Run] = []
-    for r in runs:
-        loaded.append(r if isinstance(r, RunType) else read_run(r))
+    if comparison is not None:
+        # the comparison's own Run objects (its groups hold them) stand for ``runs``
+        loaded = [r for g in comparison.groups for r in g.runs]
+    else:
+        loaded = [r if isinstance(r, RunType) else read_run(r) for r in runs]
     if not loaded:
         raise LeaderEvalError("report: no run given")
-    if comparison is not None:
-        # the comparison's own Run objects are the ones its groups hold
-        seen = {id(r) for r in loaded}
-        loaded += [r for g in comparison.groups for r in g.runs if id(r) not in seen]
+    if order and len(loaded) < 2:
+        raise LeaderEvalError("--order orders the checkpoints of several runs; one run was given")
     run_index = {id(r): i for i, r in enumerate(loaded)}
     parts: list[str] = []
     if len(loaded) > 1 or comparison is not None:
@@ -666,8 +678,12 @@ def render_report(
 
 def write_report(runs: Sequence[Run | str | Path], out: str | Path, **options: Any) -> Path:
     """Render and write atomically (a reader never sees half a report); returns the path."""
-    text = render_report(runs, **options)
+    from leader_eval.errors import LeaderEvalError
+
     path = Path(out)
+    if path.is_dir():
+        raise LeaderEvalError(f"{path}: is a directory (give the report's file name, e.g. {path / REPORT_NAME})")
+    text = render_report(runs, **options)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

@@ -121,7 +121,9 @@ def segments(
     return out
 
 
-def leak_spans(text: str, checks: Sequence[dict[str, Any]], calls: Sequence[dict[str, Any]]) -> list[tuple[int, int, str]]:
+def leak_spans(
+    text: str, checks: Sequence[dict[str, Any]], calls: Sequence[dict[str, Any]]
+) -> list[tuple[int, int, str]]:
     """Where each finding of the scored checks sits in the raw ``text``.
 
     A ``text`` finding's offsets are in the visible text (the raw output minus parsed markup),
