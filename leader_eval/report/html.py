@@ -507,10 +507,9 @@ def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
         sc = g.estimates["score"]
         vals = g.run_values.get("score") or []
         spread = f"{min(vals):.3f}..{max(vals):.3f}" if len(vals) > 1 else "-"
-        rows.append(
-            [esc(g.name), esc(len(g.runs)), esc(",".join(map(str, g.seeds))), f"<b>{_f(sc.value)}</b> [{_f(sc.low)}, "
-             f"{_f(sc.high)}]", spread, esc(sum(pc.n_scored for pc in g.cases.values()))]
-        )  # fmt: skip
+        score = f"<b>{_f(sc.value)}</b> [{_f(sc.low)}, {_f(sc.high)}]"
+        n = sum(pc.n_scored for pc in g.cases.values())
+        rows.append([esc(g.name), esc(len(g.runs)), esc(",".join(map(str, g.seeds))), score, spread, esc(n)])
     parts = [
         f'<p class="verdict {"bad" if c.exit_status else "good"}">{esc(c.verdict())}</p>',
         _table(["configuration", "runs", "seeds", "score [95% CI]", "score spread", "samples"], rows),
@@ -522,26 +521,19 @@ def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
         for m in p.metrics:
             cls = {"regression": "bad", "improvement": "good"}.get(m.verdict, "")
             info = "" if m.metric in DECISION_METRICS else " (info)"
+            arrow = " ↑" if m.higher_is_better else " ↓"
             mrows.append(
-                [esc(m.metric) + (" ↑" if m.higher_is_better else " ↓"), f"{_f(m.a.value)} [{_f(m.a.low)}, {_f(m.a.high)}]",
-                 f"{_f(m.b.value)} [{_f(m.b.low)}, {_f(m.b.high)}]",
-                 f"<b>{m.diff:+.3f}</b> [{m.low:+.3f}, {m.high:+.3f}]", f"{m.p_value:.3f}",
-                 f'<span class="{cls}">{esc(m.verdict)}{info}</span>']
-            )  # fmt: skip
-        parts.append(
-            _table(
                 [
-                    "metric",
-                    f"A {esc(p.a.name)}",
-                    f"B {esc(p.b.name)}",
-                    "B − A paired [95% CI]",
-                    "p (B worse)",
-                    "verdict",
-                ],
-                mrows,
-                "diff",
-            )  # fmt: skip
-        )
+                    esc(m.metric) + arrow,
+                    f"{_f(m.a.value)} [{_f(m.a.low)}, {_f(m.a.high)}]",
+                    f"{_f(m.b.value)} [{_f(m.b.low)}, {_f(m.b.high)}]",
+                    f"<b>{m.diff:+.3f}</b> [{m.low:+.3f}, {m.high:+.3f}]",
+                    f"{m.p_value:.3f}",
+                    f'<span class="{cls}">{esc(m.verdict)}{info}</span>',
+                ]
+            )
+        headers = ["metric", f"A {esc(p.a.name)}", f"B {esc(p.b.name)}", "B − A paired [95% CI]", "p (B worse)"]
+        parts.append(_table([*headers, "verdict"], mrows, "diff"))
         parts.append(f'<p class="verdict {"bad" if p.regression else ""}">verdict: {esc(p.verdict())}</p>')
         parts.append(_flips_html(p, run_index))
     return "\n".join(parts)
@@ -555,7 +547,8 @@ def _flips_html(p: PairResult, run_index: Mapping[int, int]) -> str:
     items = []
     for f in p.flips:
         items.append(
-            f'<details class="flip {esc(f.direction)}" data-case="{esc(f.case_id)}" data-a="{a_runs}" data-b="{b_runs}" '
+            f'<details class="flip {esc(f.direction)}" data-case="{esc(f.case_id)}" '
+            f'data-a="{a_runs}" data-b="{b_runs}" '
             f'data-an="{esc(p.a.name)}" data-bn="{esc(p.b.name)}"><summary><code>{esc(f.case_id)}</code> '
             f"<b>{esc(f.direction)}</b>: pass rate {f.a_rate:.2f} → {f.b_rate:.2f}; failing side: "
             f'{esc(f.reason or "-")}</summary><div class="sbs"></div></details>'
@@ -567,12 +560,11 @@ def _checkpoints_html(rec: CheckpointRecommendation) -> str:
     rows = []
     for r in rec.rows:
         status = "credibly worse" if r.credibly_worse else ("recommended" if r.name == rec.recommended else "candidate")
-        rows.append(
-            [esc(r.name), f"<b>{_f(r.value)}</b> [{_f(r.low)}, {_f(r.high)}]",
-             "best" if r.p_worse is None else f"{r.diff:+.3f} [{r.diff_low:+.3f}, {r.diff_high:+.3f}]",
-             "-" if r.p_worse is None else f"{r.p_worse:.3f} (Holm level {r.level:.4f})",
-             f'<span class="{"good" if status == "recommended" else ("bad" if r.credibly_worse else "")}">{status}</span>']
-        )  # fmt: skip
+        cls = "good" if status == "recommended" else ("bad" if r.credibly_worse else "")
+        diff = "best" if r.p_worse is None else f"{r.diff:+.3f} [{r.diff_low:+.3f}, {r.diff_high:+.3f}]"
+        p = "-" if r.p_worse is None else f"{r.p_worse:.3f} (Holm level {r.level:.4f})"
+        value = f"<b>{_f(r.value)}</b> [{_f(r.low)}, {_f(r.high)}]"
+        rows.append([esc(r.name), value, diff, p, f'<span class="{cls}">{status}</span>'])
     return (
         f'<p class="verdict good">Recommended checkpoint: <b>{esc(rec.recommended)}</b>, the earliest not credibly '
         f"worse than the best ({esc(rec.best)}) in {esc(rec.metric)} (one-sided paired test over {rec.n_cases} "
