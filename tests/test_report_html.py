@@ -299,3 +299,28 @@ def test_write_report_is_atomic_and_leaves_no_temp_file(tmp_path):
     out = write_report([RUN_A], tmp_path / "a" / "r.html")
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in out.parent.iterdir()) == ["r.html"]
+
+
+def test_a_stress_run_shows_score_against_length_with_bands_and_overflow(tmp_path):
+    import base64
+
+    run = copy_run(RUN_A, tmp_path / "stress")
+    variants = []
+    for step, status, score in ((1000, "ok", 1.0), (4000, "ok", 0.5), (8000, "overflow", None)):
+        variants.append(
+            {"case_id": "recalls", "variant_id": f"recalls@{step}:end", "depth": "end", "target": step,
+             "prompt_tokens": step - 3, "n_filler": step // 20, "status": status, "score": score,
+             "n_scored": 0 if score is None else 4, "n_passed": 0 if score is None else int(4 * score),
+             "n_context_overflow": 4 if score is None else 0, "reasons": {}}
+        )  # fmt: skip
+    stress = {"suite": "stress_recall", "model_id": "local:smollm2", "steps": [1000, 4000, 8000],
+              "context_length": 6000, "max_tokens": {"x": 64}, "samples": 4, "seed": 1,
+              "overall": {"1000": 1.0, "4000": 0.5, "8000": None}, "first_failure": {"recalls:end": None},
+              "first_overflow": {"recalls:end": 8000, "overall": 8000}, "variants": variants}  # fmt: skip
+    (run / "stress.json").write_text(json.dumps(stress))
+    page = render_report([run])
+    section = page.split("Stress: score against prompt length", 1)[1].split("<h4>Cases", 1)[0]
+    src = re.search(r'<img class="plot" alt="[^"]*" src="data:image/svg\+xml;base64,([^"]+)"', section)
+    svg = base64.b64decode(src.group(1)).decode()
+    assert "context overflow (not sampled)" in svg and "overall 95% CI" in svg and "<script" not in svg
+    assert "recalls:end" in section and "overflow" in section.split("<pre", 1)[1]

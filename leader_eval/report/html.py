@@ -330,7 +330,9 @@ def _run_island(run: Run) -> tuple[dict[str, Any], int]:
             rec["prompt_omitted"] = omitted
             if p.get("n_tokens") is not None:
                 rec["prompt_tokens"] = p.get("n_tokens")
-    return {"cases": cases, "left": left}, left
+    ident = run.manifest.get("identity", {})
+    name = f"{run.manifest.get('label') or ident.get('model_id')} seed {ident.get('run_seed')}"
+    return {"cases": cases, "left": left, "name": visible(name)}, left
 
 
 def _read_prompts(run: Run) -> dict[str, dict[str, Any]]:

@@ -172,7 +172,7 @@
         var col = el("div", "side");
         col.appendChild(el("h5", null, d.getAttribute("data-" + side[1])));
         d.getAttribute("data-" + side[0]).split(",").forEach(function (run) {
-          col.appendChild(caseSamples(run, cid, "run " + run, false));
+          col.appendChild(caseSamples(run, cid, data(run).name || "run " + run, false));
         });
         box.appendChild(col);
       });
