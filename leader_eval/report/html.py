@@ -110,7 +110,7 @@ def _summary_html(run: Run) -> str:
                 esc(v),
                 f'<span class="bar" style="width:{100 * int(v) / total:.1f}px"></span> {100 * int(v) / total:.0f}%',
             ]
-            for k, v in o["reasons"].items()
+            for k, v in sorted(o["reasons"].items(), key=lambda kv: (-int(kv[1]), kv[0]))
         ]
         parts.append("<h4>Failure reasons</h4>" + _table(["reason", "samples", "share of scored"], rr, "reasons"))
     for key, title in (("by_tag", "tag"), ("by_split", "split")):
