@@ -286,12 +286,26 @@ def test_run_writes_report_html_into_the_run_directory_and_prints_its_path(tmp_p
 
 def test_report_of_an_episode_sample_renders_its_steps():
     run = read_run(RUN_A)
-    s = run.samples[0]
-    s.steps = [{"role": "assistant", "text": "call <|im_end|>"}, {"role": "tool", "content": {"ok": True}}]  # type: ignore[attr-defined]
+    s, sc = (
+        run.samples[0],
+        next(x for x in run.scores if (x.case_id, x.index) == (run.samples[0].case_id, run.samples[0].index)),
+    )
+    s.steps = [  # type: ignore[attr-defined]
+        {"step": 0, "seed": 5, "outcome": "ok", "stop_reason": "stop", "completion_tokens": 4, "text": "go <|im_end|>",
+         "token_ids": [1, 2], "results": [{"tool": "open", "arguments": {"door": 1}, "ok": True, "result": "opened"}]},
+        {"step": 1, "seed": 6, "outcome": "ok", "stop_reason": "length", "completion_tokens": 9, "text": "again",
+         "results": [{"tool": "open", "arguments": {}, "ok": False, "error": "locked"}], "world": {"door": "locked"}},
+    ]  # fmt: skip
+    sc.checks.append({"check": "episode", "passed": False, "reason": "no_call", "hard": False, "detail": "", "findings": [],
+                      "data": {"steps": [{"step": 1, "failed_checks": [{"check": "format", "passed": False,
+                               "reason": "unparseable", "detail": "cut off", "findings": []}]}]}})  # fmt: skip
     view = islands(render_report([run]))[0]["cases"][s.case_id]["s"]
-    steps = next(v for v in view if v["i"] == s.index)["steps"]
-    assert steps[0]["h"] == "role assistant" and ["tok", "<|im_end|>"] in steps[0]["seg"]
-    assert '"ok": true' in steps[1]["rest"]
+    one, two = next(v for v in view if v["i"] == s.index)["steps"]
+    assert one["h"] == "seed 5 · outcome ok · stop reason stop · completion tokens 4"
+    assert ["tok", "<|im_end|>"] in one["seg"] and one["res"] == ["open({\"door\": 1}) -> 'opened'"]
+    assert "fail" not in one and "rest" not in one  # token ids are not shown
+    assert two["res"] == ["open({}) -> error: 'locked'"] and two["fail"][0]["r"] == "unparseable"
+    assert '"door": "locked"' in two["rest"]
     assert all("steps" not in v for v in view if v["i"] != s.index)
 
 

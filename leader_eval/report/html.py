@@ -81,7 +81,8 @@ def _summary_html(run: Run) -> str:
     if not o:
         return '<p class="warn">This run has no summary (it was never scored).</p>'
     rows = []
-    for name in METRICS:
+    # the fixed metrics first, then any a suite kind adds (episodes)
+    for name in [*METRICS, *(k for k in o["metrics"] if k not in METRICS)]:
         m = o["metrics"].get(name)
         if not m:
             continue
@@ -224,7 +225,9 @@ def _json_text(value: Any) -> str:
     return visible(json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True, default=str))
 
 
-def _sample_view(sample: Sample, sc: SampleScore | None, special: tuple[str, ...]) -> dict[str, Any]:
+def _sample_view(
+    sample: Sample, sc: SampleScore | None, special: tuple[str, ...], steps: list[Any] | None = None
+) -> dict[str, Any]:
     text = sample.text or ""
     calls = sc.calls if sc else []
     spans = leak_spans(text, sc.checks, calls) if sc else []
@@ -248,9 +251,10 @@ def _sample_view(sample: Sample, sc: SampleScore | None, special: tuple[str, ...
         v["api"] = _json_text(sample.api_tool_calls)
     if sample.reasoning:
         v["reas"] = segments(sample.reasoning, special)
-    steps = getattr(sample, "steps", None)
+    steps = steps or getattr(sample, "steps", None)
     if isinstance(steps, list) and steps:
-        v["steps"] = [_step_view(s, special) for s in steps[:200]]
+        step_checks = _step_checks(sc)
+        v["steps"] = [_step_view(s, special, step_checks) for s in steps[:200]]
     if sc is None:
         return v
     v.update(p=sc.passed, h=sc.hard_fail, r=sc.reason)
@@ -261,7 +265,12 @@ def _sample_view(sample: Sample, sc: SampleScore | None, special: tuple[str, ...
         v["other"] = [visible(str(p)) for p in sc.other_protocols]
     if sc.reasoning and not sample.reasoning:
         v["reas"] = segments(sc.reasoning, special)
-    v["fail"] = [
+    v["fail"] = _failed_checks(sc.checks, special)
+    return v
+
+
+def _failed_checks(checks: Sequence[Mapping[str, Any]], special: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [
         {
             "c": visible(str(c["check"])),
             "r": visible(str(c.get("reason") or "")),
@@ -276,25 +285,82 @@ def _sample_view(sample: Sample, sc: SampleScore | None, special: tuple[str, ...
                 for f in (c.get("findings") or [])[:20]
             ],
         }
-        for c in sc.checks
+        for c in checks
         if not c.get("passed")
     ]
-    return v
 
 
-def _step_view(step: Any, special: tuple[str, ...]) -> dict[str, Any]:
-    """One episode step: its text (segmented, as raw output is) and the rest as JSON."""
+def _step_checks(sc: SampleScore | None) -> dict[int, list[Mapping[str, Any]]]:
+    """An episode's failed checks per step (the episode check's data), when it has them."""
+    for c in sc.checks if sc else []:
+        data = c.get("data") or {}
+        if isinstance(data, Mapping) and isinstance(data.get("steps"), list):
+            return {
+                int(st["step"]): list(st.get("failed_checks") or [])
+                for st in data["steps"]
+                if isinstance(st, Mapping) and "step" in st
+            }
+    return {}
+
+
+#: step record fields shown in a step's header or body, not again in its JSON remainder
+_STEP_SHOWN = frozenset({"step", "seed", "outcome", "stop_reason", "completion_tokens", "error", "results", "calls"})
+_STEP_HIDDEN = frozenset({"slot", "case_id", "index", "key", "token_ids", "logprobs", "timings"})
+
+
+def _step_view(
+    step: Any, special: tuple[str, ...], failed: Mapping[int, Sequence[Mapping[str, Any]]]
+) -> dict[str, Any]:
+    """One episode step: its raw text (segmented like any output), the tool results it got, its
+    failed checks, and the rest of its record as JSON."""
     if not isinstance(step, Mapping):
         return {"h": "step", "rest": _json_text(step)}
     head = " · ".join(
-        visible(f"{k} {step[k]}") for k in ("index", "role", "kind", "type", "tool", "name", "outcome") if k in step
+        visible(f"{k.replace('_', ' ')} {step[k]}")
+        for k in ("role", "kind", "seed", "outcome", "stop_reason", "completion_tokens")
+        if k in step
     )
     text_key = next((k for k in ("text", "output", "content") if isinstance(step.get(k), str)), None)
-    rest = {k: v for k, v in step.items() if k != text_key}
-    out: dict[str, Any] = {"h": head or "step", "rest": _json_text(rest) if rest else ""}
+    out: dict[str, Any] = {"h": head or "step"}
     if text_key:
         out["seg"] = segments(str(step[text_key])[:MAX_TEXT_CHARS], special)
+    if step.get("error"):
+        out["err"] = visible(str(step["error"]))
+    results = step.get("results")
+    if isinstance(results, list) and results:
+        out["res"] = [
+            visible(
+                f"{r.get('tool')}({json.dumps(r.get('arguments'), ensure_ascii=False, default=str)}) -> "
+                + (f"{r.get('result')!r}" if r.get("ok") else f"error: {r.get('error')!r}")
+                + (f"  [{r.get('fixture')}]" if r.get("fixture") else "")
+            )
+            if isinstance(r, Mapping)
+            else visible(repr(r))
+            for r in results
+        ]
+    elif isinstance(step.get("calls"), list) and step["calls"]:
+        out["rest_calls"] = _json_text(step["calls"])
+    k = step.get("step")
+    if isinstance(k, int) and failed.get(k):
+        out["fail"] = _failed_checks(failed[k], special)
+    rest = {key: v for key, v in step.items() if key != text_key and key not in _STEP_SHOWN and key not in _STEP_HIDDEN}
+    if rest:
+        out["rest"] = _json_text(rest)
     return out
+
+
+def _episode_steps(run: Run) -> dict[tuple[str, int], list[Any]]:
+    """Recorded episode steps (``leader_eval.episode.read_steps``) when the run has any."""
+    import importlib
+
+    try:
+        read_steps = importlib.import_module("leader_eval.episode").read_steps
+    except (ImportError, AttributeError):
+        return {}
+    try:
+        return dict(read_steps(Path(run.path)))
+    except (OSError, ValueError, KeyError):
+        return {}
 
 
 def _choose_samples(run: Run, scores: Mapping[tuple[str, int], SampleScore]) -> tuple[list[Sample], int]:
@@ -318,9 +384,11 @@ def _run_island(run: Run) -> tuple[dict[str, Any], int]:
     special = tuple(run.manifest.get("model", {}).get("special_tokens") or ())
     scores = {(s.case_id, s.index): s for s in run.scores}
     kept, left = _choose_samples(run, scores)
+    steps = _episode_steps(run)
     cases: dict[str, Any] = {}
     for s in kept:
-        cases.setdefault(s.case_id, {"s": []})["s"].append(_sample_view(s, scores.get((s.case_id, s.index)), special))
+        view = _sample_view(s, scores.get((s.case_id, s.index)), special, steps.get((s.case_id, s.index)))
+        cases.setdefault(s.case_id, {"s": []})["s"].append(view)
     prompts = _read_prompts(run)
     for cid, rec in cases.items():
         p = prompts.get(cid)

@@ -43,6 +43,25 @@
     parent.appendChild(el("div", "label", title));
     list.forEach(function (c) { parent.appendChild(el("pre", "json", c.n + "(" + c.a + ")")); });
   }
+  function failed(parent, list) {
+    if (!list || !list.length) return;
+    var ul = el("ul", "checks");
+    list.forEach(function (c) {
+      var li = el("li");
+      li.appendChild(el("span", "bad", "✗ " + c.c));
+      li.appendChild(document.createTextNode(": "));
+      li.appendChild(el("span", "reason", c.r + (c.h ? " [hard]" : "")));
+      if (c.d) li.appendChild(document.createTextNode(" " + c.d));
+      c.f.forEach(function (f) {
+        var d = el("div", "finding");
+        d.appendChild(document.createTextNode(f.r + " at " + f.w + ": "));
+        var code = el("code"); segs(code, f.t); d.appendChild(code);
+        li.appendChild(d);
+      });
+      ul.appendChild(li);
+    });
+    parent.appendChild(ul);
+  }
   function sample(s, runLabel) {
     var cls = s.p === true ? "pass" : s.p === false ? "fail" : "other";
     var box = el("div", "sample " + cls);
@@ -59,31 +78,18 @@
     calls(box, "lenient reading only (diagnostic)", s.len);
     if (s.api) { box.appendChild(el("div", "label", "API tool_calls")); box.appendChild(el("pre", "json", s.api)); }
     if (s.other && s.other.length) box.appendChild(el("div", "note", "other protocols seen: " + s.other.join(", ")));
-    if (s.fail && s.fail.length) {
-      var ul = el("ul", "checks");
-      s.fail.forEach(function (c) {
-        var li = el("li");
-        li.appendChild(el("span", "bad", "✗ " + c.c));
-        li.appendChild(document.createTextNode(": "));
-        li.appendChild(el("span", "reason", c.r + (c.h ? " [hard]" : "")));
-        if (c.d) li.appendChild(document.createTextNode(" " + c.d));
-        c.f.forEach(function (f) {
-          var d = el("div", "finding");
-          d.appendChild(document.createTextNode(f.r + " at " + f.w + ": "));
-          var code = el("code"); segs(code, f.t); d.appendChild(code);
-          li.appendChild(d);
-        });
-        ul.appendChild(li);
-      });
-      box.appendChild(ul);
-    }
+    failed(box, s.fail);
     if (s.steps && s.steps.length) {
       var det = el("details", "steps"); det.open = true;
       det.appendChild(el("summary", null, "episode transcript (" + s.steps.length + " steps)"));
       s.steps.forEach(function (st, k) {
         var d = el("div", "step");
-        d.appendChild(el("div", "shead", (k + 1) + ". " + st.h));
+        d.appendChild(el("div", "shead", "step " + (k + 1) + " · " + st.h));
         if (st.seg) d.appendChild(pre("raw", st.seg));
+        if (st.err) d.appendChild(el("div", "warn", "error: " + st.err));
+        (st.res || []).forEach(function (r) { d.appendChild(el("pre", "json", "call: " + r)); });
+        if (st.rest_calls) d.appendChild(el("pre", "json", st.rest_calls));
+        failed(d, st.fail);
         if (st.rest) d.appendChild(el("pre", "json", st.rest));
         det.appendChild(d);
       });
