@@ -12,8 +12,9 @@ Semantics and bounds:
   when their case is opened, as text nodes (``report.text`` cuts them into segments), so an output
   is never parsed as markup. JSON islands escape ``<``, ``>``, ``&`` and everything non-ASCII
   (U+2028/9 included).
-- Size is bounded: a raw output shows its first ``MAX_TEXT_CHARS`` characters and a prompt its
-  head and tail (the omission is stated); a run with more than ``MAX_SAMPLES`` samples embeds at
+- Size is bounded: a raw output shows its first ``MAX_TEXT_CHARS`` characters, a prompt its
+  head and tail, a finding in the failed-check list its first ``MAX_FINDING_CHARS`` (it is marked
+  in full in the output); each omission is stated. A run with more than ``MAX_SAMPLES`` samples embeds at
   most ``MAX_SAMPLES`` of them, spread over its cases with failures first, and says how many it
   left to ``leader-eval show``.
 """
@@ -47,7 +48,9 @@ REPORT_NAME = "report.html"
 MAX_TEXT_CHARS = 20_000
 MAX_PROMPT_HEAD = 6_000
 MAX_PROMPT_TAIL = 14_000
-MAX_SAMPLES = 5_000
+MAX_SAMPLES = 3_000
+#: a finding's text in the failed-check list (it is marked in full in the raw output above it)
+MAX_FINDING_CHARS = 240
 
 
 def esc(value: Any) -> str:
@@ -280,7 +283,7 @@ def _failed_checks(checks: Sequence[Mapping[str, Any]], special: tuple[str, ...]
                 {
                     "r": visible(str(f.get("reason"))),
                     "w": visible(f"{f.get('where')}[{f.get('start')}:{f.get('end')}]"),
-                    "t": segments(str(f.get("text", "")), special),
+                    "t": _finding_text(str(f.get("text", "")), special),
                 }
                 for f in (c.get("findings") or [])[:20]
             ],
@@ -288,6 +291,12 @@ def _failed_checks(checks: Sequence[Mapping[str, Any]], special: tuple[str, ...]
         for c in checks
         if not c.get("passed")
     ]
+
+
+def _finding_text(text: str, special: tuple[str, ...]) -> list[Any]:
+    if len(text) <= MAX_FINDING_CHARS:
+        return segments(text, special)
+    return [*segments(text[:MAX_FINDING_CHARS], special), f"… ({len(text)} characters)"]
 
 
 def _step_checks(sc: SampleScore | None) -> dict[int, list[Mapping[str, Any]]]:
