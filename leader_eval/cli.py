@@ -49,11 +49,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
     print(format_summary(result))
+    _print_report_path(result.path)
     verdict = error_verdict(result.summary, args.max_error_rate)
     if verdict.failed:
         print(verdict.message(), file=sys.stderr)
         return 1
     return 0
+
+
+def _print_report_path(run_dir: Path) -> None:
+    """Write the run's report.html and print its path; a report failure never fails the recorded run."""
+    from leader_eval.report import write_run_report
+
+    try:
+        print(f"report: {write_run_report(run_dir)}")
+    except (OSError, ValueError, LeaderEvalError) as err:
+        print(f"warning: report.html not written: {err}", file=sys.stderr)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -125,7 +136,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         max_error_rate=args.max_error_rate,
     )
     print(format_gate_table(result))
-    _write_markdown(gate_markdown(result), args.markdown)
+    from leader_eval.report import report_markdown_link
+
+    _write_markdown(gate_markdown(result) + report_markdown_link(args.run), args.markdown)
     return result.exit_status
 
 
@@ -133,8 +146,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from leader_eval.compare import compare_markdown, compare_runs, format_compare
 
     comparison = compare_runs(args.runs, alpha=args.alpha, across_suites=args.across_suites)
-    print(format_compare(comparison))
+    order = _split(args.order) or None
+    print(format_compare(comparison, order=order))
     _write_markdown(compare_markdown(comparison), args.markdown)
+    if args.report:
+        from leader_eval.report import write_report
+
+        print(f"report: {write_report(args.runs, args.report, comparison=comparison, order=order)}")
     return comparison.exit_status
 
 
@@ -175,6 +193,14 @@ def cmd_flaky(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from leader_eval.report import write_report
+
+    out = write_report(args.runs, args.out, order=_split(args.order) or None, across_suites=args.across_suites)
+    print(f"report: {out}")
+    return 0
+
+
 def cmd_stress(args: argparse.Namespace) -> int:
     from leader_eval.error_rule import error_verdict
     from leader_eval.stress import format_stress_table, stress
@@ -192,6 +218,8 @@ def cmd_stress(args: argparse.Namespace) -> int:
         context_length=args.context_length,
     )
     print(format_stress_table(result))
+    if result.out:
+        _print_report_path(result.out)
     # a context overflow is what a sweep measures; any other sampler error fails it
     verdict = error_verdict(result.run.summary, args.max_error_rate, overflow_is_error=False)
     if verdict.failed:
@@ -295,9 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow runs of different suite content (scaffold variants with the same case ids)",
     )
     c.add_argument("--markdown", help="append a Markdown summary to this file")
+    c.add_argument("--report", help="also write the comparison as one self-contained HTML file")
+    c.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
     c.set_defaults(func=cmd_compare)
 
-    pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80% power")
+    pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80%% power")
     pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
     pl.add_argument("--golden", default="golden", help="golden directory")
     pl.add_argument("--label", help="golden label (default: the suite's only golden file)")
@@ -311,6 +341,15 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--alpha", type=float, default=0.05, help="level of the overdispersion test (Holm over cases)")
     fl.add_argument("--json", action="store_true", help="print the report as JSON")
     fl.set_defaults(func=cmd_flaky)
+
+    rp = sub.add_parser(
+        "report", help="one self-contained HTML report of runs (several: comparison, flips, checkpoints)"
+    )
+    rp.add_argument("runs", nargs="+", help="run directories")
+    rp.add_argument("-o", "--out", default="report.html", help="output file (default report.html)")
+    rp.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
+    rp.add_argument("--across-suites", action="store_true", help="allow runs of different suite content")
+    rp.set_defaults(func=cmd_report)
 
     st = sub.add_parser(
         "stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart"

@@ -56,22 +56,15 @@ def format_summary(run: Run) -> str:
     ]
     if o["reasons"]:
         lines.append("failure reasons: " + ", ".join(f"{k} {v}" for k, v in o["reasons"].items()))
-    if s.get("by_tag"):
+    for key, title in (("by_tag", "tag"), ("by_split", "split")):
         rows = []
-        for tag, b in s["by_tag"].items():
+        for name, b in (s.get(key) or {}).items():
             sc = b["metrics"]["score"]
             rows.append(
-                [tag, _fmt(sc["value"]), f"[{_fmt(sc['low'])}, {_fmt(sc['high'])}]", b["n_scored"], b["n_cases"]]
+                [name, _fmt(sc["value"]), f"[{_fmt(sc['low'])}, {_fmt(sc['high'])}]", b["n_scored"], b["n_cases"]]
             )
-        lines.append(table(["tag", "score", "95% CI", "samples", "cases"], rows))
-    if s.get("by_split"):
-        rows = []
-        for split, b in s["by_split"].items():
-            sc = b["metrics"]["score"]
-            rows.append(
-                [split, _fmt(sc["value"]), f"[{_fmt(sc['low'])}, {_fmt(sc['high'])}]", b["n_scored"], b["n_cases"]]
-            )
-        lines.append(table(["split", "score", "95% CI", "samples", "cases"], rows))
+        if rows:
+            lines.append(table([title, "score", "95% CI", "samples", "cases"], rows))
     st = m.get("sampling_stats") or (run.stats.__dict__ if run.stats else None)
     if st:
         lines.append(
