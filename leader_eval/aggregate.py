@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from leader_eval.checks.episode import EPISODE_METRICS, episode_case_metrics
 from leader_eval.score import SampleScore
 from leader_eval.stats import weighted_mean_ci
 from leader_eval.suite import Case, Suite
@@ -54,6 +55,7 @@ def case_results(cases: Sequence[Case], scores: Sequence[SampleScore]) -> list[d
         }
         for name, (attr, _, _) in METRICS.items():
             rec[name] = (sum(bool(getattr(s, attr)) for s in scored) / len(scored)) if scored else None
+        rec.update(episode_case_metrics(scored))  # multi-turn cases only (leader_eval.checks.episode)
         out.append(rec)
     return out
 
@@ -67,6 +69,14 @@ def _metrics(results: Sequence[Mapping[str, Any]], *, seed: int = 0) -> dict[str
             [float(r[name]) for r in usable], [float(r["weight"]) for r in usable], n_samples=n_samples, seed=seed
         )
         metrics[name] = {**est.to_dict(), "higher_is_better": higher, "description": desc}
+    for name, (_, higher, gated, desc) in EPISODE_METRICS.items():
+        have = [r for r in usable if r.get(name) is not None]
+        if have:  # over the cases that have a value; n_samples counts the episodes behind them
+            n = sum(int(r[f"n_{name}"]) for r in have)
+            est = weighted_mean_ci(
+                [float(r[name]) for r in have], [float(r["weight"]) for r in have], n_samples=n, seed=seed
+            )
+            metrics[name] = {**est.to_dict(), "higher_is_better": higher, "gated": gated, "description": desc}
     reasons: dict[str, int] = defaultdict(int)
     for r in usable:
         for k, v in r["reasons"].items():

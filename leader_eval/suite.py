@@ -71,6 +71,7 @@ class Case:
     sampling: dict[str, Any] = field(default_factory=dict)
     hard_fail: tuple[str, ...] = ()
     stress: dict[str, Any] = field(default_factory=dict)
+    episode: Any = None  # an EpisodeSpec for a multi-turn case (leader_eval.episode_spec)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Suite:
     context_length: int | None
     content_hash: str
     lines: dict[JsonPath, int] = field(repr=False, compare=False, default_factory=dict)
+    world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.world)
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -299,7 +301,9 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
     from leader_eval.render import check_templates
 
     check_templates(suite)
-    return suite
+    from leader_eval.episode_spec import with_episodes
+
+    return with_episodes(suite, data)
 
 
 def _check_regex(path: Path, line: int, pattern: str) -> None:
