@@ -75,3 +75,50 @@ def write_repo(root: Path, suite: str = EPISODE_SUITE, fixtures: str = LOOKUP_FI
     path = root / "ep.yaml"
     path.write_text(suite)
     return path
+
+
+#: an event log that invites a loop: the worked example reads the screen, and the screen never changes
+LOOP_SUITE = """\
+name: ep_loop
+protocol: json
+sampling: {temperature: 0.0, max_tokens: 24, samples: 2}
+scaffold:
+  messages:
+    - role: system
+      content: |
+        You are Mira. Reply with one JSON object: {"tool": "<name>", "arguments": {...}}.
+        Tools: {{ tools_json }}
+    - role: user
+      content: "[09:00] Bo: check the screen"
+    - role: assistant
+      content: '{"tool": "read_screen", "arguments": {}}'
+    - role: user
+      content: |
+        Current goal: {{ current_goal }}
+        [10:00] Bo: check the screen
+        {% for s in episode.steps %}
+        {% for r in s.results %}
+        [you called {{ r.tool }}] {{ r.text }}
+        {% endfor %}
+        {% endfor %}
+tools:
+  - name: send_message_to_chat
+    parameters:
+      type: object
+      properties:
+        message: {type: string, minLength: 1}
+      required: [message]
+  - name: read_screen
+    parameters: {type: object, properties: {}}
+fixtures:
+  - {tool: read_screen, result: "Screen: nothing new."}
+episode:
+  max_steps: 3
+  loop_k: 4
+  end: {on_no_call: false}
+cases:
+  - id: screen
+    vars: {current_goal: map the forest trails}
+    episode:
+      goal: {tool: send_message_to_chat}
+"""

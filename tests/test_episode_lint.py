@@ -83,8 +83,7 @@ BROKEN = [
         "sequence_needs_more_steps",
         _sub(
             "        args: {message: {mentions_goal: true}}\n",
-            "        args: {message: {mentions_goal: true}}\n        after: [lookup]\n"
-            "      max_steps: 1\n",
+            "        args: {message: {mentions_goal: true}}\n        after: [lookup]\n      max_steps: 1\n",
         ),
         None,
         "suite",
@@ -93,7 +92,10 @@ BROKEN = [
     ),
     (
         "goal_tool_always_errors",
-        _sub("episode:\n      goal:", "episode:\n      fixtures:\n        - {tool: send_message_to_chat, error: down}\n      goal:"),
+        _sub(
+            "episode:\n      goal:",
+            "episode:\n      fixtures:\n        - {tool: send_message_to_chat, error: down}\n      goal:",
+        ),
         None,
         "suite",
         "        tool: send_message_to_chat",
