@@ -11,8 +11,9 @@ exactly as an uninterrupted one.
 How earlier steps reach the model (``transcript``):
 
 * ``messages``: the assistant turn (with ``tool_calls``) and one ``tool`` message per call are
-  appended to the scaffold's messages. Chosen by ``auto`` when the backend's chat template takes
-  tools or the backend is a chat API (which then receives real ``tools`` and ``tool`` messages).
+  appended to the scaffold's messages. Chosen by ``auto`` when the backend's default protocol is
+  not ``json``, i.e. its chat template or renderer speaks a tool protocol (Qwen3's hermes, Kimi
+  K2, ...) or it is a chat API (which then receives real ``tools`` and ``tool`` messages).
 * ``event_log``: the scaffold renders the transcript itself from the template variable
   ``episode`` (``episode.steps[i].output``, ``.calls``, ``.results[j].text``, ``episode.step``,
   ``episode.max_steps``), the way a deployed scaffold shows tool results in its event log.
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.episode_spec import EPISODE_VAR, EpisodeSpec
-from leader_eval.render import find_placeholders, render_messages, template_supports_tools, template_variables
+from leader_eval.render import find_placeholders, render_messages, template_variables
 from leader_eval.store import RecordLog, RunDir, dumps, sample_record_key
 from leader_eval.types import Prompt, Sample
 
@@ -100,8 +101,9 @@ def transcript_mode(spec: EpisodeSpec, suite: Suite, backend: Backend, case_id: 
         mode = recorded(case_id)  # replay: the mode the recorded run used
         if mode:
             return str(mode)
-    template = getattr(backend, "chat_template", None)
-    if getattr(backend, "mode", None) == "chat" or (isinstance(template, str) and template_supports_tools(template)):
+    # a backend whose chat template (or API) speaks a native tool protocol takes real tool turns;
+    # one without (default "json", like the embedded SmolLM2) sees them through the scaffold's log
+    if backend.default_protocol != "json":
         return "messages"
     return "event_log" if EPISODE_VAR in template_variables(suite) else "messages"
 

@@ -30,6 +30,7 @@ import jsonschema
 from jsonschema.validators import Draft202012Validator
 
 from leader_eval.errors import SuiteError
+from leader_eval.suite import _line
 from leader_eval.world import Fixture, World, load_fixtures
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def with_episodes(suite: Suite, data: Mapping[str, Any]) -> Suite:
     world = build_world(path, data, lines)
     raw_cases = data.get("cases", [])
     if not any(isinstance(c, Mapping) and "episode" in c for c in raw_cases):
-        return replace(suite, world=world)  # type: ignore[call-arg]
+        return replace(suite, world=world)
     from leader_eval.render import template_variables
 
     template_vars = template_variables(suite)
@@ -106,9 +107,9 @@ def with_episodes(suite: Suite, data: Mapping[str, Any]) -> Suite:
                 f"case {case.id!r}: transcript event_log needs the scaffold to render {EPISODE_VAR}.steps",
             )
         variables = {**case.vars, EPISODE_VAR: initial_episode_var(spec)}
-        cases.append(replace(case, vars=variables, episode=spec))  # type: ignore[call-arg]
+        cases.append(replace(case, vars=variables, episode=spec))
     digest = _with_fixture_files(suite, world, cases)
-    return replace(suite, world=world, cases=tuple(cases), content_hash=digest)  # type: ignore[call-arg]
+    return replace(suite, world=world, cases=tuple(cases), content_hash=digest)
 
 
 def _with_fixture_files(suite: Suite, world: World, cases: Sequence[Case]) -> str:
@@ -123,7 +124,7 @@ def _with_fixture_files(suite: Suite, world: World, cases: Sequence[Case]) -> st
     return "sha256:" + h.hexdigest()[:16]
 
 
-def build_world(path: Path, data: Mapping[str, Any], lines: Mapping[JsonPath, int]) -> World:
+def build_world(path: Path, data: Mapping[str, Any], lines: dict[JsonPath, int]) -> World:
     """The suite-level world: every tool's parameters and results schema, the suite's fixtures."""
     params: dict[str, Mapping[str, Any]] = {}
     returns: dict[str, Mapping[str, Any] | None] = {}
@@ -149,7 +150,7 @@ def initial_episode_var(spec: EpisodeSpec) -> dict[str, Any]:
 
 
 def _spec(
-    path: Path, lines: Mapping[JsonPath, int], at: JsonPath, ep: Mapping[str, Any], world: World, case_id: str
+    path: Path, lines: dict[JsonPath, int], at: JsonPath, ep: Mapping[str, Any], world: World, case_id: str
 ) -> EpisodeSpec:
     tools = world.params
     case_fixtures = load_fixtures(path, ep.get("fixtures", []), lines, (*at, "fixtures"), tools, world.returns)
@@ -228,9 +229,3 @@ def _spec(
         final=ep.get("final"),
         fixtures=tuple(case_fixtures),
     )
-
-
-def _line(lines: Mapping[JsonPath, int], p: JsonPath) -> int:
-    while p and p not in lines:
-        p = p[:-1]
-    return lines.get(p, 1)

@@ -33,6 +33,7 @@ import jsonschema
 from jsonschema.validators import Draft202012Validator
 
 from leader_eval.errors import SuiteError
+from leader_eval.suite import _line, _load_yaml_with_lines, suite_schema
 
 JsonPath = tuple[str | int, ...]
 ACK: dict[str, Any] = {"ok": True}
@@ -191,7 +192,7 @@ def resolve_in_root(suite_path: Path, ref: str, line: int) -> Path:
 def load_fixtures(
     suite_path: Path,
     entries: Sequence[Any],
-    lines: Mapping[JsonPath, int],
+    lines: dict[JsonPath, int],
     at: JsonPath,
     tools: Mapping[str, Mapping[str, Any]],
     returns: Mapping[str, Mapping[str, Any] | None],
@@ -211,8 +212,6 @@ def load_fixtures(
 def _load_file(
     path: Path, root: Path, tools: Mapping[str, Mapping[str, Any]], returns: Mapping[str, Mapping[str, Any] | None]
 ) -> list[Fixture]:
-    from leader_eval.suite import _load_yaml_with_lines, suite_schema
-
     try:
         if path.stat().st_size > MAX_FIXTURE_BYTES:
             raise SuiteError(path, None, f"fixture file is larger than {MAX_FIXTURE_BYTES} bytes")
@@ -249,7 +248,7 @@ def _load_file(
 def _fixture(
     path: Path,
     item: Mapping[str, Any],
-    lines: Mapping[JsonPath, int],
+    lines: dict[JsonPath, int],
     at: JsonPath,
     tools: Mapping[str, Mapping[str, Any]],
     returns: Mapping[str, Mapping[str, Any] | None],
@@ -308,9 +307,3 @@ def _outcome(item: Mapping[str, Any]) -> Outcome:
     if "error" in item:
         return Outcome(False, str(item["error"]))
     return Outcome(True, item["result"])
-
-
-def _line(lines: Mapping[JsonPath, int], p: JsonPath) -> int:
-    while p and p not in lines:
-        p = p[:-1]
-    return lines.get(p, 1)

@@ -114,7 +114,7 @@ def score_episode(
         for c, res in zip(r["calls"], r["results"], strict=True)
     ]
     tools = {t.name: t.parameters for t in suite.tools}
-    goal_text = _goal_text(case)
+    goal_text = scorer.goal if steps else None  # the case's current goal, read as single-turn scoring does
 
     def satisfies(c: Mapping[str, Any], constraints: Mapping[str, Any]) -> list[dict[str, Any]]:
         call = ToolCall(c["tool"], c["arguments"] if isinstance(c["arguments"], dict) else {}, protocol)
@@ -269,14 +269,6 @@ def episode_data(score: SampleScore) -> dict[str, Any] | None:
         if c.get("check") == EPISODE_CHECK:
             data: dict[str, Any] = c.get("data") or {}
             return data
-    return None
-
-
-def _goal_text(case: Any) -> str | None:
-    for key in ("current_goal", "goal"):
-        v = case.vars.get(key)
-        if isinstance(v, str) and v.strip():
-            return v
     return None
 
 
