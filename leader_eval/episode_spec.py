@@ -31,7 +31,7 @@ from jsonschema.validators import Draft202012Validator
 
 from leader_eval.errors import SuiteError
 from leader_eval.suite import _line
-from leader_eval.world import Fixture, World, load_fixtures
+from leader_eval.world import Fixture, World, check_constraints, load_fixtures
 
 if TYPE_CHECKING:
     from leader_eval.suite import Case, Suite
@@ -187,6 +187,8 @@ def _spec(
                 _line(lines, (*at, "goal", "after", j)),
                 f"case {case_id!r}: unreachable goal: prerequisite tool {name!r} is {why}",
             )
+    check_constraints(path, goal.get("args", {}), lines, (*at, "goal", "args"))
+    check_constraints(path, ep.get("final") or {}, lines, (*at, "final"))
     for arg in goal.get("args", {}):
         props = tools[gtool].get("properties", {})
         if props and arg not in props:

@@ -260,6 +260,7 @@ def _fixture(
             _line(lines, (*at, "tool")),
             f"fixture for unknown tool {tool!r} (tools: {', '.join(sorted(tools)) or 'none'})",
         )
+    check_constraints(path, item.get("match") or {}, lines, (*at, "match"))
     if "match_schema" in item:
         try:
             Draft202012Validator.check_schema(item["match_schema"])
@@ -301,6 +302,15 @@ def _fixture(
         outcomes=outcomes,
         origin=f"{path}:{_line(lines, at)}",
     )
+
+
+def check_constraints(path: Path, constraints: Mapping[str, Any], lines: dict[JsonPath, int], at: JsonPath) -> None:
+    """Every ``regex`` in argument constraints compiles (a bad one would silently never match)."""
+    from leader_eval.suite import _check_regex
+
+    for arg, c in constraints.items():
+        if isinstance(c, Mapping) and isinstance(c.get("regex"), str):
+            _check_regex(path, _line(lines, (*at, arg, "regex")), c["regex"])
 
 
 def _outcome(item: Mapping[str, Any]) -> Outcome:

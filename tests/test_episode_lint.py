@@ -158,6 +158,22 @@ BROKEN = [
         ["exactly one of result, error, sequence"],
     ),
     (
+        "bad_regex_in_goal",
+        _sub("args: {message: {mentions_goal: true}}", 'args: {message: {regex: "(unclosed"}}'),
+        None,
+        "suite",
+        "args: {message: {regex:",
+        ["invalid regular expression"],
+    ),
+    (
+        "bad_regex_in_fixture_match",
+        None,
+        _sub("match: {topic: weather}", 'match: {topic: {regex: "[a-"}}'),
+        "fixture",
+        "match: {topic: {regex:",
+        ["invalid regular expression"],
+    ),
+    (
         "reserved_episode_var",
         _sub("vars: {current_goal: build a bridge}", "vars: {current_goal: build a bridge, episode: 1}"),
         None,
