@@ -6,7 +6,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
+from leader_eval.argtypes import (
+    int_list,
+    non_negative_float,
+    non_negative_int,
+    open_probability,
+    positive_float,
+    positive_int,
+    probability,
+    protocol_name,
+)
 from leader_eval.errors import LeaderEvalError
 
 
@@ -32,10 +43,17 @@ def _backend_options(args: argparse.Namespace) -> dict[str, object]:
             out["gguf_path"] = args.template_gguf
         if args.chat_template:
             out["chat_template"] = Path(args.chat_template).read_text(encoding="utf-8")
+        if args.max_response_bytes is not None:
+            out["max_response_bytes"] = args.max_response_bytes
+    if args.request_timeout is not None and args.model.startswith(("openai:", "tinker")):
+        out["timeout_s"] = args.request_timeout
+    if args.cache_id:
+        out["cache_id"] = args.cache_id
     return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from leader_eval.error_rule import error_verdict
     from leader_eval.evaluate import run
     from leader_eval.report import format_summary
     from leader_eval.runner import RunOptions
@@ -65,6 +83,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
     print(format_summary(result))
+    verdict = error_verdict(result.summary, args.max_error_rate)
+    if verdict.failed:
+        print(verdict.message(), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -108,6 +130,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     run = read_run(args.run)
     print(format_show(run, case_id=args.case, failed=args.failed, limit=args.limit))
+    for name, lines in sorted(run.unreadable.items()):
+        shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        print(f"unreadable: {len(lines)} line(s) of {run.path / name} could not be read and were skipped ({shown})")
     return 0
 
 
@@ -131,6 +156,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         update=args.update_golden,
         strict=args.strict,
         tolerances=_split(args.tolerance),
+        max_error_rate=args.max_error_rate,
     )
     print(format_gate_table(result))
     _write_markdown(gate_markdown(result), args.markdown)
@@ -147,13 +173,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_stress(args: argparse.Namespace) -> int:
+    from leader_eval.error_rule import error_verdict
     from leader_eval.stress import format_stress_table, stress
 
     result = stress(
         args.suite,
         model=args.model,
         tokens=args.tokens,
-        steps=[int(x) for x in _split(args.steps)] or None,
+        steps=[n for group in args.steps or [] for n in group] or None,
         case_ids=_split(args.cases) or None,
         samples=args.samples,
         seed=args.seed,
@@ -162,6 +189,11 @@ def cmd_stress(args: argparse.Namespace) -> int:
         context_length=args.context_length,
     )
     print(format_stress_table(result))
+    # a context overflow is what a sweep measures; any other sampler error fails it
+    verdict = error_verdict(result.run.summary, args.max_error_rate, overflow_is_error=False)
+    if verdict.failed:
+        print(verdict.message(), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -189,8 +221,27 @@ def cmd_overlap(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_max_error_rate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-error-rate",
+        type=probability,
+        default=0.0,
+        help="share of samples that may end in a sampler error before the run fails (default 0: none)",
+    )
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors in one line (``leader-eval run: error: argument --limit: ...``), exit status 2.
+
+    Subcommand parsers inherit the class (``add_subparsers`` builds them with ``type(self)``).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="leader-eval", description=__doc__)
+    p = OneLineParser(prog="leader-eval", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="sample a suite on a model, score it and record the run")
@@ -200,17 +251,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="local:smollm2",
         help="local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...",
     )
-    r.add_argument("--samples", type=int, help="samples per case (default: the suite's)")
+    r.add_argument("--samples", type=positive_int, help="samples per case (default: the suite's)")
     r.add_argument("--seed", type=int, help="run seed (default: fresh, recorded in the manifest)")
     r.add_argument("--tags", action="append", help="only cases with one of these tags (comma-separated)")
     r.add_argument("--case", action="append", help="only these case ids (comma-separated)")
-    r.add_argument("--limit", type=int, help="only the first N selected cases")
+    r.add_argument("--limit", type=positive_int, help="only the first N selected cases")
     r.add_argument("--out", help="run directory (re-running into it resumes)")
-    r.add_argument("--protocol", help="tool-call protocol (beats the suite's and the backend's)")
-    r.add_argument("--temperature", type=float)
-    r.add_argument("--max-tokens", type=int)
-    r.add_argument("--concurrency", type=int, default=64)
-    r.add_argument("--context-length", type=int, help="override the model's context length")
+    r.add_argument("--protocol", type=protocol_name, help="tool-call protocol (beats the suite's and the backend's)")
+    r.add_argument("--temperature", type=non_negative_float)
+    r.add_argument("--max-tokens", type=positive_int)
+    r.add_argument("--concurrency", type=positive_int, default=64)
+    r.add_argument("--context-length", type=positive_int, help="override the model's context length")
     r.add_argument("--label", help="label for golden files (default: derived from --model)")
     r.add_argument("--tokenizer", help="tinker: local path of the base model's Hugging Face tokenizer (offline)")
     r.add_argument("--base-model", help="tinker: base model name, when it cannot be resolved from the checkpoint")
@@ -221,8 +272,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--chat-template", help="openai completions mode: a jinja2 chat template file")
     r.add_argument("--api-key-env", help="openai: environment variable holding the API key (default OPENAI_API_KEY)")
-    r.add_argument("--max-samples", type=int, help="stop cleanly after this many new samples (cost cap)")
+    r.add_argument("--max-samples", type=non_negative_int, help="stop cleanly after this many new samples (cost cap)")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the sample cache")
+    _add_max_error_rate(r)
+    r.add_argument(
+        "--request-timeout",
+        type=positive_float,
+        help="openai/tinker: seconds one request may take, body included (openai default 120; "
+        "a sample with its retries gets 3x this)",
+    )
+    r.add_argument(
+        "--max-response-bytes",
+        type=positive_int,
+        help="openai: cap on a response body after decompression (default 8388608); larger is a sample error",
+    )
+    r.add_argument(
+        "--cache-id",
+        help="name the weights behind a remote model for the sample cache (remote servers are never "
+        "served from the cache across runs without it)",
+    )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.set_defaults(func=cmd_run)
 
@@ -237,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("run")
     sh.add_argument("--case")
     sh.add_argument("--failed", action="store_true", help="only samples that failed")
-    sh.add_argument("--limit", type=int)
+    sh.add_argument("--limit", type=positive_int)
     sh.set_defaults(func=cmd_show)
 
     g = sub.add_parser("gate", help="gate a run directory against its golden baseline (exit 1 on credible regression)")
@@ -248,13 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--strict", action="store_true", help="fail when there is no golden yet")
     g.add_argument("--tolerance", action="append", help="METRIC=VALUE, overrides the golden's (repeatable)")
     g.add_argument("--markdown", help="append a Markdown summary to this file")
+    _add_max_error_rate(g)
     g.set_defaults(func=cmd_gate)
 
     c = sub.add_parser(
         "compare", help="compare runs: paired differences, flips, verdict (exit 1 on credible regression)"
     )
     c.add_argument("runs", nargs="+", help="run directories; runs of one label+suite+sampling are pooled")
-    c.add_argument("--alpha", type=float, default=0.05)
+    c.add_argument("--alpha", type=open_probability, default=0.05)
     c.add_argument(
         "--across-suites",
         action="store_true",
@@ -268,26 +337,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     st.add_argument("suite")
     st.add_argument("--model", default="local:smollm2")
-    st.add_argument("--tokens", type=int, default=40000, help="largest prompt length, in the model's tokens")
-    st.add_argument("--steps", action="append", help="prompt lengths, e.g. 4000,8000,16000,32000,40000")
+    st.add_argument("--tokens", type=positive_int, default=40000, help="largest prompt length, in the model's tokens")
+    st.add_argument(
+        "--steps", action="append", type=int_list(), help="prompt lengths, e.g. 4000,8000,16000,32000,40000"
+    )
     st.add_argument("--cases", action="append", help="case ids (default: the suite's stress cases)")
     st.add_argument("--depths", action="append", help="where the deciding fact goes: start,middle,end")
-    st.add_argument("--samples", type=int)
+    st.add_argument("--samples", type=positive_int)
     st.add_argument("--seed", type=int)
     st.add_argument("--out")
-    st.add_argument("--context-length", type=int, help="override the model's context length")
+    st.add_argument("--context-length", type=positive_int, help="override the model's context length")
+    _add_max_error_rate(st)
     st.set_defaults(func=cmd_stress)
 
     ca = sub.add_parser("cache", help="the content-addressed sample cache: info | prune")
     ca.add_argument("action", choices=["info", "prune"])
-    ca.add_argument("--older-than-days", type=float, help="prune only records cached before this many days ago")
+    ca.add_argument(
+        "--older-than-days", type=non_negative_float, help="prune only records cached before this many days ago"
+    )
     ca.set_defaults(func=cmd_cache)
 
     ov = sub.add_parser("overlap", help="n-gram overlap of a suite's cases with a training set (held-out hygiene)")
     ov.add_argument("suite")
     ov.add_argument("--train", action="append", required=True, help="training JSONL (repeatable)")
-    ov.add_argument("--n", type=int, default=13, help="n-gram length in words")
-    ov.add_argument("--threshold", type=float, default=0.1, help="flag cases whose overlap fraction reaches this")
+    ov.add_argument("--n", type=positive_int, default=13, help="n-gram length in words")
+    ov.add_argument("--threshold", type=probability, default=0.1, help="flag cases whose overlap fraction reaches this")
     ov.add_argument("--json", action="store_true")
     ov.set_defaults(func=cmd_overlap)
     return p
@@ -303,6 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_status
     except BrokenPipeError:
         return 0
+    except OSError as err:  # the environment (disk full, permissions), not a bug: one line, no traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     return status
 
 

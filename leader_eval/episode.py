@@ -279,11 +279,16 @@ class EpisodeRunner:
             history.append(rec)
             if rec.get("end"):
                 break
-        return episode_sample(self.case.id, index, history)
+        from leader_eval.runner import derive_seed
+
+        return episode_sample(self.case.id, index, derive_seed(run_seed, self.case.id, index), history)
 
 
-def episode_sample(case_id: str, index: int, steps: Sequence[Mapping[str, Any]]) -> Sample:
-    """One record per episode for ``samples.jsonl``: its outcome, last output and token totals."""
+def episode_sample(case_id: str, index: int, seed: int, steps: Sequence[Mapping[str, Any]]) -> Sample:
+    """One record per episode for ``samples.jsonl``: its outcome, last output and token totals.
+
+    Its seed is the slot's (``runner.derive_seed``), as a single-turn sample's would be; each step
+    has its own (``step_seed``)."""
     bad = next((s for s in steps if s["outcome"] != "ok"), None)
     last = steps[-1]
     h = hashlib.sha256()
@@ -292,7 +297,7 @@ def episode_sample(case_id: str, index: int, steps: Sequence[Mapping[str, Any]])
     return Sample(
         case_id=case_id,
         index=index,
-        seed=int(steps[0]["seed"]),
+        seed=seed,
         key="episode:" + h.hexdigest()[:32],
         outcome=bad["outcome"] if bad else "ok",
         text=last["text"],

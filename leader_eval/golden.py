@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.aggregate import METRICS
+from leader_eval.error_rule import error_verdict, is_stress_manifest
 from leader_eval.errors import LeaderEvalError
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
@@ -170,24 +171,97 @@ def build_golden(
 
 
 def load_golden(path: str | Path) -> dict[str, Any] | None:
-    """A golden file's parsed content, or None when there is none."""
+    """A golden file's parsed content, or None when there is none.
+
+    A golden that could pass a run it should fail is refused (``GoldenError``, exit status 2,
+    ``FILE:LINE: what``): not JSON or not UTF-8, a wrong shape, a metric value, bound or
+    tolerance that is null, NaN, infinite or outside [0, 1], no per-case rates, or fewer
+    per-case rates than the cases its metrics were measured on (a golden of an interrupted run).
+    """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise GoldenError(f"{p}:1: cannot read golden file: {exc.strerror or exc}") from None
     try:
+        text = raw.decode("utf-8")
         data = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise GoldenError(f"{p}:1: golden file is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except ValueError as exc:
         raise GoldenError(f"{p}:{getattr(exc, 'lineno', 1)}: unreadable golden file: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise GoldenError(f"{p}:1: not a golden file (no 'metrics' object)")
+    problem = golden_problem(data)
+    if problem is not None:
+        needle, what = problem
+        raise GoldenError(f"{p}:{_line_of(text, needle)}: refused golden file: {what}")
     return data
 
 
+def golden_problem(golden: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(a key near the problem, what is wrong) for a golden that must not be gated against, else None."""
+
+    def rate(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1
+
+    for key in ("suite", "suite_hash", "scorer_version"):
+        if not isinstance(golden.get(key), str | int) or isinstance(golden.get(key), bool):
+            return f'"{key}"', f"{key!r} is missing or not a string"
+    metrics = golden["metrics"]
+    if not metrics:
+        return '"metrics"', "no metrics (a golden of a run that scored nothing)"
+    for name, m in metrics.items():
+        if not isinstance(m, Mapping):
+            return f'"{name}"', f"metric {name!r} is not an object"
+        if not rate(m.get("value")):
+            return f'"{name}"', f"metric {name!r} value is {m.get('value')!r}, not a number in [0, 1]"
+        for field_name in ("tolerance", "low", "high"):
+            if field_name in m and not (rate(m[field_name]) or (field_name != "tolerance" and m[field_name] is None)):
+                return f'"{name}"', f"metric {name!r} {field_name} is {m.get(field_name)!r}, not a number in [0, 1]"
+        if m.get("direction", "higher") not in ("higher", "lower"):
+            return f'"{name}"', f"metric {name!r} direction is {m.get('direction')!r}, not 'higher' or 'lower'"
+    cases = golden.get("cases")
+    if not isinstance(cases, Mapping) or not cases:
+        return '"cases"', "no per-case rates (a golden of a run that scored no case)"
+    for cid, rec in cases.items():
+        if not isinstance(rec, Mapping):
+            return f'"{cid}"', f"case {cid!r} is not an object"
+        n = rec.get("n_samples")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            return f'"{cid}"', f"case {cid!r} n_samples is {n!r}: every case of a golden must have scored samples"
+        for key in CASE_FIELDS:
+            if key in rec and not rate(rec[key]):
+                return f'"{cid}"', f"case {cid!r} {key} is {rec[key]!r}, not a number in [0, 1]"
+    for name, m in metrics.items():
+        n_cases = m.get("n_cases")
+        if isinstance(n_cases, int) and not isinstance(n_cases, bool) and n_cases > len(cases):
+            return (
+                '"cases"',
+                f"metric {name!r} was measured on {n_cases} cases but the golden holds rates for {len(cases)}"
+                " (missing cases)",
+            )
+    return None
+
+
+def _line_of(text: str, needle: str) -> int:
+    at = text.find(needle)
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1
+
+
 def write_golden(path: str | Path, golden: Mapping[str, Any]) -> None:
-    """Write atomically (write then rename): keys sorted, indent 2, trailing newline."""
-    write_json_atomic(Path(path), golden, indent=2, sort_keys=True)
+    """Write atomically (write then rename): keys sorted, indent 2, trailing newline.
+
+    A document ``load_golden`` would refuse (NaN, nulls, no cases) is never written."""
+    problem = golden_problem(golden) if isinstance(golden.get("metrics"), Mapping) else ("", "no 'metrics' object")
+    if problem is not None:
+        raise GoldenError(f"{path}: golden not written: {problem[1]}")
+    try:
+        write_json_atomic(Path(path), golden, indent=2, sort_keys=True)
+    except OSError as exc:
+        raise GoldenError(f"{path}: cannot write golden file: {exc.strerror or exc}") from None
 
 
 @dataclass
@@ -199,12 +273,20 @@ class UpdateResult:
     reason: str
 
 
-def update_refusal(run: Run, *, suite: Suite | None = None, suite_case_ids: Sequence[str] | None = None) -> str | None:
+def update_refusal(
+    run: Run,
+    *,
+    suite: Suite | None = None,
+    suite_case_ids: Sequence[str] | None = None,
+    max_error_rate: float = 0.0,
+) -> str | None:
     """Why ``run`` must not become a golden baseline, or None when it may.
 
     A golden must come from the suite's full case set, sampled to the last planned sample, by a
     run that finished: never from an interrupted run (status not ``complete``), a ``--tags`` /
-    ``--limit`` selection, or a suite file edited since the run.
+    ``--limit`` selection, or a suite file edited since the run. Every case must have scored
+    samples, every metric a finite value, and the run must pass the error rule at
+    ``max_error_rate`` (``error_rule``): a run of a server that was down is not a baseline.
     """
     status = run.manifest.get("status")
     if status != "complete":
@@ -243,6 +325,27 @@ def update_refusal(run: Run, *, suite: Suite | None = None, suite_case_ids: Sequ
         return f"samples missing for {len(short)} case(s) ({', '.join(sorted(short)[:5])}): golden files left unchanged"
     if not run.summary.get("overall"):
         return "run has no summary (not scored): golden files left unchanged"
+    return _measurement_refusal(run, planned, max_error_rate)
+
+
+def _measurement_refusal(run: Run, planned: Mapping[str, Any], max_error_rate: float) -> str | None:
+    """Why the run's numbers cannot be a baseline: errors, unscored cases, NaN metrics."""
+    verdict = error_verdict(run.summary, max_error_rate, overflow_is_error=not is_stress_manifest(run.manifest))
+    if verdict.failed:
+        return f"{verdict.message()}: golden files left unchanged"
+    scored = {c["case_id"]: int(c.get("n_scored") or 0) for c in run.cases}
+    unscored = sorted(cid for cid in planned if scored.get(cid, 0) < 1)
+    if unscored:
+        return f"{len(unscored)} case(s) have no scored sample ({', '.join(unscored[:5])}): golden files left unchanged"
+    metrics = run.summary["overall"].get("metrics") or {}
+    bad = sorted(
+        name
+        for name in METRICS
+        if not isinstance((metrics.get(name) or {}).get("value"), int | float)
+        or not math.isfinite(float(metrics[name]["value"]))
+    )
+    if bad:
+        return f"metric(s) {', '.join(bad)} have no finite value: golden files left unchanged"
     return None
 
 
@@ -254,6 +357,7 @@ def update_golden(
     suite: Suite | None = None,
     suite_case_ids: Sequence[str] | None = None,
     tolerances: Mapping[str, float] | None = None,
+    max_error_rate: float = 0.0,
 ) -> UpdateResult:
     """Write ``golden/<suite>/<label>.json`` from ``run``, or refuse and leave every file untouched.
 
@@ -265,7 +369,7 @@ def update_golden(
     """
     label = label or run_label(run)
     path = golden_path(golden_dir, run.manifest["identity"]["suite"], label)
-    reason = update_refusal(run, suite=suite, suite_case_ids=suite_case_ids)
+    reason = update_refusal(run, suite=suite, suite_case_ids=suite_case_ids, max_error_rate=max_error_rate)
     if reason is not None:
         return UpdateResult(path, False, reason)
     old = load_golden(path)
@@ -307,7 +411,8 @@ class GateResult:
 
     ``status``: ``pass`` | ``fail`` (a metric regressed credibly) | ``stale`` (suite content or
     scorer version changed) | ``incomplete`` (the run did not finish or misses golden cases) |
-    ``missing`` (no golden yet: a warning unless strict).
+    ``errors`` (more sampler errors than ``--max-error-rate`` allows) | ``missing`` (no golden
+    yet: a warning unless strict).
     """
 
     suite: str
@@ -470,6 +575,7 @@ def gate_run_dir(
     alpha: float = 0.05,
     tolerances: Iterable[str] | Mapping[str, float] | None = None,
     suite: Suite | None = None,
+    max_error_rate: float = 0.0,
 ) -> GateResult:
     """``leader-eval gate RUN_DIR [--golden DIR] [--update-golden] [--strict]`` as a function.
 
@@ -485,11 +591,25 @@ def gate_run_dir(
     label = label or run_label(run)
     path = golden_path(golden_dir, run.manifest["identity"]["suite"], label)
     result = gate(run, load_golden(path), strict=strict, alpha=alpha, tolerances=tols, golden_file=path, label=label)
+    apply_error_rule(result, run, max_error_rate)
     if update:
         # the comparison above is against the old golden and stays in the table; a written update
         # means the user accepted this run as the new baseline, so the exit status is 0
-        result.update = update_golden(run, golden_dir, label=label, suite=suite, tolerances=tols or None)
+        result.update = update_golden(
+            run, golden_dir, label=label, suite=suite, tolerances=tols or None, max_error_rate=max_error_rate
+        )
     return result
+
+
+def apply_error_rule(result: GateResult, run: Run, max_error_rate: float = 0.0) -> None:
+    """Fail the gate (status ``errors``) when the run's sampler errors exceed ``max_error_rate``:
+    a passing table over the samples that did not error would be a false green."""
+    verdict = error_verdict(run.summary, max_error_rate, overflow_is_error=not is_stress_manifest(run.manifest))
+    if not verdict.failed:
+        return
+    if result.status in ("pass", "missing"):
+        result.status = "errors"
+    result.messages.insert(0, verdict.message())
 
 
 @dataclass
@@ -671,7 +791,7 @@ def format_gate_table(result: GateResult) -> str:
 
 def gate_markdown(result: GateResult) -> str:
     """The same summary as Markdown, for a pull request comment or ``$GITHUB_STEP_SUMMARY``."""
-    icon = {"pass": "✅", "fail": "❌", "stale": "❌", "incomplete": "❌"}.get(
+    icon = {"pass": "✅", "fail": "❌", "stale": "❌", "incomplete": "❌", "errors": "❌"}.get(
         result.status, "❌" if result.strict else "⚠️"
     )
     lines = [f"### {icon} {_md(result.headline())}", ""]

@@ -29,7 +29,7 @@ def llama_server():
             pytest.fail("the llama.cpp server needs llama-cpp-python[server] (uvicorn)")
         pytest.skip("needs llama-cpp-python[server]")
     from leader_eval.backends.local import embedded_model_path
-    from leader_eval.testing import start_llama_server
+    from tests.support import start_llama_server
 
     gguf = embedded_model_path()
     with start_llama_server(gguf, n_ctx=2048, alias="smollm2") as server:

@@ -22,6 +22,8 @@ def prompt_digest(text: str) -> str:
 
 class ReplayBackend:
     max_concurrency = 1024
+    #: a replay serves its own record; it is never cached again
+    cache_identity: str | None = None
 
     def __init__(self, path: Path):
         run = RunDir(path)
@@ -62,6 +64,10 @@ class ReplayBackend:
     #: the recorded run's seed and sampling, which the runner must reuse to address its samples
     def recorded(self) -> dict[str, Any]:
         return self.manifest
+
+    def has_sample(self, case_id: str, seed: int) -> bool:
+        """Whether the recorded run finished the sample of ``case_id`` with ``seed``."""
+        return (case_id, seed) in self._samples
 
     def describe(self) -> dict[str, Any]:
         model = dict(self.manifest.get("model", {}))
