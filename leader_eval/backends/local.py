@@ -28,8 +28,8 @@ from typing import Any
 
 from leader_eval import protocols
 from leader_eval.backends.base import Completion, SampleRequest
-from leader_eval.errors import LeaderEvalError
 from leader_eval.chat_template import render_chat_template, template_supports_tools
+from leader_eval.errors import LeaderEvalError
 from leader_eval.types import Prompt
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
