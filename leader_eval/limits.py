@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import operator
 import os
 import re
 import string
@@ -40,7 +39,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import jinja2
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.nodes import Concat
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -275,7 +273,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         _binop_precheck(operator, left, right)
         return _check_value(self.binop_table[operator](left, right), f"template: {operator!r}")
 
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         name = getattr(__obj, "__name__", type(__obj).__name__)
         what = f"template: {name}()"
         _check_int_args(args, what)

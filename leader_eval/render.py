@@ -21,6 +21,10 @@ import jinja2
 import jinja2.meta
 
 from leader_eval.chat_template import render_chat_template, template_supports_tools
+
+# leftover template syntax and placeholders that must never reach a model: one definition,
+# shared with the output-time leak detector
+from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS
 from leader_eval.errors import SuiteError
 from leader_eval.limits import BoundedSandbox, LimitExceeded, finditer_bounded, run_bounded
 from leader_eval.types import Prompt
@@ -28,16 +32,6 @@ from leader_eval.types import Prompt
 if TYPE_CHECKING:
     from leader_eval.backends.base import Backend
     from leader_eval.suite import Case, ScaffoldMessage, Suite
-
-#: Leftover template syntax and placeholder markers that must never reach a model.
-PLACEHOLDER_PATTERNS: tuple[str, ...] = (
-    r"\{\{.*?\}\}",
-    r"\{%.*?%\}",
-    r"\{#.*?#\}",
-    r"\[(?:PLACEHOLDER|INSERT\b[^\]\n]*|TODO|TBD|FILL(?:\s+IN)?\b[^\]\n]*|YOUR [A-Z ]+)\]",
-    r"<(?:GOAL|PLACEHOLDER|INSERT[^>\n]*|CURRENT_GOAL|AGENT_NAME)>",
-    r"\{(?:current_goal|goal|agent_name|room|name|task)\}",
-)
 
 
 __all__ = [
@@ -124,11 +118,17 @@ def _variables_of(source: str) -> frozenset[str]:
     return frozenset(jinja2.meta.find_undeclared_variables(run_bounded(_ENV.parse, source)))
 
 
+def tools_json(suite: Suite) -> str:
+    """The ``tools_json`` scaffold variable: what the model reads, and what the scorer compares
+    an echo against (non-ASCII text as itself, never as ``\\u`` escapes)."""
+    return json.dumps([t.to_openai()["function"] for t in suite.tools], indent=2, ensure_ascii=False)
+
+
 def render_messages(suite: Suite, case: Case) -> list[dict[str, Any]]:
     """Render the scaffold for one case; raise ``SuiteError`` on any missing or blank variable."""
     context: dict[str, Any] = {
         "tools": [t.to_openai()["function"] for t in suite.tools],
-        "tools_json": json.dumps([t.to_openai()["function"] for t in suite.tools], indent=2, ensure_ascii=False),
+        "tools_json": tools_json(suite),
         "case_id": case.id,
         **case.vars,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class Case:
     sampling: dict[str, Any] = field(default_factory=dict)
     hard_fail: tuple[str, ...] = ()
     stress: dict[str, Any] = field(default_factory=dict)
+    episode: Any = None  # an EpisodeSpec for a multi-turn case (leader_eval.episode_spec)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,11 @@ class Suite:
     root: Path = field(default=Path("."), compare=False)
     #: tool schemas with their $ref targets loaded; ``tool_schemas.validator(name)`` never fetches
     tool_schemas: ToolSchemas | None = field(default=None, repr=False, compare=False)
+    #: count budgets for the gate (``max_hard_fails``, ``max_leaks``); copied into the golden
+    gate: dict[str, int] = field(default_factory=dict)
+    #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
+    pass_k: tuple[int, ...] = ()
+    world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.world)
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -261,12 +268,16 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         lines=lines,
         root=root,
         tool_schemas=schemas,
+        gate=dict(data.get("gate", {})),
+        pass_k=tuple(data.get("pass_k", ())),
     )
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     from leader_eval.render import check_templates
 
     check_templates(suite)
-    return suite
+    from leader_eval.episode_spec import with_episodes
+
+    return with_episodes(suite, data)
 
 
 def _check_regex(path: Path, line: int, pattern: str) -> None:
@@ -288,10 +299,11 @@ def _scaffold_message(
     # next to the suite, else in its templates/ folder; both confined to the suite root
     candidates = [resolve_in_root(path, ref, line, root=root, what="template file")]
     if not Path(ref).is_absolute():
-        try:
-            candidates.append(resolve_in_root(path, str(Path("templates") / ref), line, root=root, what="template file"))
-        except SuiteError:
-            pass  # only the first place must be inside the root for the error message to name it
+        # only the first place must be inside the root for the error message to name it
+        with contextlib.suppress(SuiteError):
+            candidates.append(
+                resolve_in_root(path, str(Path("templates") / ref), line, root=root, what="template file")
+            )
     for c in candidates:
         if c.is_file():
             text = read_text(c, limit=MAX_TEMPLATE_BYTES, what="template")

@@ -46,8 +46,8 @@ from typing import Any, Literal
 
 import tinker
 
+from leader_eval import protocols
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
-from leader_eval.backends.openai_compat import protocol_from_template
 from leader_eval.errors import LeaderEvalError
 from leader_eval.types import Prompt
 
@@ -64,8 +64,6 @@ RENDERER_ENV = "LEADER_EVAL_RENDERER"
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
 #: end-of-turn markers, most specific first; the first the template writes leads special_tokens
 _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|eot|>", "</s>", "<|endoftext|>")
-#: tinker-cookbook renderer families -> the tool-call protocol their output speaks
-_RENDERER_PROTOCOLS = (("qwen", "hermes"), ("kimi", "kimi_k2"), ("llama3", "llama3_json"))
 
 
 # --- model specs ------------------------------------------------------------------------------
@@ -397,12 +395,7 @@ class TinkerBackend:
         if self._protocol_override:
             return self._protocol_override
         self._ensure_tokenizer()
-        if self.renderer_name:
-            name = self.renderer_name.lower()
-            for prefix, protocol in _RENDERER_PROTOCOLS:
-                if name.startswith(prefix):
-                    return protocol
-        return protocol_from_template(self._template)
+        return protocols.detect(chat_template=self._template, renderer=self.renderer_name)
 
     @default_protocol.setter
     def default_protocol(self, value: str) -> None:
