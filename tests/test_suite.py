@@ -347,3 +347,19 @@ def test_validators_never_retrieve(monkeypatch) -> None:
         v = compile_validator({"properties": {"x": {"$ref": ref}}})
         with pytest.raises(Unresolvable):
             v.is_valid({"x": 1})
+
+
+def test_scoring_validates_against_the_files_lint_loaded(tmp_path: Path) -> None:
+    """A file $ref resolves at scoring to what lint loaded (no retrieval: before, 'common.json' was fetched)."""
+    from leader_eval.api import score_output
+
+    (tmp_path / "common.json").write_text('{"$defs": {"msg": {"type": "string", "minLength": 3}}}')
+    path = tmp_path / "s.yaml"
+    path.write_text(_with_message_schema("message: {$ref: 'common.json#/$defs/msg'}"))
+    ok = score_output(path, '{"tool": "send_message_to_chat", "arguments": {"message": "hello"}}', case="hello")
+    short = score_output(path, '{"tool": "send_message_to_chat", "arguments": {"message": "hi"}}', case="hello")
+    checks_ok = {c["check"]: c for c in ok.checks}
+    checks_short = {c["check"]: c for c in short.checks}
+    assert checks_ok["arguments_schema"]["passed"] is True
+    assert checks_short["arguments_schema"]["passed"] is False
+    assert checks_short["arguments_schema"]["reason"] == "schema_violation"
