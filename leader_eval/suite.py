@@ -291,9 +291,7 @@ def _check_regex(path: Path, line: int, pattern: str) -> None:
         raise SuiteError(path, line, str(exc)) from exc
 
 
-def _scaffold_message(
-    path: Path, root: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]
-) -> ScaffoldMessage:
+def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]) -> ScaffoldMessage:
     if "content" in m:
         # A block scalar's text starts on the line after the key.
         line = _line(lines, ("scaffold", "messages", i, "content"))

@@ -52,7 +52,7 @@ JsonPath = tuple[str | int, ...]
 
 def refuse_retrieval(uri: str) -> Resource[Any]:
     """The registry's retrieve function: every URI not loaded at lint time is refused."""
-    raise NoSuchResource(ref=uri)
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 def empty_registry() -> Registry[Any]:
@@ -247,8 +247,8 @@ def _check_cycles(roots: list[_Doc], registry: Registry[Any], all_docs: list[_Do
         if not isinstance(schema, Mapping) or id(schema) in safe:
             return
         if id(schema) in on_path:
-            file, line, ref = site.get(id(schema), site.get(on_path[-1], (roots[0].file, 1, "?")))
-            raise SuiteError(file, line, f"$ref {ref!r} is part of a reference cycle that never consumes input")
+            file, line, closing = site.get(id(schema), site.get(on_path[-1], (roots[0].file, 1, "?")))
+            raise SuiteError(file, line, f"$ref {closing!r} is part of a reference cycle that never consumes input")
         on_path.append(id(schema))
         ref = schema.get("$ref")
         if isinstance(ref, str):

@@ -41,14 +41,35 @@ HOSTILE = {
     "indent_filter": ("{{ ('a\\n' * 100000) | indent(1000) }}", "indent"),
     "tojson_indent": ("{{ tools | tojson(indent=100) }}", "indent is too large"),
     "recursive_macro": ("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "recurses too deeply"),
-    "huge_output": ("{% for i in range(99999) %}{% for j in range(999) %}xxxxxxxxxxxxxxxxxxxx{% endfor %}{% endfor %}", ("output is over", "longer than")),
-    "concat_doubling": ("{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x ~ ns.x %}{% endfor %}", "'~' would build"),
-    "plus_doubling": ("{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x + ns.x %}{% endfor %}", "'+' would build"),
-    "block_doubling": ("{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set y %}{{ ns.x }}{{ ns.x }}{% endset %}{% set ns.x = y %}{% endfor %}", "output is over"),
-    "macro_doubling": ("{% macro d(s) %}{{ s }}{{ s }}{% endmacro %}{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = d(ns.x) %}{% endfor %}", ("built a value", "output is over")),
+    "huge_output": (
+        "{% for i in range(99999) %}{% for j in range(999) %}xxxxxxxxxxxxxxxxxxxx{% endfor %}{% endfor %}",
+        ("output is over", "longer than"),
+    ),
+    "concat_doubling": (
+        "{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x ~ ns.x %}{% endfor %}",
+        "'~' would build",
+    ),
+    "plus_doubling": (
+        "{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x + ns.x %}{% endfor %}",
+        "'+' would build",
+    ),
+    "block_doubling": (
+        "{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set y %}{{ ns.x }}{{ ns.x }}{% endset %}{% set ns.x = y %}{% endfor %}",
+        "output is over",
+    ),
+    "macro_doubling": (
+        "{% macro d(s) %}{{ s }}{{ s }}{% endmacro %}{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = d(ns.x) %}{% endfor %}",
+        ("built a value", "output is over"),
+    ),
     "join_growth": ("{% set l = ['x' * 1000] * 5000 %}{{ l | join }}", "join"),
-    "replace_growth": ("{% set ns = namespace(x='aa') %}{% for i in range(40) %}{% set ns.x = ns.x.replace('a', 'aaaa') %}{% endfor %}", "replace"),
-    "bigint_squaring": ("{% set ns = namespace(x=10) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}{% endfor %}", "bits"),
+    "replace_growth": (
+        "{% set ns = namespace(x='aa') %}{% for i in range(40) %}{% set ns.x = ns.x.replace('a', 'aaaa') %}{% endfor %}",
+        "replace",
+    ),
+    "bigint_squaring": (
+        "{% set ns = namespace(x=10) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}{% endfor %}",
+        "bits",
+    ),
     "power": ("{{ 9 ** 9999999999 }}", "bits"),
     "format_width": ("{{ '{:>9999999999}'.format('x') }}", "format width"),
     "format_kwarg_width": ("{{ '{:>{w}}'.format('x', w=10**10) }}", "too large"),
@@ -110,11 +131,34 @@ def test_a_template_syntax_error_deep_in_a_template_names_its_line(tmp_path: Pat
         load_suite(path)
 
 
-CATASTROPHIC = [r"(a+)+$", r"(a*)*b", r"(\w+)*x", r"(a|aa)*b", r"(a|a)+", r"(.*a){20}", r"((ab)*)+c",
-                r"(\d+\.?)+x", r"^(\w+\s?)*$", r"(x+x+)+y", r"(?:[a-z]+)+@"]
-SAFE = [r"(?i)\bclick(ed|ing)?\b.{0,40}\b(button|icon|element)", r"(?i)\bpot\b", r"<<[A-Z_]+>>", r"(\w+\s)+x",
-        r"\[(?:PLACEHOLDER|TODO)\]", r"(ab|cd)+", r"[A-Z][a-z]+(?: [A-Z][a-z]+)*", r"\d{3}-\d{4}", r"(foo|bar)*baz",
-        r"\{\{.*?\}\}", r"(?:\[[A-Z_]+\])+", r"(?i)(A|a)+$", r"([ab]|b)*c"]  # single-character branches become a set
+CATASTROPHIC = [
+    r"(a+)+$",
+    r"(a*)*b",
+    r"(\w+)*x",
+    r"(a|aa)*b",
+    r"(a|a)+",
+    r"(.*a){20}",
+    r"((ab)*)+c",
+    r"(\d+\.?)+x",
+    r"^(\w+\s?)*$",
+    r"(x+x+)+y",
+    r"(?:[a-z]+)+@",
+]
+SAFE = [
+    r"(?i)\bclick(ed|ing)?\b.{0,40}\b(button|icon|element)",
+    r"(?i)\bpot\b",
+    r"<<[A-Z_]+>>",
+    r"(\w+\s)+x",
+    r"\[(?:PLACEHOLDER|TODO)\]",
+    r"(ab|cd)+",
+    r"[A-Z][a-z]+(?: [A-Z][a-z]+)*",
+    r"\d{3}-\d{4}",
+    r"(foo|bar)*baz",
+    r"\{\{.*?\}\}",
+    r"(?:\[[A-Z_]+\])+",
+    r"(?i)(A|a)+$",
+    r"([ab]|b)*c",
+]  # single-character branches become a set
 
 
 @pytest.mark.parametrize("pattern", CATASTROPHIC)

@@ -294,7 +294,12 @@ REF_ERRORS = [
     ("missing_anchor", "message: {$ref: '#nope'}", 20, "points to nothing"),
     ("id_escape", "message: {$ref: 'x.json'}\n      $id: 'https://example.com/'", 21, "$id is not supported"),
     ("dynamic_ref", "message: {$dynamicRef: '#meta'}", 20, "$dynamicRef is not supported"),
-    ("cycle", "message: {$ref: '#/$defs/a'}\n      $defs:\n        a: {$ref: '#/$defs/b'}\n        b: {$ref: '#/$defs/a'}", (22, 23), "reference cycle"),
+    (
+        "cycle",
+        "message: {$ref: '#/$defs/a'}\n      $defs:\n        a: {$ref: '#/$defs/b'}\n        b: {$ref: '#/$defs/a'}",
+        (22, 23),
+        "reference cycle",
+    ),
     ("cycle_through_allof", "message: {allOf: [{$ref: '#/properties/message'}]}", 20, "reference cycle"),
 ]
 
@@ -311,7 +316,9 @@ def test_tool_schema_ref_errors_are_lint_errors(tmp_path: Path, capsys, name, sc
 
 
 def test_refs_in_a_referenced_file_name_that_file_and_line(tmp_path: Path, capsys) -> None:
-    (tmp_path / "common.yaml").write_text("$defs:\n  msg:\n    type: string\n  bad:\n    $ref: 'https://evil.example/x'\n")
+    (tmp_path / "common.yaml").write_text(
+        "$defs:\n  msg:\n    type: string\n  bad:\n    $ref: 'https://evil.example/x'\n"
+    )
     path = tmp_path / "s.yaml"
     path.write_text(_with_message_schema("message: {$ref: 'common.yaml#/$defs/msg'}"))
     status, err = _lint(capsys, str(path))
