@@ -201,3 +201,33 @@ def test_local_backend_tokens_are_the_renderers_text(local_backend) -> None:
     text = render_chat_template(smollm2, MESSAGES, bos_token=local_backend.bos_token, eos_token=local_backend.eos_token)
     assert prompt.text == text == _transformers_render(smollm2, MESSAGES, None)  # SmolLM2's uses no bos/eos
     assert prompt.token_ids == local_backend.tokenize(text)
+
+
+def _spy_renders(monkeypatch) -> list[str]:
+    """Record every template the one renderer compiles-and-renders, whoever calls it."""
+    import leader_eval.chat_template as ct
+
+    seen: list[str] = []
+    real = ct.run_bounded
+
+    def spy(fn, *args, **kwargs):
+        if "chat_template" in kwargs:
+            seen.append(kwargs["chat_template"])
+        return real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(ct, "run_bounded", spy)
+    return seen
+
+
+def test_openai_completions_mode_renders_through_the_one_renderer(monkeypatch) -> None:
+    seen = _spy_renders(monkeypatch)
+    backend = OpenAICompatBackend("http://127.0.0.1:1/v1", "m", chat_template=SEPARATORS)
+    backend.apply_chat_template(MESSAGES, TOOLS)
+    assert seen == [SEPARATORS]
+
+
+@pytest.mark.model
+def test_local_backend_renders_through_the_one_renderer(monkeypatch, local_backend) -> None:
+    seen = _spy_renders(monkeypatch)
+    local_backend.apply_chat_template(MESSAGES, TOOLS)
+    assert seen and seen[0] == local_backend.chat_template
