@@ -37,6 +37,20 @@ def _scaffold(template: str) -> str:
     return M.replace(REQUEST, "content: " + repr(template).replace("\\\\", "\\"))
 
 
+def _with_template_file(data: bytes | None, link_to: str | None = None) -> Callable[[Path], None]:
+    """A suite whose system message is ``file: t.j2``, with that file's bytes or a symlink."""
+
+    def write(path: Path) -> None:
+        target = path.parent / "t.j2"
+        if link_to is not None:
+            target.symlink_to(link_to)
+        elif data is not None:
+            target.write_bytes(data)
+        path.write_text(M.replace(REQUEST, "file: t.j2"))
+
+    return write
+
+
 HOSTILE: dict[str, str | bytes | Callable[[Path], None]] = {
     # item 5 / 16: YAML
     "billion_laughs": _lol() + M,
@@ -88,6 +102,11 @@ HOSTILE: dict[str, str | bytes | Callable[[Path], None]] = {
     "relative_traversal": M.replace(REQUEST, "file: " + "../" * 30 + "proc/self/environ"),
     "home_path": M.replace(REQUEST, "file: ~/.bashrc"),
     "nul_in_path": M.replace(REQUEST, 'file: "a\\0b.j2"'),
+    "template_symlink_out": _with_template_file(None, link_to="/etc/hostname"),
+    "template_file_utf16": _with_template_file("{{ request }}".encode("utf-16")),
+    "template_file_latin1": _with_template_file("{{ request }} caf\u00e9".encode("latin-1")),
+    "template_file_huge": _with_template_file(b"x" * (2**20 + 10)),
+    "template_file_is_dir": lambda p: ((p.parent / "t.j2").mkdir(), p.write_text(M.replace(REQUEST, "file: t.j2"))),
     # item 3: tool-contract $ref
     "ref_https": M.replace(MESSAGE, "message: {$ref: 'https://example.com/schema.json'}"),
     "ref_file_url": M.replace(MESSAGE, "message: {$ref: 'file:///etc/passwd'}"),
@@ -172,7 +191,8 @@ def test_hostile_suite_exits_2_with_one_line(tmp_path: Path, name: str) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
-    assert lines[0].startswith(f"error: {path}"), lines[0]
+    # names the suite, or the referenced file that is wrong (a template beside it)
+    assert lines[0].startswith((f"error: {path}", f"error: {path.parent}/t.j2")), lines[0]
     assert len(lines[0]) < 600, lines[0]
 
 
