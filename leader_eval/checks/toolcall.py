@@ -25,6 +25,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from leader_eval.tool_schema import validator_for
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
@@ -62,7 +63,7 @@ def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
         key = id(schema)
     v = _VALIDATORS.get(key)
     if v is None:
-        v = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        v = validator_for(schema)  # never fetches a $ref; a suite's file refs resolve to what lint loaded
         if len(_VALIDATORS) > 4096:  # a long-lived process scoring many suites
             _VALIDATORS.clear()
         _VALIDATORS[key] = v
