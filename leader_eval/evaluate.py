@@ -33,10 +33,12 @@ from leader_eval.runner import (
 from leader_eval.score import ModelInfo, SampleScore, score_samples
 from leader_eval.store import (
     CASES,
+    LOCK,
     RESULTS,
     SUMMARY,
     RunDir,
     dumps,
+    lock_holder,
     run_dir_lock,
     write_json_atomic,
     write_lines_atomic,
@@ -203,6 +205,9 @@ def read_run(path: str | Path) -> Run:
     if not rundir.path.is_dir():
         raise RunDirError(f"{path}: not a run directory")
     manifest = rundir.read_manifest()
+    if manifest.get("status") == "running" and lock_holder(rundir.path / LOCK) is None:
+        # no process holds the run: it died without a word (SIGKILL, a full disk refused the update)
+        manifest["status"] = "interrupted"
     samples = rundir.read_samples()
     scores: list[SampleScore] = []
     results_path = rundir.path / RESULTS
