@@ -21,6 +21,7 @@ __all__ = [
     "non_negative_float",
     "non_negative_int",
     "open_probability",
+    "positive_float",
     "positive_int",
     "probability",
     "protocol_name",
@@ -63,6 +64,14 @@ def non_negative_int(text: str) -> int:
 def finite_float(text: str) -> float:
     """Any finite number (no NaN, no infinity)."""
     return _float(text)
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (timeouts in seconds)."""
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+    return value
 
 
 def non_negative_float(text: str) -> float:

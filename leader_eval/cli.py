@@ -13,6 +13,7 @@ from leader_eval.argtypes import (
     non_negative_float,
     non_negative_int,
     open_probability,
+    positive_float,
     positive_int,
     probability,
     protocol_name,
@@ -42,6 +43,12 @@ def _backend_options(args: argparse.Namespace) -> dict[str, object]:
             out["gguf_path"] = args.template_gguf
         if args.chat_template:
             out["chat_template"] = Path(args.chat_template).read_text(encoding="utf-8")
+        if args.max_response_bytes is not None:
+            out["max_response_bytes"] = args.max_response_bytes
+    if args.request_timeout is not None and args.model.startswith(("openai:", "tinker")):
+        out["timeout_s"] = args.request_timeout
+    if args.cache_id:
+        out["cache_id"] = args.cache_id
     return out
 
 
@@ -268,6 +275,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-samples", type=non_negative_int, help="stop cleanly after this many new samples (cost cap)")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the sample cache")
     _add_max_error_rate(r)
+    r.add_argument(
+        "--request-timeout",
+        type=positive_float,
+        help="openai/tinker: seconds one request may take, body included (openai default 120; "
+        "a sample with its retries gets 3x this)",
+    )
+    r.add_argument(
+        "--max-response-bytes",
+        type=positive_int,
+        help="openai: cap on a response body after decompression (default 8388608); larger is a sample error",
+    )
+    r.add_argument(
+        "--cache-id",
+        help="name the weights behind a remote model for the sample cache (remote servers are never "
+        "served from the cache across runs without it)",
+    )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.set_defaults(func=cmd_run)
 

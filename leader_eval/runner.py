@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval import __version__
-from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, is_context_overflow
+from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard, is_context_overflow
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
 from leader_eval.render import RenderedCase, render_case
@@ -463,6 +463,12 @@ async def sample_planned(
     before it spends more and its manifest says so.
     """
     stats = SamplingStats()
+    backend = guard(backend)  # typed, secret-free completions whoever built the backend
+    # what names the weights for the cache (None: a remote server, never cached across runs)
+    identity: str | None = getattr(backend, "cache_identity", None)
+    if identity is None and cache is not None:
+        cache.close()
+        cache = None
     budget = max_samples
     log = run.samples_log()
     prompts = run.prompts_log()
@@ -484,7 +490,7 @@ async def sample_planned(
             stats.reused += p.n_samples - len(missing)
             if not missing:
                 continue
-            prefix = _key_prefix(backend.model_id, p.rendered.prompt, p.params)
+            prefix = _key_prefix(identity or backend.model_id, p.rendered.prompt, p.params)
             if p.overflow:
                 for i in missing:
                     seed = derive_seed(run_seed, p.case.id, i)

@@ -22,6 +22,8 @@ def prompt_digest(text: str) -> str:
 
 class ReplayBackend:
     max_concurrency = 1024
+    #: a replay serves its own record; it is never cached again
+    cache_identity: str | None = None
 
     def __init__(self, path: Path):
         run = RunDir(path)

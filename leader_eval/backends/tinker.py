@@ -277,6 +277,9 @@ class TinkerBackend:
             raise LeaderEvalError(f"tinker backend: seed_mode must be 'request' or 'per_sample', not {seed_mode!r}")
         self.model_path = model_path
         self.model_id = model_path or f"tinker:{base_model}"
+        #: a tinker:// checkpoint path names immutable weights; a base model name may be updated
+        #: by the service behind the same name, so it is not cached across runs (--cache-id to vouch)
+        self.cache_identity: str | None = model_path or None
         self._given_base_model = base_model
         self.base_model: str | None = base_model
         self._base_model_source = "given" if base_model else None

@@ -54,6 +54,10 @@ class ServerHandle:
     def base_url(self) -> str:
         return f"{self.url}/v1"
 
+    def base_url_for(self, behaviour: str) -> str:
+        """The hostile server's base URL for one behaviour (``tests/support/hostile.py``)."""
+        return f"{self.url}/{behaviour}/v1"
+
     def get_json(self, path: str, timeout: float = 5.0) -> Any:
         with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
             return json.loads(resp.read())
@@ -239,10 +243,10 @@ def _llama_ready(handle: ServerHandle, alias: str) -> bool:
 
 def _spawn(role: str, args: list[str], ready_timeout_s: float = 30.0) -> ServerHandle:
     log = Path(tempfile.mkstemp(prefix=f"leader-eval-{role}-", suffix=".log")[1])
-    code = "from leader_eval.testing.servers import _child_main; _child_main()"
+    # run this file by path: the child needs no import path for the test helpers
     with open(log, "wb") as logf:
         proc = subprocess.Popen(
-            [sys.executable, "-c", code, role, *args],
+            [sys.executable, str(Path(__file__).resolve()), role, *args],
             stdout=subprocess.PIPE,
             stderr=logf,
             stdin=subprocess.DEVNULL,
@@ -285,6 +289,12 @@ def start_mock_server(
     return _spawn("mock", args)
 
 
+def start_hostile_server(*, bomb_mb: int = 9) -> ServerHandle:
+    """The hostile OpenAI-compatible server of ``tests/support/hostile.py`` (echoes, bombs, stalls,
+    wrong types), one behaviour per path prefix: ``handle.base_url_for("gzip_bomb")``."""
+    return _spawn("hostile", ["--bomb-mb", str(bomb_mb)])
+
+
 DEFAULT_FAULTS: tuple[str, ...] = ("500", "429", "timeout", "drop", "truncate")
 ALL_FAULTS: tuple[str, ...] = (*DEFAULT_FAULTS, "short_read")
 
@@ -324,7 +334,7 @@ def start_fault_proxy(
 
 
 def _child_main() -> None:
-    parser = argparse.ArgumentParser(prog="leader_eval.testing.servers")
+    parser = argparse.ArgumentParser(prog="tests/support/servers.py")
     sub = parser.add_subparsers(dest="role", required=True)
     m = sub.add_parser("mock")
     m.add_argument("--latency-ms", type=float, default=200.0)
@@ -338,8 +348,15 @@ def _child_main() -> None:
     p.add_argument("--kinds", default=",".join(DEFAULT_FAULTS))
     p.add_argument("--retry-after", type=float, default=1.0)
     p.add_argument("--hang-s", type=float, default=30.0)
+    h = sub.add_parser("hostile")
+    h.add_argument("--bomb-mb", type=int, default=9)
     ns = parser.parse_args()
-    app = _mock_app(ns) if ns.role == "mock" else _proxy_app(ns)
+    if ns.role == "hostile":
+        from hostile import hostile_app  # this file runs as a script: its folder is sys.path[0]
+
+        app = hostile_app(ns)
+    else:
+        app = _mock_app(ns) if ns.role == "mock" else _proxy_app(ns)
     asyncio.run(_serve(app))
 
 
@@ -555,3 +572,7 @@ def _proxy_app(ns: argparse.Namespace) -> Any:
     app.router.add_route("*", "/{tail:.*}", handle)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+if __name__ == "__main__":
+    _child_main()

@@ -1,11 +1,13 @@
-"""Test and benchmark helpers: a real llama.cpp server, a fixed-latency mock, a fault proxy."""
+"""Test and benchmark helpers (not shipped): a real llama.cpp server, a fixed-latency mock, a fault proxy,
+a hostile OpenAI-compatible server."""
 
-from leader_eval.testing.servers import (
+from tests.support.servers import (
     ALL_FAULTS,
     DEFAULT_FAULTS,
     ServerHandle,
     free_port,
     start_fault_proxy,
+    start_hostile_server,
     start_llama_server,
     start_mock_server,
 )
@@ -16,6 +18,7 @@ __all__ = [
     "ServerHandle",
     "free_port",
     "start_fault_proxy",
+    "start_hostile_server",
     "start_llama_server",
     "start_mock_server",
 ]
