@@ -20,6 +20,7 @@ from leader_eval.runner import (
     apply_recorded,
     build_manifest,
     check_out_dir,
+    check_protocol,
     check_run_options,
     default_label,
     default_out_dir,
@@ -76,6 +77,8 @@ def run(
         check_out_dir(Path(options.out))  # before a model is loaded or a server asked
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
+    # a protocol the parser does not know is refused before any backend is built or asked
+    check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
     backend = backend or resolve_backend(
         options.model, context_length=options.context_length, **options.backend_options
     )

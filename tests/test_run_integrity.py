@@ -438,3 +438,56 @@ def test_a_running_status_without_a_live_holder_reads_as_interrupted(tmp_path: P
     assert read_run(run_dir).manifest["status"] == "interrupted"  # its process died without a word
     with run_dir_lock(run_dir):  # a live run holds its directory: it is running
         assert read_run(run_dir).manifest["status"] == "running"
+
+
+# ---------------------------------------------------------------------------------------------
+# the rule as a library function (the pytest plugin's verdicts use it)
+
+
+def test_error_verdict_and_case_verdict_never_pass_an_error() -> None:
+    from leader_eval.error_rule import case_verdict, error_verdict
+
+    def overall(n: int, scored: int, errors: int, overflow: int = 0) -> dict[str, Any]:
+        return {"overall": {"n_samples": n, "n_scored": scored, "n_errors": errors, "n_context_overflow": overflow}}
+
+    assert not error_verdict(overall(10, 10, 0)).failed
+    assert error_verdict(overall(10, 9, 1)).failed  # default: any error fails
+    assert not error_verdict(overall(10, 9, 1), 0.1).failed  # allowed
+    assert error_verdict(overall(10, 8, 2), 0.1).failed
+    assert error_verdict(overall(4, 0, 4), 1.0).failed  # nothing measured: never green
+    assert error_verdict(overall(0, 0, 0), 1.0).failed
+    assert error_verdict(overall(10, 8, 0, overflow=2)).failed  # an overflow is an error in a run ...
+    assert not error_verdict(overall(10, 8, 0, overflow=2), overflow_is_error=False).failed  # ... not in a sweep
+    with pytest.raises(ValueError):
+        error_verdict(overall(1, 1, 0), float("nan"))
+
+    def case(scored: int, passed: int, errors: int, overflow: int = 0) -> dict[str, Any]:
+        return {"n_scored": scored, "n_passed": passed, "n_errors": errors, "n_context_overflow": overflow}
+
+    assert case_verdict(case(2, 2, 0)) == "pass"
+    assert case_verdict(case(0, 0, 2)) == "error"  # only errored samples: never a pass
+    assert case_verdict(case(1, 1, 1)) == "error"
+    assert case_verdict(case(2, 1, 1)) == "fail"
+    assert case_verdict(case(0, 0, 0, overflow=2)) == "error"
+
+
+def test_unknown_protocol_is_refused_before_any_request(
+    mini_suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import leader_eval.backends as backends
+    from leader_eval.errors import LeaderEvalError
+    from leader_eval.evaluate import run
+    from leader_eval.runner import RunOptions
+
+    def no_backend(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a backend was built before the protocol was checked")
+
+    monkeypatch.setattr(backends, "resolve_backend", no_backend)
+    monkeypatch.setattr("leader_eval.evaluate.resolve_backend", no_backend)
+    with pytest.raises(LeaderEvalError, match="unknown protocol 'bogus'"):
+        run(mini_suite, RunOptions(model="openai:http://127.0.0.1:9/v1#m", protocol="bogus", out=tmp_path / "r"))
+    bad_suite = tmp_path / "bogus.yaml"
+    bad_suite.write_text(mini_suite.read_text().replace("protocol: json", "protocol: bogus"))
+    with pytest.raises(LeaderEvalError, match="bogus"):
+        run(bad_suite, RunOptions(model="openai:http://127.0.0.1:9/v1#m", out=tmp_path / "r"))
+    assert not (tmp_path / "r").exists()
