@@ -77,6 +77,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         cache=not args.no_cache,
         backend_options=_backend_options(args),
     )
+    if args.shard:
+        from leader_eval.merge import shard_options
+
+        options = shard_options(options, args.shard, args.suite)
     try:
         result = run(args.suite, options)
     except KeyboardInterrupt:
@@ -209,6 +213,16 @@ def cmd_flaky(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    from leader_eval.merge import merge_runs
+    from leader_eval.report import format_summary
+
+    result = merge_runs(args.runs, args.out, suite=args.suite)
+    print(format_summary(result))
+    print(f"merged {len(args.runs)} shards into {args.out} (status {result.manifest.get('status')}): gate it once")
+    return 0
+
+
 def cmd_stress(args: argparse.Namespace) -> int:
     from leader_eval.error_rule import error_verdict
     from leader_eval.stress import format_stress_table, stress
@@ -310,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--chat-template", help="openai completions mode: a jinja2 chat template file")
     r.add_argument("--api-key-env", help="openai: environment variable holding the API key (default OPENAI_API_KEY)")
     r.add_argument("--max-samples", type=non_negative_int, help="stop cleanly after this many new samples (cost cap)")
+    r.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (deterministic by case id; needs --seed); merge the shards with leader-eval merge",
+    )
     r.add_argument("--no-cache", action="store_true", help="do not read or write the sample cache")
     _add_max_error_rate(r)
     r.add_argument(
@@ -377,6 +396,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
     pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")
     pl.set_defaults(func=cmd_plan)
+
+    mg = sub.add_parser("merge", help="merge the shards of one run (run --shard I/N) into one run directory")
+    mg.add_argument("runs", nargs="+", help="the shard run directories, every shard 1..N once")
+    mg.add_argument("--out", required=True, help="new run directory for the merged run")
+    mg.add_argument("--suite", help="suite file to score with (default: the path the shards recorded)")
+    mg.set_defaults(func=cmd_merge)
 
     fl = sub.add_parser("flaky", help="flaky cases and run-to-run overdispersion over runs of one checkpoint")
     fl.add_argument("runs", nargs="+", help="run directories of one checkpoint and suite, different seeds")
