@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from leader_eval import metrics as metric_defs
+from leader_eval.checks.episode import EPISODE_METRICS, episode_case_metrics
 from leader_eval.metrics import Metric, pass_at, pass_hat
 from leader_eval.score import SampleScore
 from leader_eval.stats import Estimate, rate_ci, weighted_mean_ci
@@ -52,6 +53,7 @@ def case_results(cases: Sequence[Case], scores: Sequence[SampleScore]) -> list[d
         }
         for name, spec in metric_defs.METRICS.items():
             rec[name] = spec.case_value(scored)
+        rec.update(episode_case_metrics(scored))  # multi-turn cases only (leader_eval.checks.episode)
         out.append(rec)
     return out
 
@@ -133,6 +135,14 @@ def group_metrics(
     for name, spec in metric_defs.METRICS.items():
         est = _estimate(spec, usable, [float(r[name]) for r in usable], seed) if usable else weighted_mean_ci([])
         metrics[name] = {**est.to_dict(), "higher_is_better": spec.higher_is_better, "description": spec.description}
+    for name, (_, higher, gated, desc) in EPISODE_METRICS.items():
+        have = [r for r in usable if r.get(name) is not None]
+        if have:  # over the cases that have a value; n_samples counts the episodes behind them
+            n = sum(int(r[f"n_{name}"]) for r in have)
+            est = weighted_mean_ci(
+                [float(r[name]) for r in have], [float(r["weight"]) for r in have], n_samples=n, seed=seed
+            )
+            metrics[name] = {**est.to_dict(), "higher_is_better": higher, "gated": gated, "description": desc}
     reasons: dict[str, int] = defaultdict(int)
     for r in usable:
         for k, v in r["reasons"].items():

@@ -11,87 +11,64 @@ from typing import NoReturn
 from leader_eval.argtypes import (
     int_list,
     non_negative_float,
-    non_negative_int,
     open_probability,
-    positive_float,
     positive_int,
     probability,
-    protocol_name,
 )
 from leader_eval.errors import LeaderEvalError
+from leader_eval.options import add_arguments as add_sampling_arguments
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
     return [v for item in values or [] for v in item.split(",") if v]
 
 
-def _backend_options(args: argparse.Namespace) -> dict[str, object]:
-    """Options only some samplers take: Tinker's tokenizer/base model/renderer, a server's API mode."""
-    out: dict[str, object] = {}
-    if args.model.startswith("tinker"):
-        for name in ("tokenizer", "base_model", "renderer"):
-            if getattr(args, name, None):
-                out[name] = getattr(args, name)
-    if args.model.startswith("openai:"):
-        # the backend's own in-flight limit would otherwise cap --concurrency at its default
-        out["max_concurrency"] = args.concurrency
-        if args.api_mode:
-            out["mode"] = args.api_mode
-        if args.api_key_env:
-            out["api_key_env"] = args.api_key_env
-        if args.template_gguf:
-            out["gguf_path"] = args.template_gguf
-        if args.chat_template:
-            out["chat_template"] = Path(args.chat_template).read_text(encoding="utf-8")
-        if args.max_response_bytes is not None:
-            out["max_response_bytes"] = args.max_response_bytes
-    if args.request_timeout is not None and args.model.startswith(("openai:", "tinker")):
-        out["timeout_s"] = args.request_timeout
-    if args.cache_id:
-        out["cache_id"] = args.cache_id
-    return out
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from leader_eval.error_rule import error_verdict
     from leader_eval.evaluate import run
+    from leader_eval.options import run_options
     from leader_eval.report import format_summary
-    from leader_eval.runner import RunOptions
 
-    options = RunOptions(
-        model=args.model,
-        samples=args.samples,
-        seed=args.seed,
+    # the sampling options are the shared table's (leader_eval.options), as in the pytest plugin
+    options = run_options(
+        vars(args),
         tags=_split(args.tags),
         case_ids=_split(args.case),
         limit=args.limit,
         out=Path(args.out) if args.out else None,
-        protocol=args.protocol,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        concurrency=args.concurrency,
-        context_length=args.context_length,
         progress=not args.quiet,
-        label=args.label,
-        max_samples=args.max_samples,
-        cache=not args.no_cache,
-        backend_options=_backend_options(args),
     )
+    suite: object = args.suite
+    if args.suite_root:
+        from leader_eval.suite import load_suite
+
+        suite = load_suite(args.suite, root=args.suite_root)
     if args.shard:
         from leader_eval.merge import shard_options
 
-        options = shard_options(options, args.shard, args.suite)
+        options = shard_options(options, args.shard, suite)  # type: ignore[arg-type]
     try:
-        result = run(args.suite, options)
+        result = run(suite, options)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
     print(format_summary(result))
+    _print_report_path(result.path)
     verdict = error_verdict(result.summary, args.max_error_rate)
     if verdict.failed:
         print(verdict.message(), file=sys.stderr)
         return 1
     return 0
+
+
+def _print_report_path(run_dir: Path) -> None:
+    """Write the run's report.html and print its path; a report failure never fails the recorded run."""
+    from leader_eval.report import write_run_report
+
+    try:
+        print(f"report: {write_run_report(run_dir)}")
+    except (OSError, ValueError, LeaderEvalError) as err:
+        print(f"warning: report.html not written: {err}", file=sys.stderr)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -104,7 +81,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     status = 0
     for path in args.suite:
         try:
-            suite = load_suite(path)
+            suite = load_suite(path, root=args.suite_root)
             rows = []
             for case in suite.cases:
                 if backend is None:
@@ -163,7 +140,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         max_error_rate=args.max_error_rate,
     )
     print(format_gate_table(result))
-    _write_markdown(gate_markdown(result), args.markdown)
+    from leader_eval.report import report_markdown_link
+
+    _write_markdown(gate_markdown(result) + report_markdown_link(args.run), args.markdown)
     return result.exit_status
 
 
@@ -171,8 +150,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from leader_eval.compare import compare_markdown, compare_runs, format_compare
 
     comparison = compare_runs(args.runs, alpha=args.alpha, across_suites=args.across_suites)
-    print(format_compare(comparison))
+    order = _split(args.order) or None
+    print(format_compare(comparison, order=order))
     _write_markdown(compare_markdown(comparison), args.markdown)
+    if args.report:
+        from leader_eval.report import write_report
+
+        print(f"report: {write_report(args.runs, args.report, comparison=comparison, order=order)}")
     return comparison.exit_status
 
 
@@ -223,6 +207,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from leader_eval.report import write_report
+
+    out = write_report(args.runs, args.out, order=_split(args.order) or None, across_suites=args.across_suites)
+    print(f"report: {out}")
+    return 0
+
+
 def cmd_stress(args: argparse.Namespace) -> int:
     from leader_eval.error_rule import error_verdict
     from leader_eval.stress import format_stress_table, stress
@@ -240,6 +232,8 @@ def cmd_stress(args: argparse.Namespace) -> int:
         context_length=args.context_length,
     )
     print(format_stress_table(result))
+    if result.out:
+        _print_report_path(result.out)
     # a context overflow is what a sweep measures; any other sampler error fails it
     verdict = error_verdict(result.run.summary, args.max_error_rate, overflow_is_error=False)
     if verdict.failed:
@@ -297,57 +291,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="sample a suite on a model, score it and record the run")
     r.add_argument("suite")
-    r.add_argument(
-        "--model",
-        default="local:smollm2",
-        help="local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...",
-    )
-    r.add_argument("--samples", type=positive_int, help="samples per case (default: the suite's)")
-    r.add_argument("--seed", type=int, help="run seed (default: fresh, recorded in the manifest)")
+    add_sampling_arguments(r)  # the same table as the pytest plugin's --le-* options
     r.add_argument("--tags", action="append", help="only cases with one of these tags (comma-separated)")
     r.add_argument("--case", action="append", help="only these case ids (comma-separated)")
     r.add_argument("--limit", type=positive_int, help="only the first N selected cases")
     r.add_argument("--out", help="run directory (re-running into it resumes)")
-    r.add_argument("--protocol", type=protocol_name, help="tool-call protocol (beats the suite's and the backend's)")
-    r.add_argument("--temperature", type=non_negative_float)
-    r.add_argument("--max-tokens", type=positive_int)
-    r.add_argument("--concurrency", type=positive_int, default=64)
-    r.add_argument("--context-length", type=positive_int, help="override the model's context length")
-    r.add_argument("--label", help="label for golden files (default: derived from --model)")
-    r.add_argument("--tokenizer", help="tinker: local path of the base model's Hugging Face tokenizer (offline)")
-    r.add_argument("--base-model", help="tinker: base model name, when it cannot be resolved from the checkpoint")
-    r.add_argument("--renderer", help="tinker: a tinker-cookbook renderer name (qwen3, kimi_k2, ...)")
-    r.add_argument("--api-mode", choices=["completions", "chat"], help="openai: completions (raw text) or chat")
-    r.add_argument(
-        "--template-gguf", help="openai completions mode: read the chat template and tokenizer from this GGUF"
-    )
-    r.add_argument("--chat-template", help="openai completions mode: a jinja2 chat template file")
-    r.add_argument("--api-key-env", help="openai: environment variable holding the API key (default OPENAI_API_KEY)")
-    r.add_argument("--max-samples", type=non_negative_int, help="stop cleanly after this many new samples (cost cap)")
     r.add_argument(
         "--shard",
         metavar="I/N",
         help="run only shard I of N (deterministic by case id; needs --seed); merge the shards with leader-eval merge",
     )
-    r.add_argument("--no-cache", action="store_true", help="do not read or write the sample cache")
-    _add_max_error_rate(r)
-    r.add_argument(
-        "--request-timeout",
-        type=positive_float,
-        help="openai/tinker: seconds one request may take, body included (openai default 120; "
-        "a sample with its retries gets 3x this)",
-    )
-    r.add_argument(
-        "--max-response-bytes",
-        type=positive_int,
-        help="openai: cap on a response body after decompression (default 8388608); larger is a sample error",
-    )
-    r.add_argument(
-        "--cache-id",
-        help="name the weights behind a remote model for the sample cache (remote servers are never "
-        "served from the cache across runs without it)",
-    )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     r.set_defaults(func=cmd_run)
 
     li = sub.add_parser("lint", help="validate suites, render every case, count prompt tokens")
@@ -355,6 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("--model", default="local:smollm2", help="model whose chat template and tokenizer count tokens")
     li.add_argument("--no-tokens", action="store_true", help="skip the chat template and token counts")
     li.add_argument("-v", "--verbose", action="store_true")
+    li.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     li.set_defaults(func=cmd_lint)
 
     sh = sub.add_parser("show", help="print raw outputs (repr) with parsed calls and failed checks")
@@ -386,9 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow runs of different suite content (scaffold variants with the same case ids)",
     )
     c.add_argument("--markdown", help="append a Markdown summary to this file")
+    c.add_argument("--report", help="also write the comparison as one self-contained HTML file")
+    c.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
     c.set_defaults(func=cmd_compare)
 
-    pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80% power")
+    pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80%% power")
     pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
     pl.add_argument("--golden", default="golden", help="golden directory")
     pl.add_argument("--label", help="golden label (default: the suite's only golden file)")
@@ -408,6 +366,15 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--alpha", type=float, default=0.05, help="level of the overdispersion test (Holm over cases)")
     fl.add_argument("--json", action="store_true", help="print the report as JSON")
     fl.set_defaults(func=cmd_flaky)
+
+    rp = sub.add_parser(
+        "report", help="one self-contained HTML report of runs (several: comparison, flips, checkpoints)"
+    )
+    rp.add_argument("runs", nargs="+", help="run directories")
+    rp.add_argument("-o", "--out", default="report.html", help="output file (default report.html)")
+    rp.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
+    rp.add_argument("--across-suites", action="store_true", help="allow runs of different suite content")
+    rp.set_defaults(func=cmd_report)
 
     st = sub.add_parser(
         "stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart"

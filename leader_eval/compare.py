@@ -509,8 +509,9 @@ def _passk_headers(p: PairResult) -> list[str]:
     ]
 
 
-def format_compare(c: Comparison, *, max_flips: int = 20) -> str:
-    """Terminal report: groups (pooled runs, spread), then per B: metrics, pass@k, flips, verdict."""
+def format_compare(c: Comparison, *, max_flips: int = 20, order: Sequence[str] | None = None) -> str:
+    """Terminal report: groups (pooled runs, spread), then per B: metrics, pass@k, flips, verdict;
+    for more than two configurations (or an ``order``), the recommended checkpoint."""
     lines = [table(_GROUP_HEADERS, _groups_rows(c))]
     lines.extend(f"note: {m}" for m in c.messages)
     for p in c.pairs:
@@ -528,6 +529,9 @@ def format_compare(c: Comparison, *, max_flips: int = 20) -> str:
         lines.append(f"verdict: {p.verdict()}")
     if not c.pairs:
         lines.append(c.verdict())
+    from leader_eval.report.checkpoints import recommendation_lines
+
+    lines.extend(recommendation_lines(c, order))
     return "\n".join(lines)
 
 

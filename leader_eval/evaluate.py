@@ -13,6 +13,7 @@ from leader_eval.aggregate import case_results, summarize
 from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache
+from leader_eval.checks.episode import score_episodes
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runner import (
     RunOptions,
@@ -81,10 +82,9 @@ def run(
     protocol = resolve_protocol(options.protocol, suite, backend)
     # Render every case first: a suite error stops the run before any directory or sample exists.
     planned = plan_cases(suite, cases, backend, options)
-    run_seed = _run_seed(options, suite, recorded)
+    run_seed, label = run_seed_and_label(suite, options, backend)
     if recorded is not None:
         planned = apply_recorded(planned, recorded, options, run_seed, backend.has_sample)  # type: ignore[attr-defined]
-    label = options.label or default_label(backend.model_id)
     out = options.out or default_out_dir(suite, label, run_seed)
     if recorded is not None and options.out is None:
         out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
@@ -145,6 +145,13 @@ async def _sample_and_close(
         await backend.aclose()
 
 
+def run_seed_and_label(suite: Suite, options: RunOptions, backend: Backend) -> tuple[int, str]:
+    """The run seed and golden label ``run`` uses for ``options`` on ``backend`` (the pytest
+    plugin derives its run directory from the same two values)."""
+    recorded = backend.recorded() if hasattr(backend, "recorded") else None
+    return _run_seed(options, suite, recorded), options.label or default_label(backend.model_id)
+
+
 def _run_seed(options: RunOptions, suite: Suite, recorded: dict[str, Any] | None) -> int:
     if recorded is not None:  # replay addresses the recorded samples by the recorded seeds
         return int(recorded["identity"]["run_seed"])
@@ -165,6 +172,7 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     prompts = rundir.read_prompts()
     model = ModelInfo.from_manifest(manifest.get("model", {}))
     scores = score_samples(suite, samples, prompts, manifest["identity"]["protocol"], model)
+    scores = score_episodes(suite, rundir.path, scores, manifest["identity"]["protocol"], model)
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = case_results(cases, scores)
