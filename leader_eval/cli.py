@@ -43,6 +43,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         from leader_eval.suite import load_suite
 
         suite = load_suite(args.suite, root=args.suite_root)
+    if args.prices:
+        from dataclasses import replace
+
+        from leader_eval.aggregate import parse_prices
+
+        prices = parse_prices(args.prices)
+        options = replace(options, extra_manifest={**options.extra_manifest, "prices": prices})
     if args.shard:
         from leader_eval.merge import shard_options
 
@@ -296,6 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--case", action="append", help="only these case ids (comma-separated)")
     r.add_argument("--limit", type=positive_int, help="only the first N selected cases")
     r.add_argument("--out", help="run directory (re-running into it resumes)")
+    r.add_argument(
+        "--prices",
+        metavar="PROMPT,COMPLETION[,CURRENCY]",
+        help="prices per million prompt and completion tokens for the cost estimate (beats the suite's prices)",
+    )
     r.add_argument(
         "--shard",
         metavar="I/N",

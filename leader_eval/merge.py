@@ -270,4 +270,7 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
         "per_case": {r["case_id"]: [r.get("prompt_tokens", 0), r.get("completion_tokens", 0)] for r in results},
     }
     summary["retries"] = retries
+    from leader_eval.aggregate import usage_summary
+
+    summary["usage"] = usage_summary(RunDir(out).read_samples(), manifest.get("prices"))
     write_json_atomic(out / SUMMARY, summary)

@@ -70,6 +70,13 @@ def test_three_shards_merge_into_the_unsharded_run(
     merged_id = json.loads(merged_text)["run_id"]
     # byte for byte the same summary; only the run's name differs
     assert merged_text.replace(json.dumps(merged_id), '"RUN"') == full_text.replace(json.dumps(full_id), '"RUN"')
+    usage = json.loads(merged_text)["usage"]
+    assert usage["n_samples"] == 22 and usage["latency_s"]["p50"] <= usage["latency_s"]["p95"]
+    # prices on the command line give the cost estimate
+    assert main(["run", str(SUITE), *replay, "--prices", "0.2,0.8,EUR", "--out", str(tmp_path / "priced")]) == 0
+    priced = json.loads((tmp_path / "priced" / "summary.json").read_text())["usage"]
+    want = priced["prompt_tokens"]["total"] * 0.2e-6 + priced["completion_tokens"]["total"] * 0.8e-6
+    assert priced["cost"]["currency"] == "EUR" and priced["cost"]["total"] == pytest.approx(want) and want > 0
     full_cases = json.loads((tmp_path / "full" / "cases.json").read_text())
     assert json.loads((merged / "cases.json").read_text()) == full_cases  # suite order
     # gate and compare take the merged run like any other
