@@ -248,3 +248,30 @@ def parse_prices(text: str) -> dict[str, Any]:
     if len(parts) == 3 and parts[2]:
         out["currency"] = parts[2][:8]
     return out
+
+
+def format_pass_k(entries: Mapping[str, Any]) -> str:
+    """One line for a group's ``pass_k`` entries: value [interval], short cases, one-case groups."""
+    parts = []
+    for name, e in entries.items():
+        value = e.get("value")
+        if value is None or value != value:  # NaN: every case has fewer than k samples
+            parts.append(f"{name} n/a ({e.get('n_cases_short', 0)} case(s) with fewer than {e.get('k')} samples)")
+            continue
+        short = f", {e['n_cases_short']} case(s) short of {e['k']} samples" if e.get("n_cases_short") else ""
+        one = ", within one case (Wilson over its samples)" if e.get("n_cases") == 1 else ""
+        parts.append(f"{name} {value:.3f} [{e['low']:.3f}, {e['high']:.3f}]{short}{one}")
+    return "; ".join(parts)
+
+
+def format_usage(usage: Mapping[str, Any]) -> str:
+    """One line: latency and completion-token p50/p95, and the cost estimate when priced."""
+    lat = usage.get("latency_s")
+    comp = usage.get("completion_tokens") or {}
+    parts = [f"latency p50 {lat['p50']:.2f}s p95 {lat['p95']:.2f}s" if lat else "latency n/a"]
+    if "p50" in comp:
+        parts.append(f"completion tokens p50 {comp['p50']:g} p95 {comp['p95']:g}")
+    cost = usage.get("cost")
+    if cost:
+        parts.append(f"cost {cost['currency']} {cost['total']:.4g} ({cost['per_sample']:.3g} per sample)")
+    return "; ".join(parts)

@@ -996,15 +996,9 @@ def _signed(v: float | None) -> str:
 
 
 def _reported(result: GateResult) -> str:
-    parts = []
-    for name, e in result.reported.items():
-        if e.get("value") is None or math.isnan(float(e["value"])):
-            parts.append(f"{name} n/a ({e.get('n_cases_short', 0)} case(s) with fewer than {e.get('k')} samples)")
-            continue
-        short = f", {e['n_cases_short']} case(s) short of {e['k']} samples" if e.get("n_cases_short") else ""
-        one = ", within one case (Wilson over its samples)" if e.get("n_cases") == 1 else ""
-        parts.append(f"{name} {_f(e['value'])} [{_f(e['low'])}, {_f(e['high'])}]{short}{one}")
-    return "; ".join(parts)
+    from leader_eval.aggregate import format_pass_k
+
+    return format_pass_k(result.reported)
 
 
 def _rows(result: GateResult) -> list[list[str]]:
