@@ -467,9 +467,9 @@ def _usage(g: RunGroup) -> str:
     if "cost" in u:
         text += f", {u['cost']['currency']} {u['cost']['total']:.4g}"
     else:  # prices from the suite: each run's summary has its cost
-        costs = [(r.summary.get("usage") or {}).get("cost") for r in g.runs]
+        costs: list[dict[str, Any]] = [(r.summary.get("usage") or {}).get("cost") or {} for r in g.runs]
         if all(costs):
-            text += f", {costs[0]['currency']} {sum(float(c['total']) for c in costs):.4g}"  # type: ignore[index]
+            text += f", {costs[0]['currency']} {sum(float(c['total']) for c in costs):.4g}"
     return text
 
 

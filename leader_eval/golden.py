@@ -622,7 +622,7 @@ class Quarantine:
 
     case: str
     reason: str
-    date: date
+    since: date  # the entry's "date"
     expires: date
 
 
@@ -677,7 +677,7 @@ def active_quarantine(
         if known and q.case not in known:
             notes.append(f"warning: quarantined case {q.case!r} is not a case of the golden")
         cases.add(q.case)
-        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.date}, until {q.expires}): shown, cannot fail")
+        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.since}, until {q.expires}): shown, cannot fail")
     return cases, notes
 
 

@@ -224,7 +224,7 @@ def _suite_for(suite: Suite | str | Path | None, manifest: Mapping[str, Any], lo
         loaded = suite if not isinstance(suite, str | Path) else load(suite)
         if loaded.content_hash != want:
             raise ShardError(f"{loaded.path}: suite content {loaded.content_hash} is not the shards' {want}")
-        return loaded  # type: ignore[no-any-return]
+        return loaded
     path = (manifest.get("suite") or {}).get("path")
     if not path:
         return None
@@ -232,7 +232,7 @@ def _suite_for(suite: Suite | str | Path | None, manifest: Mapping[str, Any], lo
         loaded = load(path)
     except (OSError, LeaderEvalError):
         return None
-    return loaded if loaded.content_hash == want else None  # type: ignore[no-any-return]
+    return loaded if loaded.content_hash == want else None
 
 
 @dataclass(frozen=True)
