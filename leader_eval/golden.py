@@ -622,7 +622,7 @@ class Quarantine:
 
     case: str
     reason: str
-    date: date
+    since: date  # the entry's "date"
     expires: date
 
 
@@ -677,7 +677,7 @@ def active_quarantine(
         if known and q.case not in known:
             notes.append(f"warning: quarantined case {q.case!r} is not a case of the golden")
         cases.add(q.case)
-        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.date}, until {q.expires}): shown, cannot fail")
+        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.since}, until {q.expires}): shown, cannot fail")
     return cases, notes
 
 
@@ -996,15 +996,9 @@ def _signed(v: float | None) -> str:
 
 
 def _reported(result: GateResult) -> str:
-    parts = []
-    for name, e in result.reported.items():
-        if e.get("value") is None or math.isnan(float(e["value"])):
-            parts.append(f"{name} n/a ({e.get('n_cases_short', 0)} case(s) with fewer than {e.get('k')} samples)")
-            continue
-        short = f", {e['n_cases_short']} case(s) short of {e['k']} samples" if e.get("n_cases_short") else ""
-        one = ", within one case (Wilson over its samples)" if e.get("n_cases") == 1 else ""
-        parts.append(f"{name} {_f(e['value'])} [{_f(e['low'])}, {_f(e['high'])}]{short}{one}")
-    return "; ".join(parts)
+    from leader_eval.aggregate import format_pass_k
+
+    return format_pass_k(result.reported)
 
 
 def _rows(result: GateResult) -> list[list[str]]:

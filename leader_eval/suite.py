@@ -99,6 +99,8 @@ class Suite:
     gate: dict[str, int] = field(default_factory=dict)
     #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
     pass_k: tuple[int, ...] = ()
+    #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
+    prices: dict[str, Any] = field(default_factory=dict)
     world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.world)
 
     def tool(self, name: str) -> Tool | None:
@@ -274,6 +276,7 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         tool_schemas=schemas,
         gate=dict(data.get("gate", {})),
         pass_k=tuple(data.get("pass_k", ())),
+        prices=dict(data.get("prices", {})),
     )
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     from leader_eval.render import check_templates
