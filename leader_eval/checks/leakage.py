@@ -585,6 +585,8 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
 def _outermost(spans: list[tuple[Reason, int, int]]) -> list[tuple[Reason, int, int]]:
     """Sorted by position, without a span inside another span of the same reason (a suite's
     ``${GOAL}`` pattern and the built-in ``{GOAL}`` shape find one placeholder, not two)."""
+    if len(spans) < 2:
+        return list(spans)
     out: list[tuple[Reason, int, int]] = []
     reach: dict[Reason, int] = {}
     for r, s, e in sorted(set(spans), key=lambda t: (t[1], -t[2], t[0])):
