@@ -196,7 +196,7 @@ def main() -> int:
     if a.port:
         root_url = f"http://127.0.0.1:{a.port}"
     else:
-        from leader_eval.testing.servers import start_mock_server
+        from tests.support.servers import start_mock_server
 
         server = start_mock_server(latency_ms=a.latency_ms)
         root_url = server.url

@@ -51,7 +51,7 @@ def main() -> int:
     from leader_eval.backends.local import embedded_model_path
     from leader_eval.backends.openai_compat import OpenAICompatBackend
     from leader_eval.stress import format_stress_table, stress
-    from leader_eval.testing.servers import start_mock_server
+    from tests.support.servers import start_mock_server
 
     root = Path(__file__).resolve().parents[1]
     answer = '{"tool": "send_message_to_chat", "arguments": {"message": "Ada takes planks, Bo nails, Cyd tests."}}'

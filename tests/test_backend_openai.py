@@ -23,7 +23,7 @@ from leader_eval.backends.openai_compat import (
     special_tokens_from_template,
 )
 from leader_eval.errors import LeaderEvalError
-from leader_eval.testing import start_llama_server, start_mock_server
+from tests.support import start_llama_server, start_mock_server
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

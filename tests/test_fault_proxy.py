@@ -13,8 +13,8 @@ import pytest
 
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.backends.openai_compat import OpenAICompatBackend
-from leader_eval.testing import ALL_FAULTS, start_fault_proxy, start_mock_server
-from leader_eval.testing.servers import pid_listens_on
+from tests.support import ALL_FAULTS, start_fault_proxy, start_mock_server
+from tests.support.servers import pid_listens_on
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

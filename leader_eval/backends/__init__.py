@@ -6,18 +6,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from leader_eval.backends.base import Backend, BackendError, Completion, SampleRequest, SamplingParams
+from leader_eval.backends.base import Backend, BackendError, Completion, SampleRequest, SamplingParams, guard
 from leader_eval.errors import LeaderEvalError
 
-__all__ = ["Backend", "BackendError", "Completion", "SampleRequest", "SamplingParams", "resolve_backend"]
+__all__ = ["Backend", "BackendError", "Completion", "SampleRequest", "SamplingParams", "guard", "resolve_backend"]
 
 
 def resolve_backend(spec: str, **options: Any) -> Backend:
-    """Build the backend a model spec names.
+    """Build the backend a model spec names, behind the boundary guard (``backends.base.guard``).
 
     ``local:smollm2`` | ``gguf:/path/model.gguf`` | ``replay:RUN_DIR`` |
     ``openai:http://host:port/v1#model`` (or ``model=`` option) | ``tinker://...``
     """
+    cache_id = options.pop("cache_id", None)
+    backend = guard(_build_backend(spec, **options))
+    if cache_id:
+        # the user vouches that this name always means the same weights
+        backend.cache_identity = f"{backend.model_id}#cache-id={cache_id}"  # type: ignore[attr-defined]
+    return backend
+
+
+def _build_backend(spec: str, **options: Any) -> Backend:
     if spec.startswith("local:"):
         from leader_eval.backends.local import LocalBackend, embedded_model_path
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from leader_eval import protocols
 from leader_eval.backends.base import Completion, SampleRequest
+from leader_eval.chat_template import render_chat_template, template_supports_tools
 from leader_eval.errors import LeaderEvalError
-from leader_eval.render import render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -125,6 +125,21 @@ class LocalBackend:
         self._lock = threading.Lock()
         self._anchor: list[int] = []  # the anchor whose KV positions [0, len) are canonical
         self._body_key: tuple[int, bytes] | None = None  # the prompt body whose KV is canonical
+        self._cache_identity: str | None = None
+
+    @property
+    def cache_identity(self) -> str:
+        """The file's content, not its name: two checkpoints saved as ``model.gguf`` never share
+        cached samples (sha256 of the whole file, memoised by path, size, mtime_ns and inode)."""
+        if self._cache_identity is None:
+            from leader_eval.cache import file_sha256
+
+            self._cache_identity = f"gguf-sha256:{file_sha256(self.model_path)}"
+        return self._cache_identity
+
+    @cache_identity.setter
+    def cache_identity(self, value: str) -> None:
+        self._cache_identity = value
 
     @staticmethod
     def _token_text(llm: Any, tid: int) -> str:
@@ -151,6 +166,7 @@ class LocalBackend:
             "model_id": self.model_id,
             "file": self.model_path.name,
             "file_size": self.model_path.stat().st_size,
+            "cache_identity": self.cache_identity,
             "context_length": self.context_length,
             "n_threads": self.n_threads,
             "llama_cpp_python": getattr(self._llama_cpp, "__version__", "?"),

@@ -19,9 +19,23 @@ sample's seed exact). A failed request is retried with exponential backoff and f
 429, 5xx, connection errors, timeouts and unreadable bodies, honouring ``Retry-After``; after
 ``max_retries`` the sample comes back as ``Completion(error=...)``, never as an exception.
 
+Bounds against a hostile or broken server (each breach is that sample's error, never a crash):
+
+* ``timeout_s`` (default 120, ``--request-timeout``): one attempt (connect, send, headers and
+  the whole body) is cut at this many seconds, so a server that stalls or trickles bytes
+  (slow-loris) cannot hold a sample longer;
+* ``deadline_s`` (default 3 x ``timeout_s``): one sample, all its retries and waits included;
+* ``max_response_bytes`` (default 8 MiB, ``--max-response-bytes``): the body after
+  decompression; this backend inflates gzip/deflate itself in bounded steps, so a gzip bomb or
+  an endless chunked body costs at most that much memory (over-size is not retried);
+* a reply of the wrong shape (non-string content, choices that are not a list, tool calls that
+  are not objects, token counts that are not counts, invalid UTF-8, numbers beyond a double)
+  is an error with a one-line reason.
+
 The API key is read from the environment variable named by ``api_key_env`` at request time and
-never stored, recorded or logged; error texts are built from the status and the response body
-(never request headers) and scrubbed of the key in case a server echoes it.
+never stored, recorded or logged; the variable, URL credentials and credential-like headers are
+registered with ``leader_eval.secrets``, which scrubs them, in every encoding, from error texts
+here and from every string of every completion at the backend boundary.
 """
 
 from __future__ import annotations
@@ -36,6 +50,7 @@ import os
 import random
 import re
 import time
+import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -43,10 +58,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from leader_eval import protocols
+from leader_eval import protocols, secrets
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
+from leader_eval.chat_template import render_chat_template, template_supports_tools
 from leader_eval.errors import LeaderEvalError
-from leader_eval.render import render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
 try:  # orjson (already a dependency of tinker) is ~5x faster than json for these small bodies
@@ -64,6 +79,12 @@ except ImportError:  # pragma: no cover - the stdlib fallback
 log = logging.getLogger(__name__)
 
 Mode = Literal["completions", "chat"]
+
+#: default cap on a response body after decompression
+DEFAULT_MAX_RESPONSE_BYTES = 8 << 20
+DEFAULT_TIMEOUT_S = 120.0
+#: a token count above this is not one a server can mean
+_MAX_COUNT = 2**40
 
 #: statuses worth retrying: rate limits, timeouts, and any server-side failure (5xx)
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
@@ -146,6 +167,75 @@ class _Failure(Exception):
         self.retry_after = retry_after
 
 
+class _Shape(Exception):
+    """A reply that is valid JSON of the wrong shape; the message says where."""
+
+
+class _BoundedBody:
+    """Collects a response body, inflating gzip/deflate itself, and fails past ``limit`` bytes.
+
+    ``zlib``'s ``max_length`` bounds each inflate step, so memory never exceeds the limit plus
+    one network chunk, however well the body compresses.
+    """
+
+    def __init__(self, encoding: str, limit: int):
+        enc = encoding.strip().lower()
+        self.limit = limit
+        self.size = 0
+        self.parts: list[bytes] = []
+        self._wbits: int | None
+        if enc in ("", "identity"):
+            self._wbits = None
+        elif enc in ("gzip", "x-gzip"):
+            self._wbits = 31
+        elif enc == "deflate":
+            self._wbits = 15
+        else:
+            raise _Failure(f"unsupported Content-Encoding {enc[:40]!r}", retryable=False)
+        self._z: Any = zlib.decompressobj(self._wbits) if self._wbits is not None else None
+        self._started = False
+
+    def _add(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.size > self.limit:
+            raise _Failure(f"response body over {self.limit} bytes (max_response_bytes)", retryable=False)
+        self.parts.append(data)
+
+    def feed(self, data: bytes) -> None:
+        if self._z is None:
+            self._add(data)
+            return
+        try:
+            while data:
+                if self._z.eof:  # a second gzip member, or trailing garbage
+                    data = self._z.unused_data + data
+                    if not data.strip(b"\0"):
+                        return
+                    self._z = zlib.decompressobj(self._wbits)
+                if not self._started and self._wbits == 15 and data[:1] != b"x":
+                    self._z = zlib.decompressobj(-15)  # "deflate" sent raw, without the zlib header
+                self._started = True
+                self._add(self._z.decompress(data, self.limit - self.size + 1))
+                data = self._z.unconsumed_tail
+        except zlib.error as exc:
+            raise _Failure(f"corrupt compressed body: {exc}", retryable=True) from exc
+
+    def body(self) -> bytes:
+        return b"".join(self.parts)
+
+
+async def _read_body(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The (decompressed) body, at most ``limit`` bytes, else a non-retryable ``_Failure``."""
+    declared = resp.content_length
+    encoding = resp.headers.get("Content-Encoding", "")
+    if declared is not None and declared > limit and encoding.strip().lower() in ("", "identity"):
+        raise _Failure(f"response body over {limit} bytes (max_response_bytes)", retryable=False)
+    body = _BoundedBody(encoding, limit)
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        body.feed(chunk)
+    return body.body()
+
+
 class OpenAICompatBackend:
     """Sampler over an OpenAI-compatible HTTP API (aiohttp, one session per backend)."""
 
@@ -163,7 +253,9 @@ class OpenAICompatBackend:
         eos_token: str | None = None,
         context_length: int | None = None,
         max_concurrency: int = 64,
-        timeout_s: float = 120.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        deadline_s: float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_retries: int = 5,
         retry_base_s: float = 0.5,
         retry_max_s: float = 60.0,
@@ -184,7 +276,9 @@ class OpenAICompatBackend:
         self.mode: Mode = mode
         self.api_key_env = api_key_env
         self.max_concurrency = max(1, int(max_concurrency))
-        self.timeout_s = float(timeout_s)
+        self.timeout_s = _positive("timeout_s", timeout_s)
+        self.deadline_s = _positive("deadline_s", deadline_s) if deadline_s is not None else 3 * self.timeout_s
+        self.max_response_bytes = int(_positive("max_response_bytes", max_response_bytes))
         self.max_retries = max(0, int(max_retries))
         self.retry_base_s = float(retry_base_s)
         self.retry_max_s = float(retry_max_s)
@@ -195,7 +289,17 @@ class OpenAICompatBackend:
         self.extra_headers = dict(extra_headers or {})
         # credentials in the URL become Basic auth; they never reach model_id or logs
         self._basic_auth = (parts.username or "", parts.password or "") if parts.username else None
+        secrets.register_env(api_key_env)
+        if self._basic_auth is not None:
+            secrets.register(self._basic_auth[1])
+            secrets.register(f"{self._basic_auth[0]}:{self._basic_auth[1]}")
+            secrets.register(_basic_token(*self._basic_auth))  # the header's token is itself a secret
+        for name, value in self.extra_headers.items():
+            secrets.register_header(name, value)
         self.model_id = f"openai:{self.base_url}/{model}"
+        #: a server can swap the weights behind a model name: never cached across runs unless the
+        #: user names an identity (``--cache-id``, set by ``resolve_backend``)
+        self.cache_identity: str | None = None
         self._url = self.base_url + ("/chat/completions" if mode == "chat" else "/completions")
 
         self._tokenizer = tokenizer
@@ -227,7 +331,6 @@ class OpenAICompatBackend:
         self._sem: asyncio.Semaphore | None = None
         self._probed: asyncio.Task[dict[str, Any]] | None = None
         self._rng = random.Random()
-        self._client_timeout = _timeout(self.timeout_s)
 
     # --- construction helpers -----------------------------------------------------------------
 
@@ -285,6 +388,7 @@ class OpenAICompatBackend:
         return {
             "backend": "openai",
             "model_id": self.model_id,
+            "cache_identity": self.cache_identity,
             "base_url": self.base_url,
             "model": self.model,
             "mode": self.mode,
@@ -295,6 +399,8 @@ class OpenAICompatBackend:
             "context_length": self.context_length,
             "max_concurrency": self.max_concurrency,
             "timeout_s": self.timeout_s,
+            "deadline_s": self.deadline_s,
+            "max_response_bytes": self.max_response_bytes,
             "max_retries": self.max_retries,
             "logprobs": self.logprobs,
             "extra_body": self.extra_body,
@@ -324,12 +430,16 @@ class OpenAICompatBackend:
         assert self._session is not None
         entry: dict[str, Any] = {}
         try:
-            async with self._session.get(
-                self.base_url + "/models", headers=self._headers(), timeout=_timeout(min(self.timeout_s, 10.0))
-            ) as resp:
+            async with (
+                asyncio.timeout(min(self.timeout_s, 10.0)),
+                self._session.get(self.base_url + "/models", headers=self._headers()) as resp,
+            ):
                 if resp.status == 200:
-                    data = _loads(await resp.read()).get("data") or []
-                    entry = next((m for m in data if m.get("id") == self.model), data[0] if len(data) == 1 else {})
+                    data = _loads(await _read_body(resp, self.max_response_bytes)).get("data") or []
+                    models = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+                    entry = next(
+                        (m for m in models if m.get("id") == self.model), models[0] if len(models) == 1 else {}
+                    )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -342,7 +452,7 @@ class OpenAICompatBackend:
                 or meta.get("n_ctx_train")
                 or entry.get("context_length")
             )
-            if isinstance(n, int) and n > 0:
+            if isinstance(n, int) and not isinstance(n, bool) and 0 < n < _MAX_COUNT:
                 self.context_length = n
             elif self._n_ctx_train:
                 self.context_length = self._n_ctx_train
@@ -356,7 +466,8 @@ class OpenAICompatBackend:
             return
         # a session is bound to the loop that made it; a new loop (asyncio.run again) needs a new one
         connector = aiohttp.TCPConnector(limit=self.max_concurrency, limit_per_host=0, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(connector=connector, raise_for_status=False)
+        # bodies are inflated here, in bounded steps (_BoundedBody), never by aiohttp in one go
+        self._session = aiohttp.ClientSession(connector=connector, raise_for_status=False, auto_decompress=False)
         self._loop = loop
         # the semaphore (not the connector's queue) bounds requests, so the per-request timeout
         # starts when a request is sent, not while it waits for a free connection
@@ -364,28 +475,20 @@ class OpenAICompatBackend:
         self._probed = None
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", **self.extra_headers}
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate", **self.extra_headers}
         if self._basic_auth is not None:
             user, password = self._basic_auth
-            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+            headers["Authorization"] = "Basic " + _basic_token(user, password)
         else:
             key = os.environ.get(self.api_key_env)
             if key:
                 headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _scrub(self, text: str) -> str:
-        """Remove the API key (and URL credentials) from a message, in case a server echoed them."""
-        key = os.environ.get(self.api_key_env)
-        if key and len(key) >= 4:
-            text = text.replace(key, "[redacted]")
-        if self._basic_auth:
-            user, password = self._basic_auth
-            token = base64.b64encode(f"{user}:{password}".encode()).decode()
-            for secret in (token, password):
-                if secret:
-                    text = text.replace(secret, "[redacted]")
-        return text
+    @staticmethod
+    def _scrub(text: str) -> str:
+        """Remove every secret the run holds from a message, in case a server echoed one."""
+        return secrets.scrub(text)
 
     def _request_body(self, request: SampleRequest) -> dict[str, Any]:
         p: SamplingParams = request.params
@@ -415,20 +518,27 @@ class OpenAICompatBackend:
         body["seed"] = seed
         payload = _dumps(body)
         t0 = time.perf_counter()
+        end = time.monotonic() + self.deadline_s
         retries = 0
         while True:
             try:
-                data = await self._post(payload)
+                data = await self._post(payload, min(self.timeout_s, max(0.001, end - time.monotonic())))
                 try:
                     out = self._completion(data)
-                except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-                    raise _Failure(f"unexpected response shape: {type(exc).__name__}", retryable=True) from exc
+                except _Shape as exc:
+                    raise _Failure(f"malformed response: {exc}", retryable=False) from exc
                 out.timings = {"retries": retries, "total_s": round(time.perf_counter() - t0, 4)}
                 return out
             except _Failure as fail:
                 message = self._scrub(str(fail))
-                if not fail.retryable or retries >= self.max_retries:
+                delay = self._rng.uniform(0.0, min(self.retry_max_s, self.retry_base_s * (2**retries)))
+                if fail.retry_after is not None:
+                    delay = max(delay, min(fail.retry_after, self.retry_max_s))
+                past_deadline = time.monotonic() + delay >= end
+                if not fail.retryable or retries >= self.max_retries or past_deadline:
                     suffix = f" (after {retries} retries)" if retries else ""
+                    if fail.retryable and past_deadline and retries < self.max_retries:
+                        suffix = f" (sample deadline of {self.deadline_s:g} s reached after {retries} retries)"
                     log.warning("openai backend: seed %d failed: %s%s", seed, message, suffix)
                     return Completion(
                         text="",
@@ -437,28 +547,26 @@ class OpenAICompatBackend:
                         error=message + suffix,
                         timings={"retries": retries, "total_s": round(time.perf_counter() - t0, 4)},
                     )
-                delay = self._rng.uniform(0.0, min(self.retry_max_s, self.retry_base_s * (2**retries)))
-                if fail.retry_after is not None:
-                    delay = max(delay, min(fail.retry_after, self.retry_max_s))
                 retries += 1
                 log.debug("openai backend: seed %d attempt %d failed (%s); retrying in %.2f s",
                           seed, retries, message, delay)  # fmt: skip
                 await asyncio.sleep(delay)
 
-    async def _post(self, payload: bytes) -> dict[str, Any]:
+    async def _post(self, payload: bytes, limit_s: float) -> dict[str, Any]:
         assert self._session is not None and self._sem is not None
         try:
+            # entered in order: the clock starts once the semaphore lets the request go, and one
+            # deadline covers connect, headers and the whole body, so a trickle cannot outlast it
             async with (
                 self._sem,
-                self._session.post(
-                    self._url, data=payload, headers=self._headers(), timeout=self._client_timeout
-                ) as resp,
+                asyncio.timeout(limit_s),
+                self._session.post(self._url, data=payload, headers=self._headers(), timeout=_timeout(limit_s)) as resp,
             ):
                 status = resp.status
-                raw = await resp.read()
+                raw = await _read_body(resp, self.max_response_bytes)
                 retry_after = resp.headers.get("Retry-After") if status != 200 else None
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise _Failure(f"timeout after {self.timeout_s:g} s", retryable=True) from exc
+            raise _Failure(f"timeout after {limit_s:g} s", retryable=True) from exc
         except aiohttp.ClientError as exc:
             # str(ClientResponseError) may quote request info: keep only the type and a safe text
             raise _Failure(f"connection error: {type(exc).__name__}: {_safe_exc_text(exc)}", retryable=True) from exc
@@ -467,43 +575,152 @@ class OpenAICompatBackend:
             retryable = status >= 500 or status in _RETRY_STATUS
             raise _Failure(f"HTTP {status}: {text}", retryable=retryable, retry_after=parse_retry_after(retry_after))
         try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Failure(f"the response body is not valid UTF-8 (byte {exc.start})", retryable=True) from exc
+        try:
             data = _loads(raw)
-        except ValueError as exc:
-            raise _Failure(f"invalid JSON body ({len(raw)} bytes)", retryable=True) from exc
-        if not isinstance(data, dict) or not data.get("choices"):
+        except (ValueError, RecursionError) as exc:
+            reason = " ".join(str(exc).split())[:120]
+            raise _Failure(f"invalid JSON body ({len(raw)} bytes): {reason}", retryable=True) from exc
+        if not isinstance(data, dict):
+            raise _Failure(f"malformed response: the body is {_kind(data)}, not an object", retryable=False)
+        if data.get("choices") is None or data.get("choices") == []:
             detail = _error_text(raw)
             raise _Failure(f"response without choices: {detail}", retryable=True)
         return data
 
     def _completion(self, data: dict[str, Any]) -> Completion:
-        choice = data["choices"][0]
-        usage = data.get("usage") or {}
+        """The reply as a ``Completion``; ``_Shape`` names the first field of the wrong type."""
+        choices = data["choices"]
+        if not isinstance(choices, list):
+            raise _Shape(f"choices is {_kind(choices)}, not a list")
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            raise _Shape(f"choices[0] is {_kind(choice)}, not an object")
+        usage = data.get("usage")
+        if usage is None:
+            usage = {}
+        elif not isinstance(usage, dict):
+            raise _Shape(f"usage is {_kind(usage)}, not an object")
         logprobs: list[float] | None = None
+        lp = choice.get("logprobs")
         if self.mode == "chat":
-            message = choice.get("message") or {}
-            text = message.get("content") or ""
-            tool_calls = message.get("tool_calls") or None
-            reasoning = message.get("reasoning_content") or message.get("reasoning") or None
-            lp = choice.get("logprobs")
+            message = choice.get("message")
+            if message is None:
+                message = {}
+            elif not isinstance(message, dict):
+                raise _Shape(f"choices[0].message is {_kind(message)}, not an object")
+            text = _content_text(message.get("content"), "choices[0].message.content")
+            tool_calls = _tool_calls(message.get("tool_calls"))
+            reasoning_value = message.get("reasoning_content")
+            if reasoning_value is None:
+                reasoning_value = message.get("reasoning")
+            reasoning = _content_text(reasoning_value, "choices[0].message.reasoning_content") or None
             if self.logprobs and isinstance(lp, dict) and lp.get("content"):
-                logprobs = [float(t.get("logprob", 0.0)) for t in lp["content"]]
+                entries = lp["content"]
+                if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+                    raise _Shape("choices[0].logprobs.content is not a list of objects")
+                logprobs = [_number(e.get("logprob", 0.0), "logprobs.content[].logprob") for e in entries]
         else:
-            text = choice.get("text") or ""
+            text = _content_text(choice.get("text"), "choices[0].text")
             tool_calls = None
             reasoning = None
-            lp = choice.get("logprobs")
             if self.logprobs and isinstance(lp, dict) and lp.get("token_logprobs") is not None:
-                logprobs = [float(x) if x is not None else 0.0 for x in lp["token_logprobs"]]
+                entries = lp["token_logprobs"]
+                if not isinstance(entries, list):
+                    raise _Shape("choices[0].logprobs.token_logprobs is not a list")
+                logprobs = [_number(x, "logprobs.token_logprobs[]") if x is not None else 0.0 for x in entries]
+        finish = choice.get("finish_reason")
+        if finish is not None and not isinstance(finish, str):
+            raise _Shape(f"choices[0].finish_reason is {_kind(finish)}, not a string")
         return Completion(
             text=text,
             token_ids=[],  # servers return text, not ids; re-tokenizing would not be exact
-            stop_reason=_STOP_REASONS.get(choice.get("finish_reason"), "stop"),
+            stop_reason=_STOP_REASONS.get(finish, "stop"),
             logprobs=logprobs,
             api_tool_calls=tool_calls,
             reasoning=reasoning,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=_count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
+            completion_tokens=_count(usage.get("completion_tokens"), "usage.completion_tokens"),
         )
+
+
+def _basic_token(user: str, password: str) -> str:
+    return base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def _kind(value: Any) -> str:
+    """The JSON type of a parsed value, with its article: "a string", "an object", "null"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), f"a {type(value).__name__}")
+
+
+def _content_text(value: Any, where: str) -> str:
+    """A content field: a string, null, or a list of ``{"type": "text", "text": ...}`` parts."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in value):
+        return "".join(str(p.get("text", "")) for p in value)
+    raise _Shape(f"{where} is {_kind(value)}, not a string")
+
+
+def _tool_calls(value: Any) -> list[dict[str, Any]] | None:
+    """OpenAI tool calls, each ``{"function": {"name": str, "arguments": str}}`` (an object argument
+    is kept as its JSON text, as some servers send it)."""
+    if value is None or value == []:
+        return None
+    if not isinstance(value, list):
+        raise _Shape(f"message.tool_calls is {_kind(value)}, not a list")
+    out = []
+    for i, call in enumerate(value):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
+            raise _Shape(f"message.tool_calls[{i}] has no function object")
+        name, args = fn.get("name"), fn.get("arguments")
+        if not isinstance(name, str):
+            raise _Shape(f"message.tool_calls[{i}].function.name is {_kind(name)}, not a string")
+        if isinstance(args, dict):
+            args = json.dumps(args, ensure_ascii=False)
+        elif args is None:
+            args = ""
+        elif not isinstance(args, str):
+            raise _Shape(f"message.tool_calls[{i}].function.arguments is {_kind(args)}, not a string")
+        out.append({**call, "function": {**fn, "name": name, "arguments": args}})
+    return out
+
+
+def _count(value: Any, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_COUNT:
+        raise _Shape(f"{where} {str(value)[:30]} is not a token count")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or value != value or abs(value) == float("inf"):
+        raise _Shape(f"{where} {str(value)[:30]} is not a finite number")
+    return float(value)
+
+
+def _positive(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not (number > 0 and number != float("inf")):
+        raise LeaderEvalError(f"openai backend: {name} must be a positive number, not {value!r}")
+    return number
 
 
 def _control_tokens(llama_cpp: Any, vocab: Any, text: Callable[[int], str]) -> tuple[str, ...]:
@@ -562,7 +779,8 @@ def backend_from_spec(spec: str, **options: Any) -> OpenAICompatBackend:
         raise LeaderEvalError(f"--model {strip_credentials(url)}: name the served model: openai:URL#MODEL")
     known = {
         "mode", "api_key_env", "chat_template", "gguf_path", "tokenizer", "bos_token", "eos_token",
-        "context_length", "max_concurrency", "timeout_s", "max_retries", "retry_base_s", "retry_max_s",
+        "context_length", "max_concurrency", "timeout_s", "deadline_s", "max_response_bytes", "max_retries",
+        "retry_base_s", "retry_max_s",
         "logprobs", "tool_choice", "extra_body", "extra_headers",
     }  # fmt: skip
     kwargs = {k: v for k, v in options.items() if k in known and v is not None}

@@ -275,6 +275,9 @@ class TinkerBackend:
             raise LeaderEvalError(f"tinker backend: seed_mode must be 'request' or 'per_sample', not {seed_mode!r}")
         self.model_path = model_path
         self.model_id = model_path or f"tinker:{base_model}"
+        #: a tinker:// checkpoint path names immutable weights; a base model name may be updated
+        #: by the service behind the same name, so it is not cached across runs (--cache-id to vouch)
+        self.cache_identity: str | None = model_path or None
         self._given_base_model = base_model
         self.base_model: str | None = base_model
         self._base_model_source = "given" if base_model else None
@@ -437,18 +440,20 @@ class TinkerBackend:
         if self._renderer is not None:
             ids = self._render_with_renderer(messages, tools)
             return Prompt(text=self.detokenize(ids), token_ids=ids, messages=messages)
-        kwargs = dict(self.chat_template_kwargs)
-        if self.chat_template_override:
-            kwargs["chat_template"] = self.chat_template_override
-        try:
-            text = tok.apply_chat_template(
-                messages, tools=tools or None, add_generation_prompt=True, tokenize=False, **kwargs
-            )
-        except Exception as exc:
-            raise LeaderEvalError(
-                f"tinker backend: the chat template of {self._tokenizer_label!r} failed: {type(exc).__name__}: "
-                f"{_one_line(exc)}"
-            ) from exc
+        from leader_eval.chat_template import render_chat_template
+
+        # as tokenizer.apply_chat_template does: the special tokens are template variables,
+        # and the caller's template kwargs win over them
+        variables = {**dict(getattr(tok, "special_tokens_map", None) or {}), **self.chat_template_kwargs}
+        variables.pop("chat_template", None)
+        text = render_chat_template(
+            str(self._template),
+            messages,
+            tools=tools or None,
+            add_generation_prompt=True,
+            source=f"tinker backend: the chat template of {self._tokenizer_label!r}",
+            **variables,
+        )
         # the template already wrote BOS and every marker: encoding must not add them again
         return Prompt(text=text, token_ids=self.tokenize(text), messages=messages)
 

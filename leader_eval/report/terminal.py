@@ -1,0 +1,167 @@
+"""Terminal reports: the run summary table and ``show`` (raw outputs, repr'd, with failed checks)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from leader_eval.evaluate import Run
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    rows = [list(map(str, r)) for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    sep = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join([line, sep, *body])
+
+
+def metrics_table(block: Mapping[str, Any]) -> str:
+    from leader_eval.aggregate import METRICS
+
+    rows = []
+    for name in [*METRICS, *(k for k in block["metrics"] if k not in METRICS)]:  # + episode metrics
+        m = block["metrics"][name]
+        arrow = "^" if m["higher_is_better"] else "v"
+        rows.append(
+            [
+                f"{name} {arrow}",
+                _fmt(m["value"]),
+                f"[{_fmt(m['low'])}, {_fmt(m['high'])}]",
+                m["n_samples"],
+                m["n_cases"],
+            ]
+        )
+    return table(["metric", "value", "95% CI", "samples", "cases"], rows)
+
+
+def format_summary(run: Run) -> str:
+    s = run.summary
+    o = s["overall"]
+    m = run.manifest
+    lines = [
+        f"suite {s['suite']}  model {s.get('model_id')}  protocol {m['identity']['protocol']}  "
+        f"seed {m['identity']['run_seed']}",
+        metrics_table(o),
+        f"cases {o['n_cases']}  samples {o['n_samples']} (scored {o['n_scored']}, errors {o['n_errors']}, "
+        f"context_overflow {o['n_context_overflow']})  hard fails {o['n_hard_fail']}",
+    ]
+    if o["reasons"]:
+        lines.append("failure reasons: " + ", ".join(f"{k} {v}" for k, v in o["reasons"].items()))
+    for key, title in (("by_tag", "tag"), ("by_split", "split")):
+        rows = []
+        for name, b in (s.get(key) or {}).items():
+            sc = b["metrics"]["score"]
+            rows.append(
+                [name, _fmt(sc["value"]), f"[{_fmt(sc['low'])}, {_fmt(sc['high'])}]", b["n_scored"], b["n_cases"]]
+            )
+        if rows:
+            lines.append(table([title, "score", "95% CI", "samples", "cases"], rows))
+    st = m.get("sampling_stats") or (run.stats.__dict__ if run.stats else None)
+    if st:
+        lines.append(
+            f"sampled {st['sampled']} new, reused {st['reused']} recorded, errors {st['errors']}, "
+            f"overflow {st['overflow']}, {st['wall_s']:.1f}s sampling; "
+            f"cache hits {st.get('cache_hits', 0)}, misses {st.get('cache_misses', 0)}"
+            + (f"; {st['capped']} slots left unsampled by --max-samples" if st.get("capped") else "")
+        )
+    tok = s.get("tokens")
+    if tok:
+        lines.append(f"tokens: prompt {tok['prompt']}, completion {tok['completion']}; retries {s.get('retries', 0)}")
+    lines.append(f"run directory: {run.path}   (leader-eval show {run.path} --failed)")
+    return "\n".join(lines)
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def highlight(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """repr() of ``text`` with finding spans marked: ANSI reverse video on a tty, >>> <<< otherwise."""
+    if not spans:
+        return repr(text)
+    on, off = ("\x1b[7m", "\x1b[0m") if _color() else (">>>", "<<<")
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if start < pos:
+            continue
+        out.append(repr(text[pos:start])[1:-1])
+        out.append(on + repr(text[start:end])[1:-1] + off)
+        pos = end
+    out.append(repr(text[pos:])[1:-1])
+    return "'" + "".join(out) + "'"
+
+
+def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, limit: int | None = None) -> str:
+    from leader_eval.episode_transcript import episode_transcript
+
+    scores = {(s.case_id, s.index): s for s in run.scores}
+    lines: list[str] = []
+    shown = 0
+    for sample in sorted(run.samples, key=lambda s: (s.case_id, s.index)):
+        if case_id and sample.case_id != case_id:
+            continue
+        sc = scores.get((sample.case_id, sample.index))
+        if failed and (sc is None or sc.passed):
+            continue
+        if limit is not None and shown >= limit:
+            lines.append("... (more; raise --limit)")
+            break
+        shown += 1
+        transcript = episode_transcript(run.path, sample, sc) if sc is not None else None
+        if transcript is not None:  # a multi-turn case: every step (leader_eval.episode_transcript)
+            lines.extend(transcript)
+            continue
+        verdict = (
+            "n/a" if sc is None else ("PASS" if sc.passed else f"FAIL ({sc.reason}{', hard' if sc.hard_fail else ''})")
+        )
+        lines.append(
+            f"== {sample.case_id} #{sample.index}  seed {sample.seed}  {sample.outcome}  "
+            f"stop={sample.stop_reason}  tokens={sample.completion_tokens}  {verdict}"
+        )
+        text_spans = []
+        if sc:
+            for c in sc.checks:
+                for f in c.get("findings", []):
+                    # finding offsets are in the visible text (raw minus parsed markup), which only
+                    # ever removes characters: the match sits at or after that offset in the raw text
+                    at = sample.text.find(f["text"], f["start"]) if f["where"] == "text" and f["text"] else -1
+                    if at >= 0:
+                        text_spans.append((at, at + len(f["text"])))
+        lines.append("raw: " + highlight(sample.text, text_spans))
+        if sample.error:
+            lines.append(f"error: {sample.error}")
+        if sample.api_tool_calls:
+            lines.append(f"api tool_calls: {sample.api_tool_calls!r}")
+        if sc is None:
+            continue
+        if sc.reasoning:
+            lines.append(f"reasoning: {sc.reasoning!r}")
+        for c in sc.calls:
+            lines.append(f"call: {c['name']}({c['arguments']!r})")
+        if not sc.calls and sc.lenient_calls:
+            lines.append(
+                "lenient only (diagnostic): " + "; ".join(f"{c['name']}({c['arguments']!r})" for c in sc.lenient_calls)
+            )
+        if sc.other_protocols:
+            lines.append(f"other protocols seen: {', '.join(sc.other_protocols)}")
+        for c in sc.checks:
+            if c["passed"]:
+                continue
+            lines.append(f"  x {c['check']}: {c['reason']}{' [hard]' if c['hard'] else ''} {c['detail']}".rstrip())
+            for f in c.get("findings", [])[:5]:
+                lines.append(
+                    f"      {f['reason']} at {f['where']}[{f['start']}:{f['end']}]: {f['text']!r}"
+                    f"  ...{f['context']!r}..."
+                )
+    if not shown:
+        lines.append("no samples match" + (" (no failed samples)" if failed else ""))
+    return "\n".join(lines)

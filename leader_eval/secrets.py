@@ -1,0 +1,171 @@
+"""Every secret the run holds, and the one scrubber that removes them from what a model server sends.
+
+A model server is untrusted: it can echo the request's ``Authorization`` header into the reply's
+content, reasoning, tool-call arguments or error body. Every string of every ``Completion`` is
+scrubbed at the backend boundary (``backends.base.guard``), before the runner, the run directory,
+the sample cache, a golden file, a report or a log can see it.
+
+What counts as a secret, read when a scrubber is built (so a key set after import still counts):
+
+* values registered by a backend: the API-key variable it reads (``register_env``), the password
+  and ``user:password`` of URL userinfo, credential-like request header values (``register``);
+* ``TINKER_API_KEY`` and every environment variable whose name has a credential word as one of its
+  ``_``-separated parts (``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD``;
+  not ``TOKENIZERS_PARALLELISM``).
+
+Each secret is matched in the encodings it travels in: raw (so also inside ``Bearer X`` and
+``Basic X``), base64 (standard and URL-safe, at each of the three byte alignments, so a secret
+inside a longer base64 blob such as ``base64("Authorization: Bearer X")`` is found too),
+URL-encoded, JSON-escaped and hex. A match becomes ``[redacted]``, which keeps JSON in tool-call
+arguments valid. Secrets shorter than ``MIN_SECRET_CHARS`` are ignored: redacting every ``"1"`` of a
+model's output would destroy it, and a 3-character key protects nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+REDACTED = "[redacted]"
+#: shorter values are not treated as secrets (see the module docstring)
+MIN_SECRET_CHARS = 8
+#: a base64 fragment shorter than this would match ordinary text by chance
+_MIN_B64_CORE = 8
+#: environment variable names that hold credentials: a credential word as a whole ``_`` part
+_CREDENTIAL_ENV = re.compile(
+    r"(?:^|_)(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|SECRET_ACCESS_KEY|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)(?:_|$)",
+    re.IGNORECASE,
+)
+#: request header names whose values are credentials
+CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie|session|password", re.IGNORECASE)
+
+_lock = threading.Lock()
+_registered: set[str] = set()
+_registered_env: set[str] = {"TINKER_API_KEY"}
+
+
+def register(value: str | None) -> None:
+    """Add a secret the process holds (a URL password, a header value); ignored when too short."""
+    if value and len(value) >= MIN_SECRET_CHARS:
+        with _lock:
+            _registered.add(value)
+
+
+def register_env(name: str | None) -> None:
+    """Treat the value of environment variable ``name`` as a secret, whatever it is called."""
+    if name:
+        with _lock:
+            _registered_env.add(name)
+
+
+def register_header(name: str, value: str) -> None:
+    """A request header's value, when its name says it is a credential (``Bearer X`` also adds X)."""
+    if not CREDENTIAL_HEADER.search(name):
+        return
+    register(value)
+    scheme, _, rest = value.partition(" ")
+    if rest and scheme.isalpha():
+        register(rest.strip())
+
+
+def current_secrets() -> frozenset[str]:
+    """Every secret value known now: registered ones, registered variables, credential-named variables."""
+    with _lock:
+        values = set(_registered)
+        names = set(_registered_env)
+    env = os.environ
+    values.update(env[n] for n in names if env.get(n))
+    values.update(v for n, v in env.items() if v and _CREDENTIAL_ENV.search(n))
+    return frozenset(v for v in values if len(v) >= MIN_SECRET_CHARS)
+
+
+def encodings(secret: str) -> set[str]:
+    """The strings ``secret`` may appear as: raw, base64 (any alignment), URL-, JSON- and hex-encoded."""
+    raw = secret.encode("utf-8")
+    out = {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1], raw.hex()}
+    for offset in range(3):
+        enc = base64.b64encode(b"\0" * offset + raw).decode("ascii")
+        # characters that depend only on the secret's bytes, whatever surrounds it in the blob
+        start = (offset * 8 + 5) // 6
+        end = ((offset + len(raw)) * 8) // 6
+        core = enc[start:end]
+        if len(core) >= _MIN_B64_CORE:
+            out.add(core)
+            out.add(core.replace("+", "-").replace("/", "_"))
+    return {s for s in out if len(s) >= min(MIN_SECRET_CHARS, len(secret))}
+
+
+class Scrubber:
+    """Replaces every encoding of a fixed set of secrets; the empty set is a no-op."""
+
+    def __init__(self, secrets: Iterable[str]):
+        needles = sorted({e for s in secrets for e in encodings(s)}, key=len, reverse=True)
+        self._re = re.compile("|".join(map(re.escape, needles))) if needles else None
+
+    def __bool__(self) -> bool:
+        return self._re is not None
+
+    def text(self, value: str) -> str:
+        return value if self._re is None else self._re.sub(REDACTED, value)
+
+    def value(self, obj: Any) -> Any:
+        """A copy of ``obj`` (JSON-like: str, list, tuple, dict at any depth) with every string scrubbed."""
+        if self._re is None:
+            return obj
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return {self.value(k): self.value(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return type(obj)(self.value(v) for v in obj)
+        return obj
+
+
+@lru_cache(maxsize=8)
+def _scrubber_for(secrets: frozenset[str]) -> Scrubber:
+    return Scrubber(secrets)
+
+
+def scrubber() -> Scrubber:
+    """The scrubber for every secret known now (cached while the set does not change)."""
+    return _scrubber_for(current_secrets())
+
+
+def scrub(text: str) -> str:
+    """``text`` with every known secret, in every encoding, replaced by ``[redacted]``."""
+    return scrubber().text(text)
+
+
+def scrub_value(obj: Any) -> Any:
+    return scrubber().value(obj)
+
+
+def contains_secret(data: bytes, secrets: Iterable[str] | None = None) -> bool:
+    """Whether ``data`` holds any known secret in any encoding (for tests and audits)."""
+    for s in current_secrets() if secrets is None else secrets:
+        for e in encodings(s):
+            if e.encode() in data:
+                return True
+    return False
+
+
+__all__ = [
+    "REDACTED",
+    "Scrubber",
+    "contains_secret",
+    "current_secrets",
+    "encodings",
+    "register",
+    "register_env",
+    "register_header",
+    "scrub",
+    "scrub_value",
+    "scrubber",
+]
