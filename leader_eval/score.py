@@ -171,6 +171,9 @@ class CaseScorer:
             eot_tokens=self.eot_tokens,
         )
         self.tools = {t.name: t.parameters for t in self.suite.tools}
+        # the suite's validators hold the $ref targets loaded with it, and never fetch
+        schemas = getattr(self.suite, "tool_schemas", None)
+        self.validators = {name: schemas.validator(name) for name in self.tools} if schemas is not None else None
         self.require = [re.compile(p) for p in self.case.expect.get("require", ())]
         self.goal = _goal_of(self.case)
         self.hard = set(self.case.hard_fail)
@@ -209,7 +212,9 @@ class CaseScorer:
         expect_no_call = bool(self.case.expect.get("no_call"))
         checks["format"] = _format_check(parsed, expect_no_call)
         if self.case.expect.get("calls") or expect_no_call:
-            for c in match_calls(parsed.calls, self.case.expect, self.tools, goal=self.goal):
+            for c in match_calls(
+                parsed.calls, self.case.expect, self.tools, goal=self.goal, validators=self.validators
+            ):
                 checks[c.check] = c
         findings = list(self._leaks(parsed))
         if checks["format"].reason == Reason.UNPARSEABLE:
