@@ -13,9 +13,13 @@ What counts (docs/leakage.md):
 - a bracketed or angled name: snake case with at least one underscore (``[AGENT_NAME]``,
   ``<CURRENT_GOAL>``, ``[current_goal]``) or one of ``PLACEHOLDER_WORDS`` (``[GOAL]``,
   ``<NAME>``); and ``[INSERT ...]``, ``[FILL IN ...]``, ``[YOUR NAME]``, ``[TODO: ...]``;
+- a slot written in words, in brackets, any letter case: up to three prefix words (``your``,
+  ``insert``, ``current``, ``agent's``, ...) and a slot noun (``SLOT_NOUNS``), optionally
+  ``here``: ``[Your Name]``, ``[Agent Name]``, ``[insert goal here]``, ``[Date]``;
 - a name of the suite's own template variables in any of those brackets (``[EVENTS]``).
 
-Near misses that are not placeholders: other single bracketed words (``[OK]``, ``[UPDATE]``),
+Near misses that are not placeholders: other bracketed words (``[OK]``, ``[UPDATE]``,
+``[insert coin]``, ``[Todo]``),
 numbers and letters (``[1]``, ``[x]``, ``[ ]``), Markdown links and references (``[GOAL](url)``,
 ``[GOAL][1]``), citations (``[Smith 2020]``), Mistral control words (``[TOOL_CALLS]``, which are
 tool markup), and anything inside a code span (judged by the leak detector).
@@ -47,6 +51,16 @@ PLACEHOLDER_WORDS = (
     "TBD",
 )
 _WORDS = "|".join(PLACEHOLDER_WORDS)
+#: what a template slot written in words names (``[Your Name]``, ``[insert goal here]``)
+SLOT_NOUNS = (
+    "name|goal|task|room|agent|user|topic|target|location|place|date|time|message|team|project|company|city|email"
+)
+_SLOT_PREFIX = (
+    "insert|fill\\s{1,3}in|enter|add|your|the|current|agent(?:'s)?|team(?:'s)?|user(?:'s)?|first|last|full"
+    "|player|new|target|project|company|meeting|start|end|due"
+)
+# a slot in words, any letter case: up to three prefix words, a slot noun, optionally "here"
+_SLOT_PHRASE = rf"(?i:(?:(?:{_SLOT_PREFIX})\s{{1,3}}){{0,3}}(?:{SLOT_NOUNS})(?:\s{{1,3}}here)?)"
 _UPPER_SNAKE = r"[A-Z][A-Z0-9]{0,40}(?:_[A-Z0-9]{1,40}){1,8}"
 _LOWER_SNAKE = r"[a-z][a-z0-9]{0,40}(?:_[a-z0-9]{1,40}){1,8}"
 # Mistral's control words are bracketed upper snake case too; they are tool markup
@@ -66,7 +80,7 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     (
         "[",
         r"(?:(?:TODO|TBD):[^\[\]\n]{0,200}|INSERT\b[^\[\]\n]{0,200}|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}"
-        rf"|YOUR [A-Z ]{{1,80}}|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}))\]{_NOT_LINK}",
+        rf"|YOUR [A-Z ]{{1,80}}|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE})|{_SLOT_PHRASE})\]{_NOT_LINK}",
     ),
     ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}|{_WORDS}|{_UPPER_SNAKE})>"),
 )
