@@ -423,3 +423,13 @@ def test_a_tool_schema_ref_to_a_suite_file_is_validated_with_the_suites_own_regi
     assert scorer.score(_sample(_call("short"), case_id="c")).passed
     long = scorer.score(_sample(_call("far too long for the schema"), case_id="c"))
     assert long.reason == "schema_violation" and "too long" in _failed(long)["arguments_schema"]["detail"]
+
+
+def test_a_common_end_token_the_model_owns_ends_its_turn_too(suite: Suite) -> None:
+    # SmolLM2 lists <|endoftext|> among its special tokens: alone (or after <|im_end|>) it is empty
+    for text in ("<|endoftext|>", "<|im_end|><|endoftext|>"):
+        assert _scorer(suite).score(_sample(text)).reason == "empty"
+    # a model that does not own <|endoftext|>: it is a special-token leak, not an end of turn
+    other = ModelInfo(special_tokens=("<|eot|>",), eot_tokens=("<|eot|>",))
+    s = _scorer(suite, model=other).score(_sample(_call("Today we build the windmill by the river") + "<|endoftext|>"))
+    assert s.leak_classes == ["leak_special_token"]
