@@ -33,7 +33,8 @@ import jsonschema
 from jsonschema.validators import Draft202012Validator
 
 from leader_eval.errors import SuiteError
-from leader_eval.suite import _line, _load_yaml_with_lines, suite_schema
+from leader_eval.suite import _line, suite_schema
+from leader_eval.suite_yaml import load_yaml
 
 JsonPath = tuple[str | int, ...]
 ACK: dict[str, Any] = {"ok": True}
@@ -218,7 +219,7 @@ def _load_file(
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(path, None, f"cannot read fixture file: {exc}") from exc
-    data, lines = _load_yaml_with_lines(path, source)  # YAML is a superset of JSON: one reader for both
+    data, lines = load_yaml(path, source)  # YAML is a superset of JSON: one reader for both
     at: JsonPath = ()
     if isinstance(data, Mapping) and "fixtures" in data:
         data, at = data["fixtures"], ("fixtures",)
