@@ -38,17 +38,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out) if args.out else None,
         progress=not args.quiet,
     )
+    suite: object = args.suite
+    if args.suite_root:
+        from leader_eval.suite import load_suite
+
+        suite = load_suite(args.suite, root=args.suite_root)
     try:
-        result = run(args.suite, options)
+        result = run(suite, options)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
     print(format_summary(result))
+    _print_report_path(result.path)
     verdict = error_verdict(result.summary, args.max_error_rate)
     if verdict.failed:
         print(verdict.message(), file=sys.stderr)
         return 1
     return 0
+
+
+def _print_report_path(run_dir: Path) -> None:
+    """Write the run's report.html and print its path; a report failure never fails the recorded run."""
+    from leader_eval.report import write_run_report
+
+    try:
+        print(f"report: {write_run_report(run_dir)}")
+    except (OSError, ValueError, LeaderEvalError) as err:
+        print(f"warning: report.html not written: {err}", file=sys.stderr)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -61,7 +77,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     backend = resolve_backend(args.model) if not args.no_tokens and paths else None
     for path in paths:
         try:
-            suite = load_suite(path)
+            suite = load_suite(path, root=args.suite_root)
             rows = []
             for case in suite.cases:
                 if backend is None:
@@ -153,7 +169,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         max_error_rate=args.max_error_rate,
     )
     print(format_gate_table(result))
-    _write_markdown(gate_markdown(result), args.markdown)
+    from leader_eval.report import report_markdown_link
+
+    _write_markdown(gate_markdown(result) + report_markdown_link(args.run), args.markdown)
     return result.exit_status
 
 
@@ -161,9 +179,59 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from leader_eval.compare import compare_markdown, compare_runs, format_compare
 
     comparison = compare_runs(args.runs, alpha=args.alpha, across_suites=args.across_suites)
-    print(format_compare(comparison))
+    order = _split(args.order) or None
+    print(format_compare(comparison, order=order))
     _write_markdown(compare_markdown(comparison), args.markdown)
+    if args.report:
+        from leader_eval.report import write_report
+
+        print(f"report: {write_report(args.runs, args.report, comparison=comparison, order=order)}")
     return comparison.exit_status
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from leader_eval.golden import GoldenError, golden_path, load_golden
+    from leader_eval.plan import format_plan, plan_power
+    from leader_eval.suite import load_suite
+
+    suite = load_suite(args.suite)
+    label = args.label
+    if label is None:
+        found = sorted(golden_path(args.golden, suite.name, "x").parent.glob("*.json"))
+        if len(found) != 1:
+            names = ", ".join(p.stem for p in found) or "none"
+            raise GoldenError(
+                f"{args.golden}: {len(found)} golden files for suite {suite.name!r} ({names}): pass --label"
+            )
+        label = found[0].stem
+    path = golden_path(args.golden, suite.name, label)
+    golden = load_golden(path)
+    if golden is None:
+        raise GoldenError(f"{path}: no golden file (create one with leader-eval gate RUN --update-golden)")
+    samples = args.samples or int(suite.sampling.get("samples", 1))
+    plan = plan_power(golden, run_samples=samples, metric=args.metric, alpha=args.alpha)
+    print(format_plan(plan, source=str(path)))
+    if golden.get("suite_hash") != suite.content_hash:
+        print(f"note: the golden was made from other suite content ({golden.get('suite_hash')}); its rates still guide")
+    return 0
+
+
+def cmd_flaky(args: argparse.Namespace) -> int:
+    import json
+
+    from leader_eval.flaky import find_flaky, format_flaky
+
+    report = find_flaky(args.runs, alpha=args.alpha)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else format_flaky(report))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from leader_eval.report import write_report
+
+    out = write_report(args.runs, args.out, order=_split(args.order) or None, across_suites=args.across_suites)
+    print(f"report: {out}")
+    return 0
 
 
 def cmd_stress(args: argparse.Namespace) -> int:
@@ -183,6 +251,8 @@ def cmd_stress(args: argparse.Namespace) -> int:
         context_length=args.context_length,
     )
     print(format_stress_table(result))
+    if result.out:
+        _print_report_path(result.out)
     # a context overflow is what a sweep measures; any other sampler error fails it
     verdict = error_verdict(result.run.summary, args.max_error_rate, overflow_is_error=False)
     if verdict.failed:
@@ -249,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--limit", type=positive_int, help="only the first N selected cases")
     r.add_argument("--out", help="run directory (re-running into it resumes)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     r.set_defaults(func=cmd_run)
 
     li = sub.add_parser("lint", help="validate suites, render every case, count prompt tokens")
@@ -256,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("--model", default="local:smollm2", help="model whose chat template and tokenizer count tokens")
     li.add_argument("--no-tokens", action="store_true", help="skip the chat template and token counts")
     li.add_argument("-v", "--verbose", action="store_true", help="list every case with its line")
+    li.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     li.set_defaults(func=cmd_lint)
 
     sh = sub.add_parser("show", help="print raw outputs (repr) with parsed calls and failed checks")
@@ -289,7 +361,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow runs of different suite content (scaffold variants with the same case ids)",
     )
     c.add_argument("--markdown", help="append a Markdown summary to this file")
+    c.add_argument("--report", help="also write the comparison as one self-contained HTML file")
+    c.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
     c.set_defaults(func=cmd_compare)
+
+    pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80%% power")
+    pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
+    pl.add_argument("--golden", default="golden", help="golden directory")
+    pl.add_argument("--label", help="golden label (default: the suite's only golden file)")
+    pl.add_argument("--samples", type=int, help="samples per case of the runs to gate (default: the suite's)")
+    pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
+    pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")
+    pl.set_defaults(func=cmd_plan)
+
+    fl = sub.add_parser("flaky", help="flaky cases and run-to-run overdispersion over runs of one checkpoint")
+    fl.add_argument("runs", nargs="+", help="run directories of one checkpoint and suite, different seeds")
+    fl.add_argument("--alpha", type=float, default=0.05, help="level of the overdispersion test (Holm over cases)")
+    fl.add_argument("--json", action="store_true", help="print the report as JSON")
+    fl.set_defaults(func=cmd_flaky)
+
+    rp = sub.add_parser(
+        "report", help="one self-contained HTML report of runs (several: comparison, flips, checkpoints)"
+    )
+    rp.add_argument("runs", nargs="+", help="run directories")
+    rp.add_argument("-o", "--out", default="report.html", help="output file (default report.html)")
+    rp.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
+    rp.add_argument("--across-suites", action="store_true", help="allow runs of different suite content")
+    rp.set_defaults(func=cmd_report)
 
     st = sub.add_parser(
         "stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart"

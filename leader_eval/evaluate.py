@@ -13,6 +13,7 @@ from leader_eval.aggregate import case_results, summarize
 from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache
+from leader_eval.checks.episode import score_episodes
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runner import (
     RunOptions,
@@ -171,6 +172,7 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     prompts = rundir.read_prompts()
     model = ModelInfo.from_manifest(manifest.get("model", {}))
     scores = score_samples(suite, samples, prompts, manifest["identity"]["protocol"], model)
+    scores = score_episodes(suite, rundir.path, scores, manifest["identity"]["protocol"], model)
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = case_results(cases, scores)

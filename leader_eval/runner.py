@@ -61,6 +61,7 @@ class PlannedCase:
     n_samples: int
     overflow: bool
     context_length: int | None = None
+    suite: Suite | None = None  # an episode case renders each step from its suite
 
 
 def derive_seed(run_seed: int, case_id: str, index: int) -> int:
@@ -192,7 +193,7 @@ def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: R
         _check_sampling(suite, case, params, n)
         n_prompt = rendered.prompt.n_tokens
         overflow = bool(context_length and n_prompt is not None and n_prompt + params.max_tokens > context_length)
-        planned.append(PlannedCase(case, rendered, params, n, overflow, context_length))
+        planned.append(PlannedCase(case, rendered, params, n, overflow, context_length, suite))
     # Neighbouring prompts that share a prefix let a local backend reuse its KV cache.
     planned.sort(key=_prefix_order)
     return planned
@@ -468,6 +469,7 @@ async def sample_planned(
     prompts = run.prompts_log()
     # (case, indices, their seeds, their keys): seeds and keys are derived once per slot
     todo: list[tuple[PlannedCase, list[int], list[int], list[str]]] = []
+    episodes: list[tuple[PlannedCase, int]] = []  # multi-turn slots: leader_eval.episode samples them
     try:
         for p in planned:
             if p.case.id not in prompts:
@@ -483,6 +485,9 @@ async def sample_planned(
             stats.requested += p.n_samples
             stats.reused += p.n_samples - len(missing)
             if not missing:
+                continue
+            if p.case.episode is not None:
+                episodes.extend((p, i) for i in missing)
                 continue
             prefix = _key_prefix(identity or backend.model_id, p.rendered.prompt, p.params)
             if p.overflow:
@@ -527,7 +532,7 @@ async def sample_planned(
                 todo.append((p, to_sample, seeds, keys))
         prompts.close()
 
-        bar = _Progress(sum(len(m) for _, m, _, _ in todo), progress)
+        bar = _Progress(sum(len(m) for _, m, _, _ in todo) + len(episodes), progress)
         sem = asyncio.Semaphore(max(1, min(concurrency, backend.max_concurrency)))
         t0 = time.monotonic()
 
@@ -555,6 +560,14 @@ async def sample_planned(
 
         # One request per case keeps a backend's prefix (KV) reuse; backends split seeds as they like.
         tasks = [asyncio.create_task(one(*t)) for t in todo]
+        if episodes:
+            from leader_eval.episode import sample_episodes
+
+            tasks.append(
+                asyncio.create_task(
+                    sample_episodes(run, backend, episodes, run_seed, sem, log, stats, bar.tick, on_sample)
+                )
+            )
         try:
             await asyncio.gather(*tasks)
         except BaseException:
