@@ -120,3 +120,17 @@ def test_the_documented_workflow_gates_a_checkpoint(pytester: pytest.Pytester) -
     assert "gate PASS (suite minimal" in gated.stdout
     assert "gate PASS" in (pytester.path / "summary.md").read_text()
     assert (pytester.path / "leader-eval.xml").exists() and list((pytester.path / "runs").iterdir())
+
+
+def test_docs_show_the_tested_workflow_and_every_option() -> None:
+    doc = (ROOT / "docs" / "pytest.md").read_text()
+    workflow = (ROOT / "docs" / "examples" / "leader-eval.yml").read_text()
+    assert f"```yaml\n{workflow.rstrip()}\n```" in doc
+    from leader_eval.options import SAMPLING_OPTIONS
+    from leader_eval.pytest_plugin.config import CMDLINE_ONLY, PLUGIN_OPTIONS
+
+    for opt in (*SAMPLING_OPTIONS, *PLUGIN_OPTIONS):
+        assert f"`--le-{opt.name}`" in doc and f"`leader_eval_{opt.dest}`" in doc, opt.name
+    for name in CMDLINE_ONLY:
+        assert f"`--le-{name}" in doc
+    assert "`leader_eval_suites`" in doc
