@@ -100,9 +100,7 @@ def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> 
     from leader_eval.error_rule import error_verdict
 
     def total(key: str, stress: bool | None = None) -> int:
-        return sum(
-            int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress
-        )
+        return sum(int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress)
 
     counts = {
         "n_samples": total("n_samples"),
@@ -138,8 +136,9 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         run, problems = session_run(suite_name, state)
     except LeaderEvalError as err:
         return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: {err}"])
-    if not run.manifest:
-        return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: no case was scored"])
+    if not state.records.get(suite_name) or "identity" not in run.manifest:
+        why = "; ".join(problems) or "its cases failed before scoring (see their reports)"
+        return SuiteGate(suite_name, meta["path"], 1, [f"gate FAIL (suite {suite_name}): no case was scored: {why}"])
     if run.path != Path("."):
         # what the controller aggregated: must equal the worker's summary.json for the same samples
         write_json_atomic(run.path / "session_summary.json", run.summary)
