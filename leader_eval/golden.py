@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.error_rule import error_verdict, is_stress_manifest
 from leader_eval.errors import LeaderEvalError
+from leader_eval.formats import GOLDEN_FORMAT_VERSION
 from leader_eval.metrics import METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from leader_eval.evaluate import Run
     from leader_eval.suite import Suite
 
-GOLDEN_FORMAT = 1
+GOLDEN_FORMAT = GOLDEN_FORMAT_VERSION
 DECIMALS = 4
 
 #: default tolerance per metric (absolute, on the 0..1 scale); a golden file's own value wins,
@@ -163,7 +164,7 @@ def build_golden(
             rec[key] = _round(c[metric])
         cases[c["case_id"]] = rec
     return {
-        "format": GOLDEN_FORMAT,
+        "format_version": GOLDEN_FORMAT,
         "suite": ident["suite"],
         "suite_hash": ident["suite_hash"],
         "scorer_version": str(run.manifest.get("scorer_version", SCORER_VERSION)),
@@ -200,6 +201,12 @@ def load_golden(path: str | Path) -> dict[str, Any] | None:
         raise GoldenError(f"{p}:{getattr(exc, 'lineno', 1)}: unreadable golden file: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise GoldenError(f"{p}:1: not a golden file (no 'metrics' object)")
+    from leader_eval.formats import check_format
+
+    try:
+        check_format(p, data, "golden")
+    except LeaderEvalError as err:
+        raise GoldenError(str(err)) from None
     problem = golden_problem(data)
     if problem is not None:
         needle, what = problem
@@ -493,7 +500,8 @@ def gate(
     than the tolerance and the shortfall is credible at ``alpha`` (one-sided; see
     ``stats.regression_verdict``); ``improved`` when better by more than the tolerance; else
     ``pass``. The run must be complete and cover the golden's cases, and the golden must have
-    been made from the same suite content and scorer version, or the gate fails saying which.
+    been made from the same suite content, or the gate fails saying so (another scorer version
+    only warns: ``scorer_warning``).
     ``tolerances`` (e.g. from ``--tolerance``) override the golden file's. Cases on the golden's
     quarantine list (``active_quarantine``; ``today`` for its expiry, default the current date)
     are shown but cannot fail the gate.
@@ -519,6 +527,9 @@ def gate(
         result.status = "stale"
         result.messages.extend(stale)
         return result
+    warning = scorer_warning(run, golden)
+    if warning:
+        result.messages.append(warning)
     incomplete = _coverage_problem(run, golden)
     if incomplete:
         result.status = "incomplete"
@@ -756,12 +767,21 @@ def staleness(run: Run, golden: Mapping[str, Any]) -> list[str]:
     out = []
     if golden.get("suite_hash") != ident["suite_hash"]:
         out.append(f"golden is stale: suite content changed (hash {golden.get('suite_hash')} -> {ident['suite_hash']})")
-    run_scorer = str(run.manifest.get("scorer_version", SCORER_VERSION))
-    if str(golden.get("scorer_version")) != run_scorer:
-        out.append(f"golden is stale: scorer version changed ({golden.get('scorer_version')} -> {run_scorer})")
     if out:
         out.append("re-run the suite and review a new golden with --update-golden")
     return out
+
+
+def scorer_warning(run: Run, golden: Mapping[str, Any]) -> str | None:
+    """A warning when the golden was scored by another scorer version than the run (the gate still
+    decides: a scorer change that moves scores comes with regenerated goldens; docs/gating.md)."""
+    run_scorer = str(run.manifest.get("scorer_version", SCORER_VERSION))
+    if str(golden.get("scorer_version")) == run_scorer:
+        return None
+    return (
+        f"warning: scorer version changed ({golden.get('scorer_version')} -> {run_scorer}): a difference may come "
+        "from the checks, not the model; review and re-create the golden with --update-golden"
+    )
 
 
 def gate_run_dir(
