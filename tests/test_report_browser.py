@@ -33,6 +33,12 @@ def _unavailable(why: str) -> None:
     pytest.skip(why)
 
 
+def expect(locator: Any) -> Any:
+    from playwright.sync_api import expect as pw_expect
+
+    return pw_expect(locator)
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
@@ -105,7 +111,7 @@ def test_report_of_real_runs_in_chromium(browser: Any, tmp_path: Path) -> None:
     assert flip.is_visible()
     flip.locator("summary").click()
     sides = flip.locator(".sbs .side")
-    assert sides.count() == 2
+    expect(sides).to_have_count(2)  # the toggle event renders them a task later
     for i in range(2):
         assert sides.nth(i).locator("pre.raw").first.is_visible()
     a_box, b_box = sides.nth(0).bounding_box(), sides.nth(1).bounding_box()
