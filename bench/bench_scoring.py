@@ -28,10 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from leader_eval.parse import parse_output  # noqa: E402
-
 from leader_eval.checks.degeneration import check_degeneration  # noqa: E402
 from leader_eval.checks.leakage import find_leaks  # noqa: E402
+from leader_eval.protocols import parse_output  # noqa: E402
 from leader_eval.render import render_messages  # noqa: E402
 from leader_eval.score import CaseScorer, ModelInfo, case_scorer  # noqa: E402
 from leader_eval.suite import load_suite  # noqa: E402

@@ -122,7 +122,7 @@ def resolve_protocol(option: str | None, suite: Suite, backend: Backend) -> str:
 
 def check_protocol(protocol: str | None, *, where: str) -> None:
     """Refuse a protocol the parser does not know before anything is sampled."""
-    from leader_eval.parse import PROTOCOLS
+    from leader_eval.protocols import PROTOCOLS
 
     if protocol is not None and protocol not in PROTOCOLS:
         raise LeaderEvalError(f"{where}: unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
