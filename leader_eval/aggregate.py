@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from leader_eval import metrics as metric_defs
-from leader_eval.checks.episode import EPISODE_METRICS, episode_case_metrics
+from leader_eval.checks.episode import episode_case_metrics
 from leader_eval.metrics import Metric, pass_at, pass_hat
 from leader_eval.score import SampleScore
 from leader_eval.stats import Estimate, rate_ci, weighted_mean_ci
@@ -125,9 +125,7 @@ def default_ks(results: Sequence[Mapping[str, Any]], asked: Sequence[int] = ()) 
     return sorted({1, max(1, most)})
 
 
-def group_metrics(
-    results: Sequence[Mapping[str, Any]], *, seed: int = 0, ks: Sequence[int] = (1,)
-) -> dict[str, Any]:
+def group_metrics(results: Sequence[Mapping[str, Any]], *, seed: int = 0, ks: Sequence[int] = (1,)) -> dict[str, Any]:
     """Metrics of one group of case records (overall, a tag, a split), each with its interval."""
     usable = [r for r in results if r["n_scored"] > 0]
     n_samples = sum(r["n_scored"] for r in usable)
@@ -135,14 +133,20 @@ def group_metrics(
     for name, spec in metric_defs.METRICS.items():
         est = _estimate(spec, usable, [float(r[name]) for r in usable], seed) if usable else weighted_mean_ci([])
         metrics[name] = {**est.to_dict(), "higher_is_better": spec.higher_is_better, "description": spec.description}
-    for name, (_, higher, gated, desc) in EPISODE_METRICS.items():
+    for name, spec in metric_defs.EPISODE_METRICS.items():
         have = [r for r in usable if r.get(name) is not None]
-        if have:  # over the cases that have a value; n_samples counts the episodes behind them
+        if have:  # over the cases with episodes; n_samples counts the episodes behind the values
             n = sum(int(r[f"n_{name}"]) for r in have)
             est = weighted_mean_ci(
                 [float(r[name]) for r in have], [float(r["weight"]) for r in have], n_samples=n, seed=seed
             )
-            metrics[name] = {**est.to_dict(), "higher_is_better": higher, "gated": gated, "description": desc}
+            metrics[name] = {
+                **est.to_dict(),
+                "higher_is_better": spec.higher_is_better,
+                "gated": spec.gating,
+                "unit": spec.unit,
+                "description": spec.description,
+            }
     reasons: dict[str, int] = defaultdict(int)
     for r in usable:
         for k, v in r["reasons"].items():
