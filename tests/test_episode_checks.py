@@ -199,7 +199,7 @@ def test_episode_metrics_with_counts(suite: Any) -> None:
     assert m["loop_rate"]["higher_is_better"] is False
 
 
-def _run_of(suite: Any, scores: list[Any]) -> Any:
+def _run_of(suite: Any, scores: list[Any], label: str = "v1") -> Any:
     from leader_eval.evaluate import Run
 
     results = case_results(suite.cases, scores)
@@ -213,7 +213,8 @@ def _run_of(suite: Any, scores: list[Any]) -> Any:
             "run_seed": 1,
             "cases": {c.id: {"samples": 2} for c in suite.cases},
         },
-        "run_id": "r",
+        "run_id": f"run-{label}",
+        "label": label,
         "status": "complete",
         "scorer_version": __import__("leader_eval.runner", fromlist=["SCORER_VERSION"]).SCORER_VERSION,
     }
@@ -244,7 +245,7 @@ def test_the_gate_pairs_episode_metrics_by_case(tmp_path: Path) -> None:
                 out.append(score_episode(suite, case, steps, "json", MODEL))
         return out
 
-    good, bad = _run_of(suite, scores(True)), _run_of(suite, scores(False))
+    good, bad = _run_of(suite, scores(True), "v1"), _run_of(suite, scores(False), "v2")
     assert good.summary["overall"]["metrics"]["goal_rate"]["value"] == 1.0
     golden = build_golden(good)
     assert golden["metrics"]["goal_rate"]["value"] == 1.0
@@ -254,3 +255,12 @@ def test_the_gate_pairs_episode_metrics_by_case(tmp_path: Path) -> None:
     assert result.exit_status == 1
     rows = {r.metric: r for r in result.rows}
     assert rows["goal_rate"].verdict == "fail" and rows["goal_rate"].paired
+
+    # compare pairs the two checkpoints by case on the episode metrics too
+    from leader_eval.compare import compare_runs
+
+    comparison = compare_runs([good, bad])
+    diffs = {d.metric: d for d in comparison.pairs[0].metrics}
+    assert diffs["goal_rate"].verdict == "regression"
+    assert "loop_rate" in diffs and "step_leak_rate" in diffs
+    assert comparison.exit_status == 1
