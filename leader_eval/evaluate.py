@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leader_eval.aggregate import case_results, summarize
+from leader_eval.aggregate import case_results, summarize, usage_summary
 from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache
-from leader_eval.errors import RunDirError
+from leader_eval.checks.episode import score_episodes
+from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runner import (
     RunOptions,
     SamplingStats,
+    apply_recorded,
     build_manifest,
+    check_out_dir,
+    check_protocol,
+    check_run_options,
     default_label,
     default_out_dir,
     new_run_seed,
@@ -27,7 +33,18 @@ from leader_eval.runner import (
     select_cases,
 )
 from leader_eval.score import ModelInfo, SampleScore, score_samples
-from leader_eval.store import CASES, RESULTS, SUMMARY, RunDir, dumps, write_json_atomic
+from leader_eval.store import (
+    CASES,
+    LOCK,
+    RESULTS,
+    SUMMARY,
+    RunDir,
+    dumps,
+    lock_holder,
+    run_dir_lock,
+    write_json_atomic,
+    write_lines_atomic,
+)
 from leader_eval.suite import Suite, load_suite
 from leader_eval.types import Sample
 
@@ -43,6 +60,8 @@ class Run:
     cases: list[dict[str, Any]]
     summary: dict[str, Any]
     stats: SamplingStats | None = None
+    #: file name -> 1-based numbers of lines that could not be read and were skipped
+    unreadable: dict[str, list[int]] = field(default_factory=dict)
 
 
 def run(
@@ -54,8 +73,13 @@ def run(
 ) -> Run:
     """Load, render, sample, score, aggregate and record one suite on one model."""
     options = options or RunOptions()
+    check_run_options(options)
+    if options.out is not None:
+        check_out_dir(Path(options.out))  # before a model is loaded or a server asked
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
+    # a protocol the parser does not know is refused before any backend is built or asked
+    check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
     backend = backend or resolve_backend(
         options.model, context_length=options.context_length, **options.backend_options
     )
@@ -63,22 +87,41 @@ def run(
     protocol = resolve_protocol(options.protocol, suite, backend)
     # Render every case first: a suite error stops the run before any directory or sample exists.
     planned = plan_cases(suite, cases, backend, options)
-    run_seed = _run_seed(options, suite, recorded)
-    label = options.label or default_label(backend.model_id)
+    run_seed, label = run_seed_and_label(suite, options, backend)
+    if recorded is not None:
+        planned = apply_recorded(planned, recorded, options, run_seed, backend.has_sample)  # type: ignore[attr-defined]
     out = options.out or default_out_dir(suite, label, run_seed)
     if recorded is not None and options.out is None:
         out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
-    rundir = open_run_dir(out, manifest)
-    stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample))
-    result = score_run(rundir, suite)
-    result.stats = stats
-    manifest = rundir.read_manifest()
-    manifest["status"] = "capped" if stats.capped else "complete"
-    manifest["sampling_stats"] = stats.__dict__
-    rundir.write_manifest(manifest)
+    # One writer per run directory: a second run into it exits 2 naming this process.
+    with run_dir_lock(out):
+        rundir = open_run_dir(out, manifest)
+        try:
+            stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample))
+            result = score_run(rundir, suite)
+        except BaseException as exc:
+            _mark_unfinished(rundir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", exc)
+            raise
+        result.stats = stats
+        manifest = rundir.read_manifest()
+        manifest["status"] = "capped" if stats.capped else "complete"
+        manifest["sampling_stats"] = stats.__dict__
+        rundir.write_manifest(manifest)
     result.manifest = manifest
     return result
+
+
+def _mark_unfinished(rundir: RunDir, status: str, exc: BaseException) -> None:
+    """Say in the manifest that the run stopped (never leave ``running`` behind); best effort, as
+    the cause may be the very disk that refuses this write. Re-running the command resumes."""
+    try:
+        manifest = rundir.read_manifest()
+        manifest["status"] = status
+        manifest["stopped_by"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        rundir.write_manifest(manifest)
+    except (OSError, LeaderEvalError):
+        pass
 
 
 async def _sample_and_close(
@@ -107,6 +150,13 @@ async def _sample_and_close(
         await backend.aclose()
 
 
+def run_seed_and_label(suite: Suite, options: RunOptions, backend: Backend) -> tuple[int, str]:
+    """The run seed and golden label ``run`` uses for ``options`` on ``backend`` (the pytest
+    plugin derives its run directory from the same two values)."""
+    recorded = backend.recorded() if hasattr(backend, "recorded") else None
+    return _run_seed(options, suite, recorded), options.label or default_label(backend.model_id)
+
+
 def _run_seed(options: RunOptions, suite: Suite, recorded: dict[str, Any] | None) -> int:
     if recorded is not None:  # replay addresses the recorded samples by the recorded seeds
         return int(recorded["identity"]["run_seed"])
@@ -127,6 +177,7 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     prompts = rundir.read_prompts()
     model = ModelInfo.from_manifest(manifest.get("model", {}))
     scores = score_samples(suite, samples, prompts, manifest["identity"]["protocol"], model)
+    scores = score_episodes(suite, rundir.path, scores, manifest["identity"]["protocol"], model)
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = case_results(cases, scores)
@@ -148,29 +199,68 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     }
     # retries the backends needed (429/5xx/timeouts); a sample that still failed counts in n_errors
     summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
-    with (rundir.path / (RESULTS + ".tmp")).open("w", encoding="utf-8") as f:
-        for s in scores:
-            f.write(dumps(s.to_dict()) + "\n")
-    (rundir.path / (RESULTS + ".tmp")).replace(rundir.path / RESULTS)
+    # latency and token quantiles, and the cost when the command or the suite gives prices
+    summary["usage"] = usage_summary(samples, manifest.get("prices") or getattr(suite, "prices", None))
+    write_lines_atomic(rundir.path / RESULTS, (dumps(s.to_dict()) for s in scores))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)
     return Run(rundir.path, manifest, samples, scores, results, summary)
 
 
 def read_run(path: str | Path) -> Run:
-    """Read a run directory (results as last scored)."""
+    """Read a run directory (results as last scored).
+
+    Unreadable lines of its JSONL files are skipped and listed in ``Run.unreadable`` (file name ->
+    line numbers); an unreadable or wrong-shape manifest, cases or summary file is a one-line
+    ``RunDirError``.
+    """
     rundir = RunDir(Path(path))
+    if not rundir.path.is_dir():
+        raise RunDirError(f"{path}: not a run directory")
     manifest = rundir.read_manifest()
+    if manifest.get("status") == "running" and lock_holder(rundir.path / LOCK) is None:
+        # no process holds the run: it died without a word (SIGKILL, a full disk refused the update)
+        manifest["status"] = "interrupted"
     samples = rundir.read_samples()
     scores: list[SampleScore] = []
     results_path = rundir.path / RESULTS
     if results_path.exists():
-        import json
-
-        with results_path.open(encoding="utf-8") as f:
-            scores = [SampleScore.from_dict(json.loads(line)) for line in f if line.strip()]
-    cases = rundir.read_json(CASES) if (rundir.path / CASES).exists() else []
-    summary = rundir.read_json(SUMMARY) if (rundir.path / SUMMARY).exists() else {}
+        bad: list[int] = []
+        for lineno, line in enumerate(_read_lines(results_path), 1):
+            if not line.strip():
+                continue
+            try:
+                scores.append(SampleScore.from_dict(json.loads(line)))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                bad.append(lineno)
+        if bad:
+            rundir.unreadable[RESULTS] = bad
+    cases = _read_json_file(rundir, CASES, list, [])
+    summary = _read_json_file(rundir, SUMMARY, dict, {})
     if not samples and not scores:
         raise RunDirError(f"{path}: run directory holds no samples")
-    return Run(rundir.path, manifest, samples, scores, cases, summary)
+    return Run(rundir.path, manifest, samples, scores, cases, summary, unreadable=dict(rundir.unreadable))
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _read_json_file(rundir: RunDir, name: str, shape: type, default: Any) -> Any:
+    p = rundir.path / name
+    if not p.exists():
+        return default
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RunDirError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{p}:1: not UTF-8 text ({exc.reason})") from None
+    except ValueError as exc:
+        raise RunDirError(f"{p}:{getattr(exc, 'lineno', 1)}: unreadable JSON: {exc}") from None
+    if not isinstance(data, shape):
+        raise RunDirError(f"{p}:1: expected a JSON {'list' if shape is list else 'object'}, got {type(data).__name__}")
+    return data

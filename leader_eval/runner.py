@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
+import math
 import secrets
 import sys
 import time
@@ -20,9 +22,10 @@ from typing import Any
 from leader_eval import __version__
 from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard, is_context_overflow
 from leader_eval.cache import SampleCache
-from leader_eval.errors import LeaderEvalError, RunDirError
+from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
+from leader_eval.formats import RUN_FORMAT_VERSION
 from leader_eval.render import RenderedCase, render_case
-from leader_eval.store import RunDir, sample_record_key
+from leader_eval.store import LOCK, MANIFEST, RunDir, lock_holder, sample_record_key
 from leader_eval.suite import Case, Suite
 from leader_eval.types import Sample
 
@@ -59,6 +62,7 @@ class PlannedCase:
     n_samples: int
     overflow: bool
     context_length: int | None = None
+    suite: Suite | None = None  # an episode case renders each step from its suite
 
 
 def derive_seed(run_seed: int, case_id: str, index: int) -> int:
@@ -112,7 +116,62 @@ def select_cases(
 
 def resolve_protocol(option: str | None, suite: Suite, backend: Backend) -> str:
     """``--protocol`` beats the suite's setting, which beats the backend's default."""
-    return option or suite.protocol or backend.default_protocol
+    protocol = option or suite.protocol or backend.default_protocol
+    check_protocol(protocol, where=str(suite.path) if not option else "--protocol")
+    return protocol
+
+
+def check_protocol(protocol: str | None, *, where: str) -> None:
+    """Refuse a protocol the parser does not know before anything is sampled."""
+    from leader_eval.protocols import PROTOCOLS
+
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise LeaderEvalError(f"{where}: unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_run_options(options: RunOptions) -> None:
+    """Refuse option values that would silently change the measurement (the library twin of the
+    CLI's ``argtypes``): counts are integers in range, the temperature a finite number >= 0."""
+    counts = {
+        "samples": (options.samples, 1),
+        "limit": (options.limit, 1),
+        "max_tokens": (options.max_tokens, 1),
+        "context_length": (options.context_length, 1),
+        "concurrency": (options.concurrency, 1),
+        "max_samples": (options.max_samples, 0),
+    }
+    for name, (value, low) in counts.items():
+        if value is not None and not (_is_int(value) and value >= low):
+            raise LeaderEvalError(f"run option {name}={value!r}: must be an integer >= {low}")
+    t = options.temperature
+    if t is not None and not (_is_num(t) and t >= 0):
+        raise LeaderEvalError(f"run option temperature={t!r}: must be a finite number >= 0")
+    if options.seed is not None and not _is_int(options.seed):
+        raise LeaderEvalError(f"run option seed={options.seed!r}: must be an integer")
+    check_protocol(options.protocol, where="run option protocol")
+
+
+def _check_sampling(suite: Suite, case: Case, params: SamplingParams, n: int) -> None:
+    """The sampling a case ends up with (suite, case and options merged), checked before any sample."""
+    problem = None
+    if not (_is_num(params.temperature) and params.temperature >= 0):
+        problem = f"temperature {params.temperature!r} is not a finite number >= 0"
+    elif not (_is_num(params.top_p) and 0 < params.top_p <= 1):
+        problem = f"top_p {params.top_p!r} does not lie in (0, 1]"
+    elif not (_is_int(params.max_tokens) and params.max_tokens >= 1):
+        problem = f"max_tokens {params.max_tokens!r} is not an integer >= 1"
+    elif not (_is_int(n) and n >= 1):
+        problem = f"samples {n!r} is not an integer >= 1"
+    if problem:
+        raise SuiteError(suite.path, case.line, f"case {case.id!r}: sampling {problem}")
 
 
 def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: RunOptions) -> list[PlannedCase]:
@@ -122,19 +181,96 @@ def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: R
     for case in cases:
         rendered = render_case(suite, case, backend)
         s = suite.case_sampling(case)
-        params = SamplingParams(
-            temperature=float(options.temperature if options.temperature is not None else s["temperature"]),
-            max_tokens=int(options.max_tokens or s["max_tokens"]),
-            top_p=float(s["top_p"]),
-            stop=tuple(s.get("stop") or ()),
-        )
-        n = int(options.samples or s["samples"])
+        try:
+            params = SamplingParams(
+                temperature=float(options.temperature if options.temperature is not None else s["temperature"]),
+                max_tokens=int(options.max_tokens if options.max_tokens is not None else s["max_tokens"]),
+                top_p=float(s["top_p"]),
+                stop=tuple(s.get("stop") or ()),
+            )
+            n = int(options.samples if options.samples is not None else s["samples"])
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise SuiteError(suite.path, case.line, f"case {case.id!r}: sampling: {exc}") from None
+        _check_sampling(suite, case, params, n)
         n_prompt = rendered.prompt.n_tokens
         overflow = bool(context_length and n_prompt is not None and n_prompt + params.max_tokens > context_length)
-        planned.append(PlannedCase(case, rendered, params, n, overflow, context_length))
+        planned.append(PlannedCase(case, rendered, params, n, overflow, context_length, suite))
     # Neighbouring prompts that share a prefix let a local backend reuse its KV cache.
     planned.sort(key=_prefix_order)
     return planned
+
+
+def apply_recorded(
+    planned: Sequence[PlannedCase],
+    recorded: dict[str, Any],
+    options: RunOptions,
+    run_seed: int,
+    has_sample: Callable[[str, int], bool],
+) -> list[PlannedCase]:
+    """Plan a replay as the recorded run sampled it, or refuse (one line, nothing written).
+
+    Replay serves what was sampled; it cannot change it. Each case takes the recorded sampling
+    parameters and sample count. An override that would change what was sampled (temperature,
+    max tokens, a different seed or context length, more samples than recorded) is refused rather
+    than written into the manifest as if applied; so is a case, or a sample of a case, that the
+    recorded run never finished (``has_sample(case_id, seed)``): select recorded cases with
+    ``--case`` or ``--samples``. Fewer samples than recorded is a subset and is allowed.
+    """
+    where = f"replay:{options.model.split(':', 1)[-1]}" if options.model.startswith("replay:") else "replay"
+    ident = recorded.get("identity") or {}
+    rec_cases = ident.get("cases") or {}
+    if options.seed is not None and options.seed != ident.get("run_seed"):
+        raise LeaderEvalError(
+            f"{where}: --seed {options.seed} differs from the recorded run seed {ident.get('run_seed')}: "
+            "replay cannot re-sample"
+        )
+    rec_ctx = (recorded.get("model") or {}).get("context_length")
+    if options.context_length is not None and options.context_length != rec_ctx:
+        raise LeaderEvalError(
+            f"{where}: --context-length {options.context_length} differs from the recorded {rec_ctx}: "
+            "replay cannot re-sample"
+        )
+    out = []
+    for p in planned:
+        spec = rec_cases.get(p.case.id)
+        if not isinstance(spec, dict):
+            raise LeaderEvalError(f"{where}: case {p.case.id!r} was not in the recorded run; select cases with --case")
+        rec = spec.get("params") or {}
+        overrides = {"temperature": options.temperature, "max_tokens": options.max_tokens}
+        for name, value in overrides.items():
+            if value is not None and rec.get(name) != value:
+                raise LeaderEvalError(
+                    f"{where}: --{name.replace('_', '-')} {value} differs from the recorded {rec.get(name)!r} "
+                    f"(case {p.case.id!r}): replay cannot re-sample"
+                )
+        try:
+            params = SamplingParams(
+                temperature=float(rec["temperature"]),
+                max_tokens=int(rec["max_tokens"]),
+                top_p=float(rec.get("top_p", 1.0)),
+                stop=tuple(rec.get("stop") or ()),
+            )
+            n_rec = int(spec["samples"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunDirError(
+                f"{where}: recorded manifest has no usable sampling for case {p.case.id!r}: {exc}"
+            ) from None
+        n = n_rec if options.samples is None else options.samples
+        if n > n_rec:
+            raise LeaderEvalError(
+                f"{where}: --samples {n} but the recorded run has {n_rec} per case (case {p.case.id!r}): "
+                "replay cannot sample more"
+            )
+        missing = [i for i in range(n) if not has_sample(p.case.id, derive_seed(run_seed, p.case.id, i))]
+        if missing:
+            raise LeaderEvalError(
+                f"{where}: {len(missing)} of {n} samples of case {p.case.id!r} were never recorded (the run was "
+                "interrupted?); replay only recorded cases with --case, or finish the recorded run first"
+            )
+        overflow = bool(p.context_length and p.rendered.prompt.n_tokens is not None
+                        and p.rendered.prompt.n_tokens + params.max_tokens > p.context_length)  # fmt: skip
+        out.append(dataclasses.replace(p, params=params, n_samples=n, overflow=overflow))
+    return out
 
 
 def _prefix_order(p: PlannedCase) -> tuple[bytes, str]:
@@ -184,6 +320,7 @@ def build_manifest(
             "context_length": options.context_length or suite.context_length or backend.context_length,
             "special_tokens": list(backend.special_tokens),
         },
+        "format_version": RUN_FORMAT_VERSION,
         "scorer_version": SCORER_VERSION,
         "versions": _versions(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -250,7 +387,32 @@ class _Progress:
             print(file=sys.stderr)
 
 
+def check_out_dir(out: Path, *, check_lock: bool = True) -> None:
+    """Refuse an ``--out`` that is not ours to write: a file, or a directory that holds files but
+    no manifest (another tool's output, a run's leftovers: adopting them would mix samples)."""
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"{out}: --out names a file, not a run directory")
+    holder = lock_holder(out / LOCK) if check_lock else None
+    if holder is not None:  # asked early, before a model loads; the lock itself is taken later
+        raise RunDirError(
+            f"run directory {out} is in use by another leader-eval process (pid {holder or 'unknown'}); "
+            "wait for it to finish or choose another directory"
+        )
+    if out.is_dir() and not RunDir(out).manifest_path.exists():
+        try:
+            foreign = sorted(p.name for p in out.iterdir() if p.name != LOCK)
+        except OSError as exc:
+            raise RunDirError(f"{out}: cannot read --out directory: {exc.strerror or exc}") from None
+        if foreign:
+            raise RunDirError(
+                f"{out}: --out is a non-empty directory without a {MANIFEST} (holds {foreign[0]!r}"
+                f"{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''}); choose an empty or new directory"
+            )
+
+
 def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
+    """The run directory for ``manifest``: new, or the same run's to resume (call under its lock)."""
+    check_out_dir(out, check_lock=False)
     run = RunDir(out)
     if run.exists():
         old = run.read_manifest()
@@ -315,6 +477,7 @@ async def sample_planned(
     prompts = run.prompts_log()
     # (case, indices, their seeds, their keys): seeds and keys are derived once per slot
     todo: list[tuple[PlannedCase, list[int], list[int], list[str]]] = []
+    episodes: list[tuple[PlannedCase, int]] = []  # multi-turn slots: leader_eval.episode samples them
     try:
         for p in planned:
             if p.case.id not in prompts:
@@ -330,6 +493,9 @@ async def sample_planned(
             stats.requested += p.n_samples
             stats.reused += p.n_samples - len(missing)
             if not missing:
+                continue
+            if p.case.episode is not None:
+                episodes.extend((p, i) for i in missing)
                 continue
             prefix = _key_prefix(identity or backend.model_id, p.rendered.prompt, p.params)
             if p.overflow:
@@ -374,7 +540,7 @@ async def sample_planned(
                 todo.append((p, to_sample, seeds, keys))
         prompts.close()
 
-        bar = _Progress(sum(len(m) for _, m, _, _ in todo), progress)
+        bar = _Progress(sum(len(m) for _, m, _, _ in todo) + len(episodes), progress)
         sem = asyncio.Semaphore(max(1, min(concurrency, backend.max_concurrency)))
         t0 = time.monotonic()
 
@@ -402,6 +568,14 @@ async def sample_planned(
 
         # One request per case keeps a backend's prefix (KV) reuse; backends split seeds as they like.
         tasks = [asyncio.create_task(one(*t)) for t in todo]
+        if episodes:
+            from leader_eval.episode import sample_episodes
+
+            tasks.append(
+                asyncio.create_task(
+                    sample_episodes(run, backend, episodes, run_seed, sem, log, stats, bar.tick, on_sample)
+                )
+            )
         try:
             await asyncio.gather(*tasks)
         except BaseException:

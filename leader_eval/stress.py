@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import numbers
 import random
 import re
 from collections.abc import Sequence
@@ -486,12 +487,22 @@ def read_stress(run_dir: str | Path) -> StressResult:
 
 
 def resolve_steps(tokens: int, steps: Sequence[int] | None) -> list[int]:
-    """``--steps`` up to ``--tokens``, with ``--tokens`` itself always the last step."""
-    if tokens < 1:
-        raise LeaderEvalError("stress: --tokens must be positive")
-    chosen = steps or DEFAULT_STEPS
-    out = sorted({int(s) for s in chosen if 0 < int(s) <= tokens} | {int(tokens)})
+    """``--steps`` up to ``--tokens``, with ``--tokens`` itself always the last step.
+
+    Every value must be a positive integer (a string, float, bool or NaN is refused, never
+    coerced): a step silently dropped or rounded would change what the sweep measures."""
+    if not _is_count(tokens):
+        raise LeaderEvalError(f"stress: --tokens {tokens!r} must be an integer >= 1")
+    chosen = list(steps) if steps else list(DEFAULT_STEPS)
+    bad = next((s for s in chosen if not _is_count(s)), None)
+    if bad is not None:
+        raise LeaderEvalError(f"stress: --steps value {bad!r} must be an integer >= 1")
+    out = sorted({int(s) for s in chosen if int(s) <= tokens} | {int(tokens)})
     return out
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 1
 
 
 def stress(

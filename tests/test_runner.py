@@ -183,3 +183,67 @@ def test_replay_rescores_without_the_model(local_backend, mini_suite: Path, tmp_
     # the same replay with the original suite reproduces the recorded scores exactly
     same = run(mini_suite, RunOptions(model=f"replay:{tmp_path / 'rec'}", out=tmp_path / "same", progress=False))
     assert [x.to_dict() for x in same.scores] == [x.to_dict() for x in recorded.scores]
+
+
+def test_record_log_skips_a_bad_middle_line_and_keeps_what_follows(tmp_path: Path, caplog) -> None:
+    p = tmp_path / "log.jsonl"
+    log = RecordLog(p, key_field="k")
+    for i in range(5):
+        log.append({"k": f"r{i}", "v": i})
+    log.close()
+    lines = p.read_bytes().splitlines(keepends=True)
+    lines[1] = b'{"k": "r1", "v": \xff garbage}\n'  # bit rot / a foreign write in the middle
+    lines[3] = b"[1, 2, 3]\n"  # valid JSON, not a record
+    p.write_bytes(b"".join(lines) + b'{"k": "torn')
+    with caplog.at_level("WARNING", logger="leader_eval"):
+        log = RecordLog(p, key_field="k")
+    assert sorted(log._index) == ["r0", "r2", "r4"]  # every readable record after the bad ones is kept
+    assert log.bad_lines == [2, 4]
+    assert f"{p}:2:" in caplog.text and f"{p}:4:" in caplog.text
+    # only the torn tail was cut; the bad lines stay on disk for a human to inspect
+    assert p.read_bytes() == b"".join(lines)
+    log.append({"k": "r5", "v": 5})
+    log.close()
+    assert sorted(RecordLog(p, key_field="k", readonly=True)._index) == ["r0", "r2", "r4", "r5"]
+
+
+def test_cache_shard_with_a_bad_middle_line_keeps_later_records(tmp_path: Path) -> None:
+    from leader_eval.cache import SampleCache
+
+    cache = SampleCache(tmp_path / "cache")
+    keys = ["00" + f"{i:02x}" + "0" * 28 for i in range(4)]  # one shard, four records
+    for k in keys:
+        cache.put({"key": k, "text": k, "outcome": "ok"})
+    cache.close()
+    (shard,) = sorted((tmp_path / "cache").rglob("*.jsonl"))
+    lines = shard.read_bytes().splitlines(keepends=True)
+    shard.write_bytes(lines[0] + b"not json at all\n" + b"".join(lines[1:]))
+    cache = SampleCache(tmp_path / "cache")
+    assert all(cache.get(k) is not None for k in keys)
+    cache.close()
+    after = shard.read_bytes().splitlines()
+    assert after[1] == b"not json at all" and len(after) == 5  # nothing was truncated
+
+
+def test_show_reports_unreadable_lines_and_keeps_later_samples(
+    local_backend, mini_suite: Path, tmp_path: Path, capsys
+) -> None:
+    from leader_eval.cli import main
+
+    out = tmp_path / "run"
+    run(mini_suite, RunOptions(seed=4, out=out, progress=False, max_tokens=8), backend=local_backend)
+    p = out / "samples.jsonl"
+    lines = p.read_text().splitlines(keepends=True)
+    assert len(lines) == 4
+    lines[1] = "{oops\n"
+    p.write_text("".join(lines))
+    result = read_run(out)
+    assert len(result.samples) == 3 and result.unreadable == {"samples.jsonl": [2]}
+    capsys.readouterr()
+    assert main(["show", str(out)]) == 0
+    assert f"unreadable: 1 line(s) of {p} could not be read" in capsys.readouterr().out
+    # a resume re-samples only the lost slot: the samples after the bad line are not re-drawn
+    before = {json.loads(x)["slot"]: json.loads(x)["text"] for i, x in enumerate(lines) if i != 1}
+    run(mini_suite, RunOptions(seed=4, out=out, progress=False, max_tokens=8), backend=local_backend)
+    after = [json.loads(x) for i, x in enumerate(p.read_text().splitlines()) if i != 1]
+    assert {r["slot"]: r["text"] for r in after if r["slot"] in before} == before

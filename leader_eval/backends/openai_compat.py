@@ -58,10 +58,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from leader_eval import secrets
+from leader_eval import protocols, secrets
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
+from leader_eval.chat_template import render_chat_template, template_supports_tools
 from leader_eval.errors import LeaderEvalError
-from leader_eval.render import render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
 try:  # orjson (already a dependency of tinker) is ~5x faster than json for these small bodies
@@ -155,15 +155,7 @@ def special_tokens_from_template(template: str, bos: str = "", eos: str = "") ->
 
 def protocol_from_template(template: str | None) -> str:
     """The tool-call protocol a chat template speaks natively; ``json`` when it has none."""
-    if not template or not template_supports_tools(template):
-        return "json"
-    if "<|tool_calls_section_begin|>" in template or "<|tool_call_begin|>" in template:
-        return "kimi_k2"
-    if "<tool_call>" in template:
-        return "hermes"
-    if "<|python_tag|>" in template or "ipython" in template:
-        return "llama3_json"
-    return "hermes"
+    return protocols.detect(chat_template=template)
 
 
 class _Failure(Exception):

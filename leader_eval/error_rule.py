@@ -1,0 +1,113 @@
+"""The error rule: a sample the model never produced is never a pass, in any entry point.
+
+A sample ends in one of three outcomes: ``ok`` (scored), ``error`` (the sampler, transport or
+backend failed: no model output to judge) or ``context_overflow`` (the prompt plus ``max_tokens``
+did not fit the context). An ``error`` always counts against the run. A ``context_overflow``
+counts as an error too, except in a stress run, whose purpose is to find the length at which the
+model stops fitting: there it is the measured outcome.
+
+``error_verdict`` decides whether a run (its summary) fails the rule: it fails when the share of
+counted errors among all its samples exceeds ``max_error_rate`` (default 0: any error fails),
+when it holds no sample at all, or when nothing in it was measured. ``case_verdict`` says the
+same of one case record. ``run``, ``gate`` and the pytest plugin (both modes) use these two
+functions, so the rule is the same everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_MAX_ERROR_RATE = 0.0
+
+
+@dataclass(frozen=True)
+class ErrorVerdict:
+    """Whether a run's sampler errors fail it, and the one line that says why."""
+
+    n_samples: int
+    n_errors: int  # counted errors (context overflows included unless a stress run)
+    n_measured: int  # scored samples (plus overflows in a stress run)
+    max_error_rate: float
+
+    @property
+    def rate(self) -> float:
+        return self.n_errors / self.n_samples if self.n_samples else 1.0
+
+    @property
+    def failed(self) -> bool:
+        return self.n_samples == 0 or self.n_measured == 0 or self.rate > self.max_error_rate
+
+    def message(self) -> str:
+        if self.n_samples == 0:
+            return "error rule: the run holds no samples: nothing was measured"
+        if self.n_measured == 0:
+            return f"error rule: none of {self.n_samples} samples was measured ({self.n_errors} errored)"
+        line = (
+            f"error rule: {self.n_errors} of {self.n_samples} samples errored "
+            f"({self.rate:.1%}; allowed --max-error-rate {self.max_error_rate:g})"
+        )
+        return line + (": FAIL" if self.failed else ": ok")
+
+
+def check_max_error_rate(value: Any) -> float:
+    """``value`` as a rate in [0, 1], or ValueError (a NaN would make every comparison false)."""
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"max error rate {value!r} is not a number") from None
+    if not (math.isfinite(rate) and 0 <= rate <= 1):
+        raise ValueError(f"max error rate {value!r} must lie in [0, 1]")
+    return rate
+
+
+def _count(rec: Mapping[str, Any], key: str) -> int:
+    try:
+        return int(rec.get(key) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def error_verdict(
+    summary: Mapping[str, Any],
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+    *,
+    overflow_is_error: bool = True,
+) -> ErrorVerdict:
+    """Does this run fail the error rule? ``summary``: a run's ``summary.json`` (its ``overall``
+    counts) or one of its ``overall`` / ``by_tag`` blocks; ``overflow_is_error=False`` for a
+    stress run."""
+    rate = check_max_error_rate(max_error_rate)
+    overall = summary.get("overall", summary)
+    if not isinstance(overall, Mapping):
+        overall = {}
+    n_samples = _count(overall, "n_samples")
+    n_overflow = _count(overall, "n_context_overflow")
+    n_errors = _count(overall, "n_errors") + (n_overflow if overflow_is_error else 0)
+    n_measured = _count(overall, "n_scored") + (0 if overflow_is_error else n_overflow)
+    return ErrorVerdict(n_samples, n_errors, n_measured, rate)
+
+
+def case_verdict(record: Mapping[str, Any], *, overflow_is_error: bool = True) -> str:
+    """``pass`` | ``fail`` | ``error`` for one case record (``cases.json`` entry).
+
+    ``fail``: a scored sample failed. ``error``: no scored sample failed, but some sample was not
+    measured (a sampler error, an overflow outside a stress run) or none was scored at all: never
+    a pass. ``pass``: every sample was scored and passed.
+    """
+    n_scored = _count(record, "n_scored")
+    if _count(record, "n_passed") < n_scored:
+        return "fail"
+    n_overflow = _count(record, "n_context_overflow")
+    n_errors = _count(record, "n_errors") + (n_overflow if overflow_is_error else 0)
+    n_measured = n_scored + (0 if overflow_is_error else n_overflow)
+    if n_measured == 0 or n_errors > 0:
+        return "error"
+    return "pass"
+
+
+def is_stress_manifest(manifest: Mapping[str, Any]) -> bool:
+    """A stress sweep's run (its manifest carries the ``stress`` block)."""
+    return bool(manifest.get("stress"))

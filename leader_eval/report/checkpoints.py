@@ -1,0 +1,176 @@
+"""Checkpoints of one training run: their order and the checkpoint to ship.
+
+Order: ``--order LABEL,...`` when given; otherwise the labels are checkpoints when every one is a
+shared prefix followed by a number (``step-100``, ``ckpt2k``, ``v4``/``v7``), ordered by that
+number; otherwise (``compare`` only) the order of the runs on the command line.
+
+Recommendation: the *earliest* checkpoint that is not credibly worse than the best one. "Best" is
+the highest (lowest, for a lower-is-better metric) point estimate over the cases every run
+scored. Every other checkpoint is tested against it with the paired test ``compare`` uses
+(``stats.paired_compare`` over cases, halved to one side: "this checkpoint is worse than the
+best"), and the family of those tests is Holm-adjusted at ``alpha`` (``golden.holm_alphas``), so
+that with k checkpoints of equal quality the chance of calling any of them worse stays at most
+alpha. A checkpoint the test cannot call worse is a candidate; the earliest candidate is
+recommended (the best itself always is one). "Not credibly worse" is not "as good": with few
+cases the test is weak and an early checkpoint can pass it; the table shows each difference and
+its interval so that a reader can see how close it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from leader_eval.errors import LeaderEvalError
+
+if TYPE_CHECKING:
+    from leader_eval.compare import Comparison
+
+_NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<num>\d+(?:\.\d+)?)(?P<unit>[kKmM]?)$")
+_UNITS = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    name: str
+    value: float
+    low: float
+    high: float
+    diff: float  # this checkpoint minus the best, paired over common cases (0 for the best)
+    diff_low: float
+    diff_high: float
+    p_worse: float | None  # one-sided; None for the best itself
+    level: float | None  # Holm level this p-value was tested at
+    credibly_worse: bool
+
+
+@dataclass(frozen=True)
+class CheckpointRecommendation:
+    metric: str
+    alpha: float
+    order_source: str  # "--order" | "labels" | "command line"
+    positions: list[float]  # x of each row (label numbers when labels carry them, else 0..n-1)
+    rows: list[CheckpointRow]
+    best: str
+    recommended: str
+    n_cases: int
+
+
+def label_numbers(labels: Sequence[str]) -> list[float] | None:
+    """Each label's checkpoint number when all labels are one prefix plus distinct numbers."""
+    parsed = [_NUMBERED.match(lb) for lb in labels]
+    if len(labels) < 2 or not all(parsed):
+        return None
+    prefixes = {m.group("prefix") for m in parsed if m}
+    nums = [float(m.group("num")) * _UNITS[m.group("unit")] for m in parsed if m]
+    if len(prefixes) != 1 or len(set(nums)) != len(nums):
+        return None
+    return nums
+
+
+def checkpoint_order(
+    names: Sequence[str], order: Sequence[str] | None = None, *, fallback: bool = False
+) -> tuple[list[str], list[float], str] | None:
+    """(names in checkpoint order, x positions, where the order came from), or None when the names
+    are not recognisably checkpoints and ``fallback`` is off. ``order`` must name every run."""
+    if order:
+        unknown = [o for o in order if o not in names]
+        missing = [n for n in names if n not in order]
+        if unknown or missing:
+            raise LeaderEvalError(
+                f"--order: {'unknown label(s) ' + ', '.join(unknown) if unknown else ''}"
+                f"{'; ' if unknown and missing else ''}{'missing label(s) ' + ', '.join(missing) if missing else ''}"
+                f" (the runs' labels: {', '.join(names)})"
+            )
+        ordered = list(dict.fromkeys(order))
+        nums = label_numbers(ordered)
+        if nums is None or sorted(nums) != nums:
+            nums = [float(i) for i in range(len(ordered))]
+        return ordered, nums, "--order"
+    nums = label_numbers(names)
+    if nums is not None:
+        pairs = sorted(zip(nums, names, strict=True))
+        return [n for _, n in pairs], [x for x, _ in pairs], "labels"
+    if fallback:
+        return list(names), [float(i) for i in range(len(names))], "command line"
+    return None
+
+
+def recommend_checkpoint(
+    comparison: Comparison,
+    order: Sequence[str] | None = None,
+    *,
+    metric: str = "score",
+    fallback: bool = False,
+) -> CheckpointRecommendation | None:
+    """The recommendation for the comparison's run groups (None when they are not checkpoints)."""
+    from leader_eval.aggregate import METRICS
+    from leader_eval.compare import one_sided_p
+    from leader_eval.golden import holm_alphas
+    from leader_eval.stats import paired_compare
+
+    groups = {g.name: g for g in comparison.groups}
+    if len(groups) < 2:
+        return None
+    found = checkpoint_order(list(groups), order, fallback=fallback)
+    if found is None:
+        return None
+    names, positions, source = found
+    higher = METRICS[metric][1]
+    common = sorted(set.intersection(*(set(g.cases) for g in groups.values())))
+    est = {n: groups[n].estimates[metric] for n in names}
+    # the earliest of equal best estimates is the best: a tie never favours a later checkpoint
+    best = max(names, key=lambda n: (est[n].value if higher else -est[n].value, -names.index(n)))
+    b = groups[best]
+    tests = {}
+    for n in names:
+        if n == best:
+            continue
+        pc = paired_compare(
+            {c: b.cases[c].values[metric] for c in common},
+            {c: groups[n].cases[c].values[metric] for c in common},
+            weights={c: b.cases[c].weight for c in common},
+            metric=metric,
+        )
+        tests[n] = (pc, one_sided_p(pc.diff, pc.p_value, higher_is_better=higher))
+    levels = holm_alphas({n: p for n, (_, p) in tests.items()}, comparison.alpha)
+    rows = []
+    for n in names:
+        e = est[n]
+        if n == best:
+            rows.append(CheckpointRow(n, e.value, e.low, e.high, 0.0, 0.0, 0.0, None, None, False))
+            continue
+        pc, p = tests[n]
+        rows.append(CheckpointRow(n, e.value, e.low, e.high, pc.diff, pc.low, pc.high, p, levels[n], p < levels[n]))
+    recommended = next(r.name for r in rows if not r.credibly_worse)
+    return CheckpointRecommendation(metric, comparison.alpha, source, positions, rows, best, recommended, len(common))
+
+
+def recommendation_lines(comparison: Comparison, order: Sequence[str] | None = None) -> list[str]:
+    """``compare``'s terminal lines for more than two configurations (none for two)."""
+    if len(comparison.groups) < 3 and not order:
+        return []
+    rec = recommend_checkpoint(comparison, order, fallback=True)
+    if rec is None:
+        return []
+    from leader_eval.report.terminal import table
+
+    rows = [
+        [
+            r.name,
+            f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]",
+            "best" if r.p_worse is None else f"{r.diff:+.3f} [{r.diff_low:+.3f}, {r.diff_high:+.3f}]",
+            "-" if r.p_worse is None else f"{r.p_worse:.3f} (Holm level {r.level:.4f})",
+            "credibly worse" if r.credibly_worse else ("RECOMMENDED" if r.name == rec.recommended else "candidate"),
+        ]
+        for r in rec.rows
+    ]
+    return [
+        "",
+        f"checkpoints (order from {rec.order_source}), {rec.metric} vs the best over {rec.n_cases} cases, "
+        f"one-sided paired test, Holm at alpha {rec.alpha:g}:",
+        table(["checkpoint", f"{rec.metric} [95% CI]", "minus best [95% CI]", "p (worse than best)", ""], rows),
+        f"recommended checkpoint: {rec.recommended} (earliest not credibly worse than the best, {rec.best})",
+    ]

@@ -1,0 +1,65 @@
+"""Real recorded runs for the report tests, and a hostile copy of one.
+
+``s101`` and ``s202`` were recorded on the embedded model (2026-11-26, llama-cpp-python 0.3.36,
+``LEADER_EVAL_CACHE_DIR`` empty) with the suite frozen in ``suite/``::
+
+    leader-eval run suite/leader_core.yaml --seed 101 --samples 3 --label seed101 --case assigns_owners,\
+ignores_brb_marker,uses_tool_result,pause_when_human_asks,welcomes_newcomer,no_pause_without_reason,\
+no_marker_leak,thanks_and_next_step
+
+(and the same with ``--seed 202 --label seed202``). ``s101`` holds two leaks (a ``[NO CHAT]`` marker
+and the system prompt echoed); between the two runs three cases flip. Committed rather than
+sampled in each test run: about 50 s of CPU on the embedded model saved per CI run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RUN_A = HERE / "s101"
+RUN_B = HERE / "s202"
+SUITE = HERE / "suite" / "leader_core.yaml"
+CASES = (
+    "assigns_owners,ignores_brb_marker,uses_tool_result,pause_when_human_asks,welcomes_newcomer,"
+    "no_pause_without_reason,no_marker_leak,thanks_and_next_step"
+)
+
+#: what a model may write and a report must show as text: markup that would run script, a fake
+#: end of the JSON island, a special token, invalid UTF-8 (surrogate escapes), a line separator
+#: that ends a JavaScript string, a bidi override, HTML entities
+HOSTILE_TEXT = (
+    '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 1">'
+    "<|im_start|>system\nobey\udcff\udc80 \u2028\u202e &amp; <!-- ]]> <svg onload=window.__pwned=1>"
+)
+HOSTILE_LABEL = '<img src=x onerror="window.__pwned=1">v1'
+HOSTILE_CASE = "assigns_owners"
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("report.html"))
+    return dst
+
+
+def hostile_run(dst: Path) -> Path:
+    """A copy of ``s101`` whose first sample of ``HOSTILE_CASE`` says ``HOSTILE_TEXT``, rescored."""
+    from leader_eval.evaluate import score_run
+    from leader_eval.store import RunDir
+    from leader_eval.suite import load_suite
+
+    copy_run(RUN_A, dst)
+    lines = (dst / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    out = []
+    for line in lines:
+        rec = json.loads(line)
+        if rec["case_id"] == HOSTILE_CASE and rec["index"] == 0:
+            rec["text"] = HOSTILE_TEXT
+        out.append(json.dumps(rec, ensure_ascii=True))  # lone surrogates travel as JSON escapes
+    (dst / "samples.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    manifest = json.loads((dst / "manifest.json").read_text(encoding="utf-8"))
+    manifest["label"] = HOSTILE_LABEL
+    (dst / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    score_run(RunDir(dst), load_suite(SUITE))
+    return dst
