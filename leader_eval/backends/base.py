@@ -181,7 +181,13 @@ def completion_problem(c: Any) -> str | None:
         return f"reasoning is a {type(c.reasoning).__name__}, not a string"
     if c.error is not None and not isinstance(c.error, str):
         return f"error is a {type(c.error).__name__}, not a string"
-    if not isinstance(c.token_ids, list) or not all(_is_count(t) for t in c.token_ids):
+    ids = c.token_ids
+    # type() is int: no bools, no int subclasses; min/max once instead of a call per id
+    if (
+        not isinstance(ids, list)
+        or not all(type(t) is int for t in ids)
+        or (ids and not 0 <= min(ids) <= max(ids) < _MAX_COUNT)
+    ):
         return "token_ids is not a list of token ids"
     if c.stop_reason not in _STOP_VALUES:
         return f"stop_reason {str(c.stop_reason)[:40]!r} is not stop, length or null"
@@ -315,5 +321,5 @@ def guard(backend: Backend) -> Backend:
     """``backend`` behind the boundary (idempotent)."""
     if isinstance(backend, GuardedBackend):
         return backend
-    guarded: Backend = GuardedBackend(backend)  # type: ignore[assignment]
+    guarded: Backend = GuardedBackend(backend)
     return guarded

@@ -211,7 +211,7 @@ class _BoundedBody:
                     data = self._z.unused_data + data
                     if not data.strip(b"\0"):
                         return
-                    self._z = zlib.decompressobj(self._wbits)
+                    self._z = zlib.decompressobj(self._wbits or 15)
                 if not self._started and self._wbits == 15 and data[:1] != b"x":
                     self._z = zlib.decompressobj(-15)  # "deflate" sent raw, without the zlib header
                 self._started = True
@@ -658,7 +658,8 @@ def _kind(value: Any) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), f"a {type(value).__name__}")
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def _content_text(value: Any, where: str) -> str:

@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 import tinker
 
-from leader_eval import protocols
+from leader_eval import protocols, secrets
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.errors import LeaderEvalError
 from leader_eval.types import Prompt
@@ -193,10 +193,8 @@ def error_text(exc: BaseException) -> str:
 
 
 def _scrub(text: str) -> str:
-    key = os.environ.get(API_KEY_ENV)
-    if key and len(key) >= 4:
-        text = text.replace(key, "[redacted]")
-    return text
+    """``text`` without any secret the run holds (``TINKER_API_KEY`` included), in any encoding."""
+    return secrets.scrub(text)
 
 
 class _Failure(Exception):
