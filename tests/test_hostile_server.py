@@ -187,6 +187,13 @@ def test_an_oversized_body_is_an_error_and_memory_stays_bounded(hostile, behavio
     assert result["growth_kb"] < 64 * 1024, result  # a few copies of the 8 MiB cap, not gigabytes
 
 
+def test_a_redirect_is_an_error_and_is_not_followed(hostile) -> None:
+    before = hostile.stats()["requests"].get("echo", 0)
+    c = sample(hostile.base_url_for("redirect"), max_retries=2)
+    assert c.error is not None and c.error.startswith("HTTP 307"), c.error
+    assert hostile.stats()["requests"].get("echo", 0) == before  # the key was never sent to the target
+
+
 def test_the_body_cap_is_configurable(hostile) -> None:
     c = sample(hostile.base_url_for("echo"), max_response_bytes=100)
     assert c.error == "response body over 100 bytes (max_response_bytes)"
