@@ -472,7 +472,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.func(args)
     except LeaderEvalError as err:
-        print(f"error: {err}", file=sys.stderr)
+        from leader_eval.secrets import scrub
+
+        print(f"error: {scrub(str(err))}", file=sys.stderr)  # a message may quote what a server sent
         return err.exit_status
     except BrokenPipeError:
         return 0
