@@ -491,3 +491,23 @@ def test_unknown_protocol_is_refused_before_any_request(
     with pytest.raises(LeaderEvalError, match="bogus"):
         run(bad_suite, RunOptions(model="openai:http://127.0.0.1:9/v1#m", out=tmp_path / "r"))
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"steps": ["abc"]}, {"steps": [4000, -1]}, {"steps": [1.5]}, {"tokens": 0}, {"samples": 0},
+     {"temperature": float("nan")}, {"max_tokens": 0}, {"context_length": -1}],
+    ids=lambda b: ",".join(f"{k}={v}" for k, v in b.items()),
+)  # fmt: skip
+def test_stress_library_checks_values_before_a_model_loads(
+    bad: dict[str, Any], mini_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from leader_eval.errors import LeaderEvalError
+    from leader_eval.stress import stress
+
+    def no_backend(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a model was loaded before the values were checked")
+
+    monkeypatch.setattr("leader_eval.backends.resolve_backend", no_backend)
+    with pytest.raises(LeaderEvalError):
+        stress(mini_suite, **bad)
