@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leader_eval.aggregate import case_results, summarize
+from leader_eval.aggregate import case_results, summarize, usage_summary
 from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache
@@ -199,6 +199,8 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     }
     # retries the backends needed (429/5xx/timeouts); a sample that still failed counts in n_errors
     summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
+    # latency and token quantiles, and the cost when the command or the suite gives prices
+    summary["usage"] = usage_summary(samples, manifest.get("prices") or getattr(suite, "prices", None))
     write_lines_atomic(rundir.path / RESULTS, (dumps(s.to_dict()) for s in scores))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)

@@ -23,6 +23,7 @@ from leader_eval import __version__
 from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard, is_context_overflow
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
+from leader_eval.formats import RUN_FORMAT_VERSION
 from leader_eval.render import RenderedCase, render_case
 from leader_eval.store import LOCK, MANIFEST, RunDir, lock_holder, sample_record_key
 from leader_eval.suite import Case, Suite
@@ -319,6 +320,7 @@ def build_manifest(
             "context_length": options.context_length or suite.context_length or backend.context_length,
             "special_tokens": list(backend.special_tokens),
         },
+        "format_version": RUN_FORMAT_VERSION,
         "scorer_version": SCORER_VERSION,
         "versions": _versions(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -436,6 +436,9 @@ class RunDir:
         problem = _manifest_problem(data)
         if problem:
             raise RunDirError(f"{mp}:1: not a leader-eval manifest: {problem}")
+        from leader_eval.formats import check_format
+
+        check_format(mp, data, "run")  # an unknown layout: one line saying what to do
         return dict(data)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
