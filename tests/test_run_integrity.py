@@ -101,7 +101,8 @@ def _write_raw(path: Path, text: str) -> None:
         "nan_value",  # what main wrote from a server-down run
         "null_value",
         "empty_cases",
-        "missing_case",  # what main wrote from a replay of an interrupted run
+        "missing_case",
+        "missing_case_consistent",  # what main wrote from a replay of an interrupted run (1 of 2 cases)
         "nan_case_rate",
         "inf_tolerance",
         "string_value",
@@ -121,6 +122,10 @@ def test_gate_refuses_a_golden_that_could_pass_anything(
         golden["cases"] = {}
     elif corrupt == "missing_case":
         golden["cases"].pop(sorted(golden["cases"])[-1])
+    elif corrupt == "missing_case_consistent":
+        golden["cases"].pop(sorted(golden["cases"])[-1])
+        for m in golden["metrics"].values():
+            m["n_cases"] = len(golden["cases"])
     elif corrupt == "nan_case_rate":
         next(iter(golden["cases"].values()))["pass_rate"] = float("nan")
     elif corrupt == "inf_tolerance":
