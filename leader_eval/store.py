@@ -383,14 +383,28 @@ _SAMPLE_FIELDS = frozenset(Sample.__dataclass_fields__)
 _OUTCOMES = frozenset({"ok", "error", "context_overflow"})
 
 
-def _is_sample_record(rec: dict[str, Any]) -> bool:
-    """Whether a stored record reads back as a ``Sample`` that scoring can use (types included:
-    a non-string text from a hostile server would crash every later resume and replay)."""
+def _is_prompt_record(rec: dict[str, Any]) -> bool:
+    return (
+        isinstance(rec.get("text"), str)
+        and isinstance(rec.get("token_ids"), list | None)
+        and isinstance(rec.get("messages", []), list)
+    )
+
+
+def _is_addressable(rec: dict[str, Any]) -> bool:
     return (
         isinstance(rec.get("case_id"), str)
         and isinstance(rec.get("index"), int)
         and isinstance(rec.get("seed"), int)
         and isinstance(rec.get("key"), str)
+    )
+
+
+def _is_sample_record(rec: dict[str, Any]) -> bool:
+    """Whether a stored record reads back as a ``Sample`` that scoring can use (types included:
+    a non-string text from a hostile server would crash every later resume and replay)."""
+    return (
+        _is_addressable(rec)
         and rec.get("outcome") in _OUTCOMES
         and isinstance(rec.get("text", ""), str)
         and isinstance(rec.get("token_ids", []), list)
@@ -451,9 +465,15 @@ class RunDir:
     def prompts_log(self) -> RecordLog:
         return RecordLog(self.path / PROMPTS, key_field="case_id", fsync=False)
 
-    def read_samples(self) -> list[Sample]:
+    def read_samples(self, *, as_recorded: bool = False) -> list[Sample]:
+        """The run's samples; a record of the wrong shape is skipped and listed in ``unreadable``.
+
+        ``as_recorded``: keep a record whose fields have wrong types as long as its slot can be
+        addressed (replay serves it as it was recorded, and the backend guard turns it into a
+        sample error, instead of pretending it was never sampled)."""
         p = self.path / SAMPLES
-        log = RecordLog(p, key_field="slot", readonly=True, valid=_is_sample_record) if p.exists() else None
+        valid = _is_addressable if as_recorded else _is_sample_record
+        log = RecordLog(p, key_field="slot", readonly=True, valid=valid) if p.exists() else None
         if log is None:
             return []
         if log.bad_lines:
@@ -464,7 +484,7 @@ class RunDir:
         p = self.path / PROMPTS
         if not p.exists():
             return {}
-        log = RecordLog(p, key_field="case_id", readonly=True)
+        log = RecordLog(p, key_field="case_id", readonly=True, valid=_is_prompt_record)
         if log.bad_lines:
             self.unreadable[PROMPTS] = log.bad_lines
         return {r["case_id"]: r for r in log.records()}
