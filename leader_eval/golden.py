@@ -260,6 +260,22 @@ def golden_problem(golden: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def check_golden_covers(path: str | Path, golden: Mapping[str, Any] | None, run: Run) -> None:
+    """Refuse (``GoldenError``) a golden of the run's very suite content that lacks per-case rates
+    for cases the run has: it was made from an incomplete run (e.g. a replay of an interrupted
+    one), and gating over its cases alone would let the missing ones pass unseen. A golden of
+    other suite content is stale instead, which the gate reports."""
+    if golden is None or golden.get("suite_hash") != run.manifest["identity"]["suite_hash"]:
+        return
+    missing = sorted(set(run.manifest["identity"].get("cases") or {}) - set(golden.get("cases") or {}))
+    if missing:
+        raise GoldenError(
+            f"{path}:1: refused golden file: no per-case rates for {len(missing)} case(s) of this suite "
+            f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}): made from an incomplete run; "
+            "re-create it with --update-golden from a complete run"
+        )
+
+
 def _line_of(text: str, needle: str) -> int:
     at = text.find(needle)
     return text.count("\n", 0, at) + 1 if at >= 0 else 1
@@ -810,7 +826,9 @@ def gate_run_dir(
     tols = parse_tolerances(tolerances)
     label = label or run_label(run)
     path = golden_path(golden_dir, run.manifest["identity"]["suite"], label)
-    result = gate(run, load_golden(path), strict=strict, alpha=alpha, tolerances=tols, golden_file=path, label=label)
+    golden = load_golden(path)
+    check_golden_covers(path, golden, run)
+    result = gate(run, golden, strict=strict, alpha=alpha, tolerances=tols, golden_file=path, label=label)
     apply_error_rule(result, run, max_error_rate)
     if update:
         # the comparison above is against the old golden and stays in the table; a written update
