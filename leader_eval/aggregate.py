@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from leader_eval import metrics as metric_defs
-from leader_eval.checks.episode import EPISODE_METRICS, episode_case_metrics
+from leader_eval.checks.episode import episode_case_metrics
 from leader_eval.metrics import Metric, pass_at, pass_hat
 from leader_eval.score import SampleScore
 from leader_eval.stats import Estimate, rate_ci, weighted_mean_ci
@@ -136,14 +136,20 @@ def group_metrics(results: Sequence[Mapping[str, Any]], *, seed: int = 0, ks: Se
     for name, spec in metric_defs.METRICS.items():
         est = _estimate(spec, usable, [float(r[name]) for r in usable], seed) if usable else weighted_mean_ci([])
         metrics[name] = {**est.to_dict(), "higher_is_better": spec.higher_is_better, "description": spec.description}
-    for name, (_, higher, gated, desc) in EPISODE_METRICS.items():
+    for name, spec in metric_defs.EPISODE_METRICS.items():
         have = [r for r in usable if r.get(name) is not None]
-        if have:  # over the cases that have a value; n_samples counts the episodes behind them
+        if have:  # over the cases with episodes; n_samples counts the episodes behind the values
             n = sum(int(r[f"n_{name}"]) for r in have)
             est = weighted_mean_ci(
                 [float(r[name]) for r in have], [float(r["weight"]) for r in have], n_samples=n, seed=seed
             )
-            metrics[name] = {**est.to_dict(), "higher_is_better": higher, "gated": gated, "description": desc}
+            metrics[name] = {
+                **est.to_dict(),
+                "higher_is_better": spec.higher_is_better,
+                "gated": spec.gating,
+                "unit": spec.unit,
+                "description": spec.description,
+            }
     reasons: dict[str, int] = defaultdict(int)
     for r in usable:
         for k, v in r["reasons"].items():
