@@ -605,8 +605,10 @@ def holm_alphas(
     while remaining:
         p, name = remaining[0]
         if stop is None:
-            k = _tarone_k([floor[n] for _, n in remaining], budget) if budget > 0 else 1
-            level = budget / k if budget > 0 else 0.0
+            # no budget left: every hypothesis that could use one has no p-value, and these (with
+            # min_p > alpha / K) cannot reach alpha / K, which they may therefore keep
+            k = _tarone_k([floor[n] for _, n in remaining], budget) if budget > 0 else k_all
+            level = budget / k if budget > 0 else alpha / k_all
             if p >= level:
                 stop = level
         out[name] = level if stop is None else stop
