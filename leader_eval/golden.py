@@ -550,7 +550,7 @@ def gate(
         weights = {cid: float(c.get("weight", 1.0)) for cid, c in by_case.items()}
         by_case = {cid: c for cid, c in by_case.items() if cid not in quarantined}
         current_metrics = group_metrics(list(by_case.values()))["metrics"]
-        golden = _golden_without(golden, quarantined, weights)
+        golden = golden_without_cases(golden, quarantined, weights)
     prepared = []
     for name, g in golden["metrics"].items():
         if name not in current_metrics:
@@ -695,19 +695,26 @@ def active_quarantine(
     return cases, notes
 
 
-def _golden_without(golden: Mapping[str, Any], drop: set[str], weights: Mapping[str, float]) -> dict[str, Any]:
-    """The golden over the cases not in ``drop``: per-case records removed, and each paired
-    metric's value recomputed from the remaining per-case rates (when the value is still their
-    mean; a reviewer-edited value stays the contract)."""
+def golden_without_cases(golden: Mapping[str, Any], drop: set[str], weights: Mapping[str, float]) -> dict[str, Any]:
+    """The golden over the cases not in ``drop`` (quarantined, or outside a ``-m`` subset).
+
+    Per-case records of the dropped cases go; each paired metric's value is recomputed from the
+    remaining per-case rates (when it is still their mean: a reviewer-edited value stays the
+    contract). A diagnostic metric without per-case values cannot be restricted and is left
+    out; a gating one stays, judged by the unpaired rule against its value."""
     gcases = golden.get("cases") or {}
     kept = {cid: rec for cid, rec in gcases.items() if cid not in drop}
     metrics = {}
     for name, g in golden["metrics"].items():
-        key = ALL_METRICS[name].case_field if name in ALL_METRICS else None
+        spec = METRICS.get(name)
+        key = spec.case_field if spec else None
         new = dict(g)
-        if key and kept and all(rec.get(key) is not None for rec in gcases.values()):
+        restrictable = bool(key) and bool(gcases) and all(rec.get(key) is not None for rec in gcases.values())
+        if not restrictable and (spec is None or not spec.gating):
+            continue
+        if restrictable and kept:
 
-            def mean(recs: Mapping[str, Any], key: str = key) -> float:
+            def mean(recs: Mapping[str, Any], key: str = str(key)) -> float:
                 w = {cid: weights.get(cid, 1.0) for cid in recs}
                 return sum(w[cid] * float(rec[key]) for cid, rec in recs.items()) / sum(w.values())
 
@@ -715,6 +722,10 @@ def _golden_without(golden: Mapping[str, Any], drop: set[str], weights: Mapping[
                 new["value"] = mean(kept)
         metrics[name] = new
     return {**golden, "cases": kept, "metrics": metrics}
+
+
+#: the name the pytest plugin imported first
+_golden_without = golden_without_cases
 
 
 def _budget_rows(
