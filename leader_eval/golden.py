@@ -953,7 +953,13 @@ def _use_count_test(
     gcases = golden.get("cases") or {}
     a = {cid: (spec.count(rec), int(rec.get("n_samples") or 0)) for cid, rec in gcases.items() if key in rec}
     b = {cid: (spec.count(c), int(c.get("n_scored") or 0)) for cid, c in by_case.items() if c.get("n_scored")}
-    test = exact_count_test(a, b)
+    try:
+        test = exact_count_test(a, b)
+    except ValueError as exc:
+        # counts too large to enumerate (or inconsistent): the paired t-test decides, as for any
+        # metric whose events are not rare
+        prepared.note = "; ".join(x for x in (prepared.note, f"paired t-test: {exc}") if x)
+        return
     # "worse" is more events for a lower-is-better rate
     p_worse, p_better = (test.p_less, test.p_more) if prepared.higher else (test.p_more, test.p_less)
     min_worse = test.min_p_less if prepared.higher else test.min_p_more
