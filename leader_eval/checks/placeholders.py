@@ -90,8 +90,9 @@ _SLOT_PHRASE = (
 #: what the leak detector matches after "[" before asking ``is_slot_phrase``
 SLOT_CANDIDATE = r"(?=[A-Za-z])[A-Za-z' ]{1,60}+\](?![\[(])"
 
-_UPPER_SNAKE = r"[A-Z][A-Z0-9]{0,40}(?:_[A-Z0-9]{1,40}){1,8}"
-_LOWER_SNAKE = r"[a-z][a-z0-9]{0,40}(?:_[a-z0-9]{1,40}){1,8}"
+# possessive (no backtracking into a run that cannot end well): "[INSERT " * 50000 stays cheap
+_UPPER_SNAKE = r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,8}+"
+_LOWER_SNAKE = r"[a-z][a-z0-9]{0,40}+(?:_[a-z0-9]{1,40}+){1,8}+"
 # Mistral's control words are bracketed upper snake case too; they are tool markup
 _MISTRAL = r"(?!/?(?:TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|AVAILABLE_TOOLS|CALL_ID|SYSTEM_PROMPT)\])"
 # a bracket that opens a Markdown link or reference is a link's text, not a slot
@@ -108,10 +109,10 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     ("{", rf"(?:current_goal|goal|agent_name|room|name|task|{_WORDS}|AGENT_NAME|CURRENT_GOAL|{_LOWER_SNAKE})\}}"),
     (
         "[",
-        r"(?:(?:TODO|TBD):[^\[\]\n]{0,200}|INSERT\b[^\[\]\n]{0,200}|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}"
-        rf"|YOUR [A-Z ]{{1,80}}|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}))\]{_NOT_LINK}",
+        r"(?=[A-Za-z])(?:(?:TODO|TBD):[^\[\]\n]{0,200}+|INSERT\b[^\[\]\n]{0,200}+|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}+"
+        rf"|YOUR [A-Z ]{{1,80}}+|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}))\]{_NOT_LINK}",
     ),
-    ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}|{_WORDS}|{_UPPER_SNAKE})>"),
+    ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}+|{_WORDS}|{_UPPER_SNAKE})>"),
 )
 
 #: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for), and
