@@ -32,20 +32,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-#: single upper-case words that only ever appear bracketed as a template's unfilled slot
+#: single upper-case words that appear bracketed only as a template's unfilled slot (``[TASK]``,
+#: ``[UPDATE]``, ``[USER]`` also serve as chat labels: not here)
 PLACEHOLDER_WORDS = (
     "GOAL",
     "NAME",
-    "TASK",
-    "ROOM",
-    "AGENT",
-    "USER",
-    "TOPIC",
-    "TARGET",
-    "LOCATION",
     "DATE",
     "TIME",
-    "MESSAGE",
+    "LOCATION",
+    "TOPIC",
     "PLACEHOLDER",
     "TODO",
     "TBD",
@@ -58,12 +53,13 @@ SLOT_NOUNS = frozenset(
         *("message", "team", "project", "company", "city", "email"),
     )
 )
+#: the slot nouns that are a slot on their own (``[Name]``); ``[Task]`` alone is a chat label
+SLOT_NOUNS_ALONE = frozenset(("name", "goal", "date", "time", "location", "topic", "email", "city", "company"))
 #: words that may come before the slot noun (at most three of them)
 SLOT_PREFIXES = frozenset(
     (
-        *("insert", "fill", "in", "enter", "add", "your", "the", "current", "agent", "agent's", "team", "team's"),
-        *("user", "user's", "first", "last", "full", "player", "new", "target", "project", "company", "meeting"),
-        *("start", "end", "due"),
+        *("insert", "fill", "in", "enter", "add", "your", "current", "agent", "agent's", "team", "team's", "user"),
+        *("user's", "first", "last", "full", "player", "target", "project", "company", "meeting", "start", "due"),
     )
 )
 
@@ -74,7 +70,9 @@ def is_slot_phrase(inner: str) -> bool:
     words = inner.lower().split()
     if words and words[-1] == "here":
         words.pop()
-    return 1 <= len(words) <= 4 and words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1])
+    if len(words) == 1:
+        return words[0] in SLOT_NOUNS_ALONE
+    return 2 <= len(words) <= 4 and words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1])
 
 
 def _alternation(words: frozenset[str]) -> str:
@@ -85,7 +83,8 @@ def _alternation(words: frozenset[str]) -> str:
 # ``SLOT_CANDIDATE`` and ``is_slot_phrase``: a case-insensitive alternation tried at every "["
 # cost it a microsecond per bracket)
 _SLOT_PHRASE = (
-    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)})\s{{1,3}}){{0,3}}(?:{_alternation(SLOT_NOUNS)})(?:\s{{1,3}}here)?)"
+    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)})\s{{1,3}}){{1,3}}(?:{_alternation(SLOT_NOUNS)})(?:\s{{1,3}}here)?"
+    rf"|(?:{_alternation(SLOT_NOUNS_ALONE)})(?:\s{{1,3}}here)?)"
 )
 #: what the leak detector matches after "[" before asking ``is_slot_phrase``
 SLOT_CANDIDATE = r"(?=[A-Za-z])[A-Za-z' ]{1,60}+\](?![\[(])"
