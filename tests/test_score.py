@@ -310,7 +310,7 @@ def test_markup_of_another_protocol_after_an_attempt_stays_a_leak(suite: Suite) 
 
 
 @pytest.mark.parametrize(
-    "slot", ["[AGENT_NAME]", "[GOAL]", "[CURRENT_GOAL]", "[current_goal]", "{AGENT_NAME}", "[REQUEST]"]
+    "slot", ["[AGENT_NAME]", "[GOAL]", "[CURRENT_GOAL]", "[current_goal]", "{AGENT_NAME}", "[request]", "{REQUEST}"]
 )
 def test_a_bracketed_placeholder_in_a_message_is_a_hard_leak(suite: Suite, slot: str) -> None:
     s = _scorer(suite).score(_sample(_call(f"Hi {slot}, today we build the windmill by the river")))

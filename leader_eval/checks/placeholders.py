@@ -123,14 +123,24 @@ PLACEHOLDER_PATTERNS: tuple[str, ...] = (
 
 
 def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
-    """Shapes for a suite's own template variable names: ``[name]`` and ``{name}`` in any letter
-    case, ``<NAME>`` in upper case (a lower-case ``<name>`` is an XML tag; ``{{ name }}`` is
-    template syntax already). Names shorter than three characters are skipped: ``[x]`` is a
-    checkbox, not a slot."""
+    """Shapes for a suite's own template variable names (``{{ name }}`` is template syntax
+    already). A name with an underscore (``agent_name``) in any bracket and letter case:
+    ``[agent_name]``, ``[AGENT_NAME]``, ``{Agent_Name}``, ``<AGENT_NAME>`` (a lower-case ``<name>``
+    is an XML tag). A one-word name (``team``, ``events``) only as written or upper-cased in
+    braces and as written in square brackets: ``{team}``, ``{TEAM}``, ``[team]``; ``[TEAM]`` and
+    ``[Team]`` also serve as chat labels. Names shorter than three characters are skipped: ``[x]``
+    is a checkbox, not a slot."""
     usable = sorted({n for n in names if len(n) >= 3 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", n)})
-    if not usable:
-        return ()
-    # the guard keeps the case-insensitive alternation from being tried after every bracket
-    alt = "(?=[A-Za-z_])(?i:" + "|".join(usable) + ")"
-    upper = "(?:" + "|".join(n.upper() for n in usable) + ")"
-    return (("[", alt + r"\]" + _NOT_LINK), ("<", upper + ">"), ("{", alt + r"\}"))
+    snake = [n for n in usable if "_" in n.strip("_")]
+    single = [n for n in usable if n not in snake]
+    shapes: list[tuple[str, str]] = []
+    if snake:
+        # the guard keeps the case-insensitive alternation from being tried after every bracket
+        alt = "(?=[A-Za-z_])(?i:" + "|".join(snake) + ")"
+        upper = "(?:" + "|".join(n.upper() for n in snake) + ")"
+        shapes += [("[", alt + r"\]" + _NOT_LINK), ("<", upper + ">"), ("{", alt + r"\}")]
+    if single:
+        exact = "(?:" + "|".join(single) + ")"
+        both = "(?:" + "|".join(sorted({*single, *(n.upper() for n in single)})) + ")"
+        shapes += [("[", exact + r"\]" + _NOT_LINK), ("{", both + r"\}")]
+    return tuple(shapes)
