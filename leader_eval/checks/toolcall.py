@@ -26,7 +26,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from referencing.exceptions import Unresolvable
 
-from leader_eval.tool_schema import compile_validator
+from leader_eval.tool_schema import validator_for
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
@@ -64,9 +64,7 @@ def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
         key = id(schema)
     v = _VALIDATORS.get(key)
     if v is None:
-        # retrieval-free: a $ref the schema does not hold itself is refused, never fetched (the
-        # default registry of jsonschema would fetch an http(s) URL)
-        v = compile_validator(schema)
+        v = validator_for(schema)  # never fetches a $ref; a suite's file refs resolve to what lint loaded
         if len(_VALIDATORS) > 4096:  # a long-lived process scoring many suites
             _VALIDATORS.clear()
         _VALIDATORS[key] = v
