@@ -351,8 +351,9 @@ def test_an_output_of_only_the_models_end_of_turn_token_is_empty(suite: Suite, e
 
 
 def test_a_model_without_declared_end_of_turn_tokens_uses_the_common_list(suite: Suite) -> None:
-    s = _scorer(suite, model=ModelInfo()).score(_sample("<|im_end|>"))
-    assert s.reason == "empty"
+    for eot in ("<|im_end|>", "<|eot|>", "<|eot_id|>", "</s>"):
+        s = _scorer(suite, model=ModelInfo()).score(_sample(eot))
+        assert s.reason == "empty" and s.hard_fail and s.leak_classes == [], eot
 
 
 def test_one_json_type_names_an_int_integer() -> None:
