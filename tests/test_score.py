@@ -405,12 +405,11 @@ scaffold:
     - {role: system, content: "Post to the room."}
 tools:
   - name: send_message_to_chat
-    description: Post to the room.
     parameters:
-      type: object
-      properties:
-        message: {$ref: "common.json#/$defs/message"}
       required: [message]
+      properties: {message: {$ref: "common.json#/$defs/message"}}
+      type: object
+    description: Say something; the message schema lives in common.json.
 cases:
   - id: c
     expect: {calls: [{tool: send_message_to_chat}]}
