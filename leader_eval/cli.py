@@ -43,6 +43,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         from leader_eval.suite import load_suite
 
         suite = load_suite(args.suite, root=args.suite_root)
+    if args.prices:
+        from dataclasses import replace
+
+        from leader_eval.aggregate import parse_prices
+
+        prices = parse_prices(args.prices)
+        options = replace(options, extra_manifest={**options.extra_manifest, "prices": prices})
+    if args.shard:
+        from leader_eval.merge import shard_options
+
+        options = shard_options(options, args.shard, suite)  # type: ignore[arg-type]
     try:
         result = run(suite, options)  # type: ignore[arg-type]
     except KeyboardInterrupt:
@@ -226,6 +237,16 @@ def cmd_flaky(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    from leader_eval.merge import merge_runs
+    from leader_eval.report import format_summary
+
+    result = merge_runs(args.runs, args.out, suite=args.suite)
+    print(format_summary(result))
+    print(f"merged {len(args.runs)} shards into {args.out} (status {result.manifest.get('status')}): gate it once")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from leader_eval.report import write_report
 
@@ -318,6 +339,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--case", action="append", help="only these case ids (comma-separated)")
     r.add_argument("--limit", type=positive_int, help="only the first N selected cases")
     r.add_argument("--out", help="run directory (re-running into it resumes)")
+    r.add_argument(
+        "--prices",
+        metavar="PROMPT,COMPLETION[,CURRENCY]",
+        help="prices per million prompt and completion tokens for the cost estimate (beats the suite's prices)",
+    )
+    r.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (deterministic by case id; needs --seed); merge the shards with leader-eval merge",
+    )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     r.set_defaults(func=cmd_run)
@@ -373,6 +404,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
     pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")
     pl.set_defaults(func=cmd_plan)
+
+    mg = sub.add_parser("merge", help="merge the shards of one run (run --shard I/N) into one run directory")
+    mg.add_argument("runs", nargs="+", help="the shard run directories, every shard 1..N once")
+    mg.add_argument("--out", required=True, help="new run directory for the merged run")
+    mg.add_argument("--suite", help="suite file to score with (default: the path the shards recorded)")
+    mg.set_defaults(func=cmd_merge)
 
     fl = sub.add_parser("flaky", help="flaky cases and run-to-run overdispersion over runs of one checkpoint")
     fl.add_argument("runs", nargs="+", help="run directories of one checkpoint and suite, different seeds")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.aggregate import pass_k_values
 from leader_eval.errors import LeaderEvalError
 from leader_eval.golden import holm_alphas
-from leader_eval.metrics import GATING, METRICS
+from leader_eval.metrics import ALL_METRICS, EPISODE_METRICS, GATING, METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
 from leader_eval.stats import (
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 #: metrics whose credible regression makes ``compare`` exit 1: the same family the gate decides
 #: on (the lenient format rate is a diagnostic, shown but never deciding)
-DECISION_METRICS = GATING
+DECISION_METRICS = (*GATING, *(m for m, spec in EPISODE_METRICS.items() if spec.gating))
 
 
 @dataclass
@@ -300,6 +300,8 @@ def _pool_cases(runs: Sequence[Run]) -> dict[str, PooledCase]:
                     "n": 0,
                     "passed": 0,
                     "sums": defaultdict(float),
+                    "episode_sums": defaultdict(float),
+                    "episodes": defaultdict(int),
                     "reasons": defaultdict(int),
                 },
             )
@@ -307,20 +309,40 @@ def _pool_cases(runs: Sequence[Run]) -> dict[str, PooledCase]:
             a["passed"] += int(c.get("n_passed", round(float(c["score"]) * n)))
             for m in METRICS:
                 a["sums"][m] += float(c[m]) * n
+            for m in EPISODE_METRICS:  # multi-turn cases: pooled over the episodes behind each value
+                if c.get(m) is not None:
+                    a["episode_sums"][m] += float(c[m]) * int(c[f"n_{m}"])
+                    a["episodes"][m] += int(c[f"n_{m}"])
             for k, v in (c.get("reasons") or {}).items():
                 a["reasons"][k] += int(v)
     return {
         cid: PooledCase(
-            cid, a["weight"], a["n"], a["passed"], {m: a["sums"][m] / a["n"] for m in METRICS}, dict(a["reasons"])
+            cid,
+            a["weight"],
+            a["n"],
+            a["passed"],
+            {
+                **{m: a["sums"][m] / a["n"] for m in METRICS},
+                **{m: a["episode_sums"][m] / k for m, k in a["episodes"].items() if k},
+            },
+            dict(a["reasons"]),
         )
         for cid, a in acc.items()
     }
 
 
+def _metrics_of(groups: Sequence[RunGroup], common: Sequence[str]) -> list[str]:
+    """The sample metrics, and each episode metric every common case of every group has."""
+    return [
+        *METRICS,
+        *(m for m in EPISODE_METRICS if common and all(m in g.cases[c].values for g in groups for c in common)),
+    ]
+
+
 def _estimate(g: RunGroup, common: Sequence[str], seed: int) -> None:
     cases = [g.cases[c] for c in common]
     n_samples = sum(c.n_scored for c in cases)
-    for m in METRICS:
+    for m in _metrics_of([g], common):
         g.estimates[m] = weighted_mean_ci(
             [c.values[m] for c in cases], [c.weight for c in cases], n_samples=n_samples, seed=seed
         )
@@ -334,7 +356,8 @@ def _pair(a: RunGroup, b: RunGroup, common: Sequence[str], alpha: float, ks: Seq
     weights = {c: a.cases[c].weight for c in common}
     tests = {}
     floors: dict[str, tuple[float, float]] = {}  # metric -> smallest possible (p worse, p better)
-    for m, spec in METRICS.items():
+    for m in _metrics_of([a, b], common):
+        spec = ALL_METRICS[m]
         higher = spec.higher_is_better
         pc = paired_compare(
             {c: a.cases[c].values[m] for c in common},
@@ -358,12 +381,9 @@ def _pair(a: RunGroup, b: RunGroup, common: Sequence[str], alpha: float, ks: Seq
         tests[m] = (higher, pc, p_worse, p_better)
     # exit 1 means "some decision metric regressed": one family, Holm-Tarone-adjusted, so that two
     # runs of the same model are flagged in at most alpha of comparisons
-    worse_levels = holm_alphas(
-        {m: tests[m][2] for m in DECISION_METRICS}, alpha, min_p={m: floors[m][0] for m in DECISION_METRICS}
-    )
-    better_levels = holm_alphas(
-        {m: tests[m][3] for m in DECISION_METRICS}, alpha, min_p={m: floors[m][1] for m in DECISION_METRICS}
-    )
+    family = [m for m in DECISION_METRICS if m in tests]  # episode metrics only where both have episodes
+    worse_levels = holm_alphas({m: tests[m][2] for m in family}, alpha, min_p={m: floors[m][0] for m in family})
+    better_levels = holm_alphas({m: tests[m][3] for m in family}, alpha, min_p={m: floors[m][1] for m in family})
     diffs = []
     for m, (higher, pc, p_worse, p_better) in tests.items():
         if p_worse < worse_levels.get(m, alpha):
@@ -447,12 +467,33 @@ def _groups_rows(c: Comparison) -> list[list[str]]:
                 _est(sc),
                 _spread(g, "score") or "-",
                 str(sum(pc.n_scored for pc in g.cases.values())),
+                _usage(g),
             ]
         )
     return rows
 
 
-_GROUP_HEADERS = ["run", "runs", "seeds", "score [95% CI]", "score spread", "samples"]
+def _usage(g: RunGroup) -> str:
+    """Latency p50/p95 and cost over the group's samples (from the runs' records)."""
+    from leader_eval.aggregate import usage_summary
+
+    samples = [s for r in g.runs for s in r.samples]
+    if not samples:
+        return "-"
+    prices = next((r.manifest.get("prices") for r in g.runs if r.manifest.get("prices")), None)
+    u = usage_summary(samples, prices)
+    lat = u["latency_s"]
+    text = f"{lat['p50']:.2f}/{lat['p95']:.2f}s" if lat else "-"
+    if "cost" in u:
+        text += f", {u['cost']['currency']} {u['cost']['total']:.4g}"
+    else:  # prices from the suite: each run's summary has its cost
+        costs: list[dict[str, Any]] = [(r.summary.get("usage") or {}).get("cost") or {} for r in g.runs]
+        if all(costs):
+            text += f", {costs[0]['currency']} {sum(float(c['total']) for c in costs):.4g}"
+    return text
+
+
+_GROUP_HEADERS = ["run", "runs", "seeds", "score [95% CI]", "score spread", "samples", "latency p50/p95, cost"]
 
 
 def _metric_rows(p: PairResult) -> list[list[str]]:

@@ -40,7 +40,7 @@ from leader_eval.types import Prompt, Sample
 
 if TYPE_CHECKING:
     from leader_eval.backends.base import Backend
-    from leader_eval.parse import ParseResult
+    from leader_eval.protocols import ParseResult
     from leader_eval.suite import Case, Suite
     from leader_eval.world import ToolResult
 
@@ -59,7 +59,7 @@ def parse_step(
     api_tool_calls: list[dict[str, Any]] | None,
 ) -> ParseResult:
     """The one place episodes parse an output (the single-turn scorer's parser)."""
-    from leader_eval.parse import parse_output
+    from leader_eval.protocols import parse_output
 
     return parse_output(
         text, protocol, eot_tokens=eot_tokens, reasoning_tags=reasoning_tags, api_tool_calls=api_tool_calls

@@ -78,7 +78,7 @@ def with_episodes(suite: Suite, data: Mapping[str, Any]) -> Suite:
     renders (and lints) at step 0 exactly as the loop renders it later.
     """
     path, lines = suite.path, suite.lines
-    world = build_world(path, data, lines)
+    world = build_world(path, suite.root, data, lines)
     raw_cases = data.get("cases", [])
     if not any(isinstance(c, Mapping) and "episode" in c for c in raw_cases):
         return replace(suite, world=world)
@@ -99,7 +99,7 @@ def with_episodes(suite: Suite, data: Mapping[str, Any]) -> Suite:
                 _line(lines, ("cases", i, "vars", EPISODE_VAR)),
                 f"case {case.id!r}: the variable {EPISODE_VAR!r} is reserved for the episode transcript",
             )
-        spec = _spec(path, lines, at, {**defaults, **raw}, world, case.id)
+        spec = _spec(path, suite.root, lines, at, {**defaults, **raw}, world, case.id)
         if spec.transcript == "event_log" and EPISODE_VAR not in template_vars:
             raise SuiteError(
                 path,
@@ -124,7 +124,7 @@ def _with_fixture_files(suite: Suite, world: World, cases: Sequence[Case]) -> st
     return "sha256:" + h.hexdigest()[:16]
 
 
-def build_world(path: Path, data: Mapping[str, Any], lines: dict[JsonPath, int]) -> World:
+def build_world(path: Path, root: Path, data: Mapping[str, Any], lines: dict[JsonPath, int]) -> World:
     """The suite-level world: every tool's parameters and results schema, the suite's fixtures."""
     params: dict[str, Mapping[str, Any]] = {}
     returns: dict[str, Mapping[str, Any] | None] = {}
@@ -141,7 +141,7 @@ def build_world(path: Path, data: Mapping[str, Any], lines: dict[JsonPath, int])
                     f"tool {t['name']!r} returns is not a valid JSON Schema: {exc.message}",
                 ) from exc
         returns[t["name"]] = schema
-    fixtures = load_fixtures(path, data.get("fixtures", []), lines, ("fixtures",), params, returns)
+    fixtures = load_fixtures(path, root, data.get("fixtures", []), lines, ("fixtures",), params, returns)
     return World(params, tuple(fixtures), returns)
 
 
@@ -150,10 +150,10 @@ def initial_episode_var(spec: EpisodeSpec) -> dict[str, Any]:
 
 
 def _spec(
-    path: Path, lines: dict[JsonPath, int], at: JsonPath, ep: Mapping[str, Any], world: World, case_id: str
+    path: Path, root: Path, lines: dict[JsonPath, int], at: JsonPath, ep: Mapping[str, Any], world: World, case_id: str
 ) -> EpisodeSpec:
     tools = world.params
-    case_fixtures = load_fixtures(path, ep.get("fixtures", []), lines, (*at, "fixtures"), tools, world.returns)
+    case_fixtures = load_fixtures(path, root, ep.get("fixtures", []), lines, (*at, "fixtures"), tools, world.returns)
     goal = ep["goal"]
     gtool = goal["tool"]
     forbid = tuple(ep.get("forbid_tools", ()))

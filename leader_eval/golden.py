@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.error_rule import error_verdict, is_stress_manifest
 from leader_eval.errors import LeaderEvalError
 from leader_eval.formats import GOLDEN_FORMAT_VERSION
-from leader_eval.metrics import METRICS
+from leader_eval.metrics import ALL_METRICS, METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
 from leader_eval.stats import Estimate, PairedComparison, exact_count_test, paired_compare, regression_verdict
@@ -44,11 +44,11 @@ DECIMALS = 4
 
 #: default tolerance per metric (absolute, on the 0..1 scale); a golden file's own value wins,
 #: and ``--tolerance score=0.05`` beats both (derived from ``metrics.METRICS``)
-DEFAULT_TOLERANCES: dict[str, float] = {name: m.tolerance for name, m in METRICS.items()}
+DEFAULT_TOLERANCES: dict[str, float] = {name: m.tolerance for name, m in ALL_METRICS.items()}
 
 #: metrics recorded and shown, but never failing the gate (docs/scoring.md: a lenient reading is a
 #: diagnostic, never the headline)
-DIAGNOSTIC_METRICS = frozenset(name for name, m in METRICS.items() if not m.gating)
+DIAGNOSTIC_METRICS = frozenset(name for name, m in ALL_METRICS.items() if not m.gating)
 
 #: how far a golden value may sit from the mean of its rounded per-case rates and still be theirs
 CASE_MEAN_SLACK = 5e-4
@@ -56,7 +56,7 @@ CASE_MEAN_SLACK = 5e-4
 #: per-case values a golden file keeps, so the gate can pair the current run's cases with them for
 #: every gating metric. Without pairing, the golden's own sampling noise is not accounted for and
 #: a run of the very same model fails about 12% of the time at alpha 0.05 (measured; docs/gating.md).
-CASE_FIELDS = {m.case_field: name for name, m in METRICS.items() if m.case_field}
+CASE_FIELDS = {m.case_field: name for name, m in ALL_METRICS.items() if m.case_field}
 
 #: count budgets a suite may declare under ``gate:`` (copied into the golden): budget key ->
 #: (metric whose events it counts, what an event is). A budget is a contract, not a test: one
@@ -115,8 +115,8 @@ def parse_tolerances(items: Iterable[str] | Mapping[str, float] | None) -> dict[
                 raw.append((key.strip(), text.strip()))
     out: dict[str, float] = {}
     for name, value in raw:
-        if name not in METRICS:
-            raise GoldenError(f"tolerance for unknown metric {name!r} (known: {', '.join(METRICS)})")
+        if name not in ALL_METRICS:
+            raise GoldenError(f"tolerance for unknown metric {name!r} (known: {', '.join(ALL_METRICS)})")
         try:
             tol = float(value)
         except (TypeError, ValueError):
@@ -143,7 +143,7 @@ def build_golden(
     ident = run.manifest["identity"]
     metrics = run.summary["overall"]["metrics"]
     out_metrics: dict[str, Any] = {}
-    for name, spec in METRICS.items():
+    for name, spec in ALL_METRICS.items():  # episode metrics only when the run has episodes
         m = metrics.get(name)
         if m is None or m.get("value") is None:
             continue
@@ -162,7 +162,8 @@ def build_golden(
             continue
         rec: dict[str, Any] = {"n_samples": int(c["n_scored"])}
         for key, metric in CASE_FIELDS.items():
-            rec[key] = _round(c[metric])
+            if c.get(metric) is not None:  # a case without episodes has no episode metric
+                rec[key] = _round(c[metric])
         cases[c["case_id"]] = rec
     return {
         "format_version": GOLDEN_FORMAT,
@@ -634,7 +635,7 @@ class Quarantine:
 
     case: str
     reason: str
-    date: date
+    since: date  # the entry's "date"
     expires: date
 
 
@@ -689,7 +690,7 @@ def active_quarantine(
         if known and q.case not in known:
             notes.append(f"warning: quarantined case {q.case!r} is not a case of the golden")
         cases.add(q.case)
-        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.date}, until {q.expires}): shown, cannot fail")
+        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.since}, until {q.expires}): shown, cannot fail")
     return cases, notes
 
 
@@ -701,7 +702,7 @@ def _golden_without(golden: Mapping[str, Any], drop: set[str], weights: Mapping[
     kept = {cid: rec for cid, rec in gcases.items() if cid not in drop}
     metrics = {}
     for name, g in golden["metrics"].items():
-        key = METRICS[name].case_field if name in METRICS else None
+        key = ALL_METRICS[name].case_field if name in ALL_METRICS else None
         new = dict(g)
         if key and kept and all(rec.get(key) is not None for rec in gcases.values()):
 
@@ -883,7 +884,7 @@ def _prepare_metric(
     by_case: Mapping[str, Mapping[str, Any]],
     overrides: Mapping[str, float],
 ) -> _Prepared:
-    spec = METRICS.get(name)
+    spec = ALL_METRICS.get(name)
     higher = g.get("direction", spec.direction if spec else "higher") == "higher"
     tol = float(overrides.get(name, g.get("tolerance", DEFAULT_TOLERANCES.get(name, 0.0))))
     gval = float(g["value"])
@@ -1019,15 +1020,9 @@ def _signed(v: float | None) -> str:
 
 
 def _reported(result: GateResult) -> str:
-    parts = []
-    for name, e in result.reported.items():
-        if e.get("value") is None or math.isnan(float(e["value"])):
-            parts.append(f"{name} n/a ({e.get('n_cases_short', 0)} case(s) with fewer than {e.get('k')} samples)")
-            continue
-        short = f", {e['n_cases_short']} case(s) short of {e['k']} samples" if e.get("n_cases_short") else ""
-        one = ", within one case (Wilson over its samples)" if e.get("n_cases") == 1 else ""
-        parts.append(f"{name} {_f(e['value'])} [{_f(e['low'])}, {_f(e['high'])}]{short}{one}")
-    return "; ".join(parts)
+    from leader_eval.aggregate import format_pass_k
+
+    return format_pass_k(result.reported)
 
 
 def _rows(result: GateResult) -> list[list[str]]:

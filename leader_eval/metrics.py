@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from leader_eval.stats import pass_at_k, pass_hat_k
 
-__all__ = ["GATING", "METRICS", "Metric", "metric", "pass_at", "pass_hat"]
+__all__ = ["ALL_METRICS", "EPISODE_METRICS", "GATING", "METRICS", "Metric", "metric", "pass_at", "pass_hat"]
 
 #: what one observation of the metric is (episodes and steps come with multi-turn suites)
 Unit = Literal["sample", "episode", "step"]
@@ -62,6 +62,9 @@ class Metric:
     k: int | None = None
     #: ``at_least_one`` (pass@k) or ``all`` (pass^k) for parametrised metrics
     kind: str = "rate"
+    #: an episode metric's key in an episode's data (``checks.episode``); its value per episode is
+    #: a number, or None to leave the episode out (steps to goal of an episode that missed it)
+    episode_key: str | None = None
 
     @property
     def direction(self) -> str:
@@ -75,10 +78,23 @@ class Metric:
         """
         if not scored:
             return None
+        if self.episode_key is not None:
+            values = self.episode_values(scored)
+            return sum(values) / len(values) if values else None
         if self.k is not None:
             return self.from_counts(len(scored), sum(bool(s.passed) for s in scored))
         assert self.sample_field is not None
         return sum(bool(getattr(s, self.sample_field)) for s in scored) / len(scored)
+
+    def episode_values(self, scored: Sequence[Any]) -> list[float]:
+        """The per-episode values of an episode metric over ``scored`` (non-episode samples have none)."""
+        out = []
+        for s in scored:
+            data = next((c.get("data") or {} for c in s.checks if c.get("check") == "episode"), None)
+            v = None if data is None else data.get(str(self.episode_key))
+            if v is not None:
+                out.append(float(v))
+        return out
 
     def from_counts(self, n: int, passed: int) -> float | None:
         """pass@k / pass^k of a case with ``n`` scored samples of which ``passed`` passed."""
@@ -156,6 +172,58 @@ METRICS: dict[str, Metric] = {
     )
 }
 
+#: metrics of multi-turn cases (docs/episodes.md): a case without episodes has no value, a suite
+#: without any has none of them; the golden keeps and the gate pairs them by case like the others
+EPISODE_METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            "goal_rate",
+            "share of episodes that reached their goal",
+            higher_is_better=True,
+            tolerance=0.02,
+            unit="episode",
+            case_field="goal_rate",
+            episode_key="goal_reached",
+            aggregation="weighted mean over episode cases of the case's share of episodes",
+        ),
+        Metric(
+            "loop_rate",
+            "share of episodes that made one call loop_k times",
+            higher_is_better=False,
+            tolerance=0.02,
+            unit="episode",
+            case_field="loop_rate",
+            episode_key="looped",
+            aggregation="weighted mean over episode cases of the case's share of episodes",
+        ),
+        Metric(
+            "step_leak_rate",
+            "share of an episode's steps with a leak finding",
+            higher_is_better=False,
+            tolerance=0.02,
+            unit="step",
+            case_field="step_leak_rate",
+            episode_key="step_leak_rate",
+            aggregation="weighted mean over episode cases of the mean over episodes of leaked steps / steps",
+        ),
+        Metric(
+            "steps_to_goal",
+            "mean steps to the goal over the episodes that reached it (reported; n counts them)",
+            higher_is_better=False,
+            tolerance=0.0,
+            unit="episode",
+            gating=False,
+            episode_key="steps_to_goal",
+            aggregation="weighted mean over cases with an episode that reached the goal of its mean steps",
+            ci="bootstrap over cases (not a proportion: no Wilson interval)",
+        ),
+    )
+}
+
+#: every metric a run can report (the sample metrics, then the episode metrics)
+ALL_METRICS: dict[str, Metric] = {**METRICS, **EPISODE_METRICS}
+
 #: the metrics that can fail the gate and decide compare's exit status: one Holm family
 GATING: tuple[str, ...] = tuple(name for name, m in METRICS.items() if m.gating)
 
@@ -197,8 +265,8 @@ _PARAM = re.compile(r"pass([@^])([1-9][0-9]*)")
 
 def metric(name: str) -> Metric:
     """The metric called ``name`` (``score``, ``pass@3``, ...); KeyError naming the known ones."""
-    if name in METRICS:
-        return METRICS[name]
+    if name in ALL_METRICS:
+        return ALL_METRICS[name]
     m = _PARAM.fullmatch(name)
     if m:
         return pass_at(int(m.group(2))) if m.group(1) == "@" else pass_hat(int(m.group(2)))

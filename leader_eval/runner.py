@@ -25,7 +25,7 @@ from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
 from leader_eval.formats import RUN_FORMAT_VERSION
 from leader_eval.render import RenderedCase, render_case
-from leader_eval.store import LOCK, MANIFEST, RunDir, sample_record_key
+from leader_eval.store import LOCK, MANIFEST, RunDir, lock_holder, sample_record_key
 from leader_eval.suite import Case, Suite
 from leader_eval.types import Sample
 
@@ -123,7 +123,7 @@ def resolve_protocol(option: str | None, suite: Suite, backend: Backend) -> str:
 
 def check_protocol(protocol: str | None, *, where: str) -> None:
     """Refuse a protocol the parser does not know before anything is sampled."""
-    from leader_eval.parse import PROTOCOLS
+    from leader_eval.protocols import PROTOCOLS
 
     if protocol is not None and protocol not in PROTOCOLS:
         raise LeaderEvalError(f"{where}: unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
@@ -387,11 +387,17 @@ class _Progress:
             print(file=sys.stderr)
 
 
-def check_out_dir(out: Path) -> None:
+def check_out_dir(out: Path, *, check_lock: bool = True) -> None:
     """Refuse an ``--out`` that is not ours to write: a file, or a directory that holds files but
     no manifest (another tool's output, a run's leftovers: adopting them would mix samples)."""
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{out}: --out names a file, not a run directory")
+    holder = lock_holder(out / LOCK) if check_lock else None
+    if holder is not None:  # asked early, before a model loads; the lock itself is taken later
+        raise RunDirError(
+            f"run directory {out} is in use by another leader-eval process (pid {holder or 'unknown'}); "
+            "wait for it to finish or choose another directory"
+        )
     if out.is_dir() and not RunDir(out).manifest_path.exists():
         try:
             foreign = sorted(p.name for p in out.iterdir() if p.name != LOCK)
@@ -406,7 +412,7 @@ def check_out_dir(out: Path) -> None:
 
 def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
     """The run directory for ``manifest``: new, or the same run's to resume (call under its lock)."""
-    check_out_dir(out)
+    check_out_dir(out, check_lock=False)
     run = RunDir(out)
     if run.exists():
         old = run.read_manifest()

@@ -15,8 +15,8 @@ result, and a call to an undeclared tool gets an error result too. The world is 
 of the calls made so far, so a resumed or replayed episode sees exactly the same results.
 
 Fixtures live inline (``fixtures:`` at the top of a suite or in a case's ``episode:``) or in
-YAML/JSON files (``- file: fixtures/tools/x.yaml``), which resolve relative to the suite's folder,
-then to the suite root, and must stay inside the suite root after symlinks. Every problem (an
+YAML/JSON files (``- file: ../fixtures/tools/x.yaml``), which resolve relative to the suite's
+folder and must stay inside the suite root after symlinks (``suite_files.resolve_in_root``). Every problem (an
 unknown tool, a result that breaks the tool's ``returns`` schema, a file that does not parse or
 lies outside the root) is a ``SuiteError`` naming the file and line.
 """
@@ -33,7 +33,9 @@ import jsonschema
 from jsonschema.validators import Draft202012Validator
 
 from leader_eval.errors import SuiteError
-from leader_eval.suite import _line, _load_yaml_with_lines, suite_schema
+from leader_eval.suite import _line, suite_schema
+from leader_eval.suite_files import read_text, resolve_in_root
+from leader_eval.suite_yaml import load_yaml
 
 JsonPath = tuple[str | int, ...]
 ACK: dict[str, Any] = {"ok": True}
@@ -164,33 +166,9 @@ def _args_satisfy(name: str, args: Mapping[str, Any], match: Mapping[str, Any], 
 # --------------------------------------------------------------------------- loading and lint
 
 
-def suite_root(suite_path: Path) -> Path:
-    """The nearest ancestor folder of the suite holding ``pyproject.toml`` or ``.git``, else its own folder."""
-    here = suite_path.resolve().parent
-    for d in (here, *here.parents):
-        if (d / "pyproject.toml").exists() or (d / ".git").exists():
-            return d
-    return here
-
-
-def resolve_in_root(suite_path: Path, ref: str, line: int) -> Path:
-    """The file ``ref`` names, relative to the suite's folder then to the suite root, inside the root."""
-    if Path(ref).is_absolute():
-        raise SuiteError(
-            suite_path, line, f"fixture file {ref!r}: absolute paths are refused (use a path in the suite root)"
-        )
-    root = suite_root(suite_path)
-    for base in (suite_path.resolve().parent, root):
-        candidate = (base / ref).resolve()
-        if not candidate.is_relative_to(root):
-            raise SuiteError(suite_path, line, f"fixture file {ref!r} resolves outside the suite root {root}")
-        if candidate.is_file():
-            return candidate
-    raise SuiteError(suite_path, line, f"fixture file {ref!r} not found (looked in the suite's folder and {root})")
-
-
 def load_fixtures(
     suite_path: Path,
+    root: Path,
     entries: Sequence[Any],
     lines: dict[JsonPath, int],
     at: JsonPath,
@@ -202,23 +180,33 @@ def load_fixtures(
     for i, entry in enumerate(entries):
         if isinstance(entry, Mapping) and set(entry) == {"file"}:
             line = _line(lines, (*at, i, "file"))
-            path = resolve_in_root(suite_path, str(entry["file"]), line)
-            out.extend(_load_file(path, suite_root(suite_path), tools, returns))
+            path = fixture_file(suite_path, root, str(entry["file"]), line)
+            out.extend(_load_file(path, root, tools, returns, named_in=suite_path, line=line))
         else:
             out.append(_fixture(suite_path, entry, lines, (*at, i), tools, returns))
     return out
 
 
+def fixture_file(suite_path: Path, root: Path, ref: str, line: int) -> Path:
+    """The fixture file ``ref`` names (relative to the suite), inside the suite root, existing."""
+    path = resolve_in_root(suite_path, ref, line, root=root, what="fixture file")
+    if not path.is_file():
+        raise SuiteError(suite_path, line, f"fixture file {ref!r} not found ({path})")
+    return path
+
+
 def _load_file(
-    path: Path, root: Path, tools: Mapping[str, Mapping[str, Any]], returns: Mapping[str, Mapping[str, Any] | None]
+    path: Path,
+    root: Path,
+    tools: Mapping[str, Mapping[str, Any]],
+    returns: Mapping[str, Mapping[str, Any] | None],
+    *,
+    named_in: Path,
+    line: int,
 ) -> list[Fixture]:
-    try:
-        if path.stat().st_size > MAX_FIXTURE_BYTES:
-            raise SuiteError(path, None, f"fixture file is larger than {MAX_FIXTURE_BYTES} bytes")
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(path, None, f"cannot read fixture file: {exc}") from exc
-    data, lines = _load_yaml_with_lines(path, source)  # YAML is a superset of JSON: one reader for both
+    # bounded UTF-8, bounded YAML (YAML is a superset of JSON: one reader for both)
+    source = read_text(path, limit=MAX_FIXTURE_BYTES, what="fixture", named_in=str(named_in), line=line)
+    data, lines = load_yaml(path, source)
     at: JsonPath = ()
     if isinstance(data, Mapping) and "fixtures" in data:
         data, at = data["fixtures"], ("fixtures",)

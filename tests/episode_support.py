@@ -53,6 +53,13 @@ cases:
         tool: send_message_to_chat
         args: {message: {mentions_goal: true}}
       end: {on_no_call: false}
+  - id: announce_garden
+    vars: {current_goal: plant a garden}
+    episode:
+      goal:
+        tool: send_message_to_chat
+        args: {message: {mentions_goal: true}}
+      end: {on_no_call: false}
 """
 
 LOOKUP_FIXTURES = """\

@@ -197,3 +197,70 @@ def test_episode_metrics_with_counts(suite: Any) -> None:
     assert m["goal_rate"]["value"] == 0.5
     assert m["steps_to_goal"]["n_samples"] == 1 and not m["steps_to_goal"]["gated"]
     assert m["loop_rate"]["higher_is_better"] is False
+
+
+def _run_of(suite: Any, scores: list[Any], label: str = "v1") -> Any:
+    from leader_eval.evaluate import Run
+
+    results = case_results(suite.cases, scores)
+    summary = summarize(suite, results)
+    manifest = {
+        "identity": {
+            "suite": suite.name,
+            "suite_hash": suite.content_hash,
+            "model_id": "local:smollm2",
+            "protocol": "json",
+            "run_seed": 1,
+            "cases": {c.id: {"samples": 2} for c in suite.cases},
+        },
+        "run_id": f"run-{label}",
+        "label": label,
+        "status": "complete",
+        "scorer_version": __import__("leader_eval.runner", fromlist=["SCORER_VERSION"]).SCORER_VERSION,
+    }
+    return Run(Path("."), manifest, [], scores, results, summary)
+
+
+def test_the_gate_pairs_episode_metrics_by_case(tmp_path: Path) -> None:
+    from leader_eval.golden import build_golden, gate
+
+    goals = ["build a bridge", "plant a garden", "map the trails", "paint the barn", "fix the well", "bake bread"]
+    cases = "".join(
+        f"  - id: c{i}\n    vars: {{current_goal: {g}}}\n    episode:\n      goal:\n"
+        "        tool: send_message_to_chat\n        args: {message: {mentions_goal: true}}\n"
+        for i, g in enumerate(goals)
+    )
+    text = EPISODE_SUITE[: EPISODE_SUITE.index("cases:\n") + len("cases:\n")] + cases
+    suite = load_suite(write_repo(tmp_path, text))
+
+    def scores(good: bool) -> list[Any]:
+        out = []
+        for case, goal in zip(suite.cases, goals, strict=True):
+            sub = type(suite)(**{**suite.__dict__, "cases": (case,)})
+            message = f"Team, today we {goal}!" if good else "Hello everyone"
+            for i in range(2):
+                steps = _episode(
+                    sub, [_call("lookup", topic="weather"), _call("send_message_to_chat", message=message)], index=i
+                )
+                out.append(score_episode(suite, case, steps, "json", MODEL))
+        return out
+
+    good, bad = _run_of(suite, scores(True), "v1"), _run_of(suite, scores(False), "v2")
+    assert good.summary["overall"]["metrics"]["goal_rate"]["value"] == 1.0
+    golden = build_golden(good)
+    assert golden["metrics"]["goal_rate"]["value"] == 1.0
+    assert all(rec["goal_rate"] == 1.0 for rec in golden["cases"].values())
+    assert gate(good, golden).exit_status == 0
+    result = gate(bad, golden)
+    assert result.exit_status == 1
+    rows = {r.metric: r for r in result.rows}
+    assert rows["goal_rate"].verdict == "fail" and rows["goal_rate"].paired
+
+    # compare pairs the two checkpoints by case on the episode metrics too
+    from leader_eval.compare import compare_runs
+
+    comparison = compare_runs([good, bad])
+    diffs = {d.metric: d for d in comparison.pairs[0].metrics}
+    assert diffs["goal_rate"].verdict == "regression"
+    assert "loop_rate" in diffs and "step_leak_rate" in diffs
+    assert comparison.exit_status == 1

@@ -1,6 +1,7 @@
 """The episode loop on the embedded model: resumption after SIGKILL, warm == cold, replay, show.
 
-Kept small for CI: two short episodes per run (max_tokens 24, at most 3 steps).
+Kept small for CI: two short episodes per run (two cases, one sample each, max_tokens 24, at
+most 3 steps).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from leader_eval.backends.base import SampleRequest, SamplingParams
 from tests.episode_support import LOOP_SUITE, write_repo
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN_ARGS = ["--samples", "2", "--max-tokens", "24", "--seed", "11", "-q"]
+RUN_ARGS = ["--samples", "1", "--max-tokens", "24", "--seed", "11", "-q"]
 
 
 def _env(tmp: Path, block_llama: bool = False) -> dict[str, str]:
@@ -199,3 +200,20 @@ def test_replay_rescores_without_llama_cpp_and_the_loop_threshold_moves_the_loop
     metrics = json.loads((tighter / "summary.json").read_text())["overall"]["metrics"]
     assert metrics["loop_rate"]["value"] == pytest.approx(looped / len(by_episode))
     assert metrics["goal_rate"] == original["goal_rate"]
+
+
+def test_the_golden_keeps_and_the_gate_checks_episode_metrics(uninterrupted: Path, tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    golden_dir = tmp_path / "golden"
+    made = _cli("gate", str(uninterrupted), "--golden", str(golden_dir), "--update-golden", env=env)
+    assert made.returncode == 0, made.stdout + made.stderr
+    (path,) = list(golden_dir.rglob("*.json"))
+    golden = json.loads(path.read_text())
+    for name in ("goal_rate", "loop_rate", "step_leak_rate"):
+        assert name in golden["metrics"], golden["metrics"].keys()
+    assert len(golden["cases"]) == 2
+    assert all("goal_rate" in c and "loop_rate" in c for c in golden["cases"].values())
+
+    same = _cli("gate", str(uninterrupted), "--golden", str(golden_dir), env=env)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "goal_rate" in same.stdout

@@ -62,6 +62,7 @@ def test_chat_mode_sends_real_tool_messages_and_records_them(llama_server, tmp_p
         max_tokens=24,
         progress=False,
         cache=False,
+        case_ids=["announce"],
         # grammar-constrained calls: the GGUF template ignores tools unless a function is named
         backend_options={"mode": "chat", "tool_choice": "lookup"},
     )
@@ -100,6 +101,7 @@ def test_completions_mode_sends_the_rendered_transcript(llama_server, tmp_path: 
         max_tokens=24,
         progress=False,
         cache=False,
+        case_ids=["announce"],
         backend_options={"mode": "completions", "gguf_path": str(gguf)},
     )
     run(_suite(tmp_path, text), options)
