@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
@@ -888,7 +889,9 @@ class _Prepared:
             higher_is_better=self.higher,
             tolerance=row.tolerance,
             paired=self.paired,
-            alpha=level,
+            # a level of 0 (no share of alpha left, holm_alphas) can reject nothing; the smallest
+            # positive float keeps that meaning where regression_verdict refuses alpha 0
+            alpha=max(level, sys.float_info.min),
         )
         notes = [self.note] if self.note else []
         if row.metric not in DIAGNOSTIC_METRICS:

@@ -205,6 +205,14 @@ def gate_session(state: PluginState, *, interrupted: bool) -> list[SuiteGate]:
     """Gate every suite the session ran."""
     out = []
     for suite_name in sorted(set(state.collected) | set(state.records)):
-        if suite_name in state.suite_meta:
+        if suite_name not in state.suite_meta:
+            continue
+        try:
             out.append(gate_suite(suite_name, state, interrupted=interrupted))
+        except LeaderEvalError:
+            raise
+        except Exception as exc:  # a bug in the gate must fail the suite, never pass it or crash pytest
+            what = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+            line = f"gate ERROR (suite {suite_name}): the gate could not decide ({what}); please report this"
+            out.append(SuiteGate(suite_name, state.suite_meta[suite_name]["path"], 1, [line]))
     return out
