@@ -48,7 +48,7 @@ REPORT_NAME = "report.html"
 MAX_TEXT_CHARS = 20_000
 MAX_PROMPT_HEAD = 6_000
 MAX_PROMPT_TAIL = 14_000
-MAX_SAMPLES = 3_000
+MAX_SAMPLES = 2_500
 #: a finding's text in the failed-check list (it is marked in full in the raw output above it)
 MAX_FINDING_CHARS = 240
 
