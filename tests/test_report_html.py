@@ -254,8 +254,10 @@ def test_cli_report_compare_and_gate_markdown(tmp_path):
     r = cli("report", str(RUN_A), str(RUN_B), "-o", str(out))
     assert r.returncode == 0 and r.stdout.strip() == f"report: {out}" and "Comparison" in out.read_text()
     cmp_out = tmp_path / "c.html"
-    r = cli("compare", str(RUN_A), str(RUN_B), "--report", str(cmp_out))
+    cmp_md = tmp_path / "c.md"
+    r = cli("compare", str(RUN_A), str(RUN_B), "--report", str(cmp_out), "--markdown", str(cmp_md))
     assert r.returncode in (0, 1) and f"report: {cmp_out}" in r.stdout and "flip" in cmp_out.read_text()
+    assert f"[`{cmp_out}`]({cmp_out.as_posix()})" in cmp_md.read_text()
     run = copy_run(RUN_A, tmp_path / "run")
     path = write_run_report(run)
     md = tmp_path / "gate.md"
