@@ -408,7 +408,7 @@ def _run_island(run: Run) -> tuple[dict[str, Any], int]:
             if p.get("n_tokens") is not None:
                 rec["prompt_tokens"] = p.get("n_tokens")
     ident = run.manifest.get("identity", {})
-    name = f"{run.manifest.get('label') or ident.get('model_id')} seed {ident.get('run_seed')}"
+    name = f"{run.manifest.get('label') or ident.get('model_id')} (run seed {ident.get('run_seed')})"
     return {"cases": cases, "left": left, "name": visible(name)}, left
 
 
@@ -590,7 +590,7 @@ def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
         n = sum(pc.n_scored for pc in g.cases.values())
         rows.append([esc(g.name), esc(len(g.runs)), esc(",".join(map(str, g.seeds))), score, spread, esc(n)])
     parts = [
-        f'<p class="verdict {"bad" if c.exit_status else "good"}">{esc(c.verdict())}</p>',
+        f'<p class="verdict {_verdict_class(c)}">{esc(c.verdict())}</p>',
         _table(["configuration", "runs", "seeds", "score [95% CI]", "score spread", "samples"], rows),
     ]
     parts.extend(f'<p class="note">{esc(m)}</p>' for m in c.messages)
@@ -616,6 +616,13 @@ def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
         parts.append(f'<p class="verdict {"bad" if p.regression else ""}">verdict: {esc(p.verdict())}</p>')
         parts.append(_flips_html(p, run_index))
     return "\n".join(parts)
+
+
+def _verdict_class(c: Comparison) -> str:
+    if c.exit_status:
+        return "bad"
+    improved = any(m.verdict == "improvement" for p in c.pairs for m in p.metrics)
+    return "good" if improved else ""
 
 
 def _flips_html(p: PairResult, run_index: Mapping[int, int]) -> str:
