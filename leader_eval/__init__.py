@@ -6,33 +6,65 @@ The library API the CLI and the pytest plugin share::
 
     result = run("suites/leader_core.yaml", RunOptions(model="local:smollm2", seed=7))
     print(result.summary["overall"]["metrics"]["score"])
+
+Scoring one raw output without a backend (docs/api.md)::
+
+    from leader_eval import score_output
+
+    r = score_output("suites/leader_core.yaml", text, case="kickoff")
+    r.passed, r.reason, r.hard_fail, r.failed_reasons, r.leaks
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-__all__ = ["RunOptions", "__version__", "load_suite", "read_run", "run"]
+__version__ = "0.2.0"
+__all__ = [
+    "CheckResult",
+    "Finding",
+    "ModelInfo",
+    "Reason",
+    "RunOptions",
+    "SampleScore",
+    "Suite",
+    "ToolCall",
+    "__version__",
+    "load_suite",
+    "read_run",
+    "run",
+    "score_output",
+]
 
 if TYPE_CHECKING:
+    from leader_eval.api import load_suite, score_output
     from leader_eval.evaluate import read_run, run
     from leader_eval.runner import RunOptions
-    from leader_eval.suite import load_suite
+    from leader_eval.score import ModelInfo, SampleScore
+    from leader_eval.suite import Suite
+    from leader_eval.types import CheckResult, Finding, Reason, ToolCall
+
+_LAZY = {
+    "run": "leader_eval.evaluate",
+    "read_run": "leader_eval.evaluate",
+    "RunOptions": "leader_eval.runner",
+    "load_suite": "leader_eval.api",
+    "score_output": "leader_eval.api",
+    "ModelInfo": "leader_eval.score",
+    "SampleScore": "leader_eval.score",
+    "Suite": "leader_eval.suite",
+    "CheckResult": "leader_eval.types",
+    "Finding": "leader_eval.types",
+    "Reason": "leader_eval.types",
+    "ToolCall": "leader_eval.types",
+}
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, so `import leader_eval` (and the pytest plugin's entry point) stays cheap.
-    if name in ("run", "read_run"):
-        from leader_eval import evaluate
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    import importlib
 
-        return getattr(evaluate, name)
-    if name == "RunOptions":
-        from leader_eval.runner import RunOptions
-
-        return RunOptions
-    if name == "load_suite":
-        from leader_eval.suite import load_suite
-
-        return load_suite
-    raise AttributeError(name)
+    return getattr(importlib.import_module(module), name)

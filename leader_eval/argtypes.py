@@ -116,7 +116,7 @@ def int_list(item: Callable[[str], int] = positive_int) -> Callable[[str], list[
 
 def protocol_name(text: str) -> str:
     """One of the tool-call protocols the parser knows (checked before any model is contacted)."""
-    from leader_eval.parse import PROTOCOLS
+    from leader_eval.protocols import PROTOCOLS
 
     if text not in PROTOCOLS:
         raise argparse.ArgumentTypeError(f"unknown protocol {text!r} (known: {', '.join(PROTOCOLS)})")

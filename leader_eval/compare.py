@@ -24,19 +24,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from leader_eval.aggregate import METRICS
+from leader_eval.aggregate import pass_k_values
 from leader_eval.errors import LeaderEvalError
-from leader_eval.golden import DIAGNOSTIC_METRICS, holm_alphas
+from leader_eval.golden import holm_alphas
+from leader_eval.metrics import ALL_METRICS, EPISODE_METRICS, GATING, METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
-from leader_eval.stats import Estimate, paired_compare, pass_at_k, pass_hat_k, run_spread, weighted_mean_ci
+from leader_eval.stats import (
+    Estimate,
+    exact_count_test,
+    paired_compare,
+    pass_at_k,
+    pass_hat_k,
+    run_spread,
+    weighted_mean_ci,
+)
 
 if TYPE_CHECKING:
     from leader_eval.evaluate import Run
 
 #: metrics whose credible regression makes ``compare`` exit 1: the same family the gate decides
 #: on (the lenient format rate is a diagnostic, shown but never deciding)
-DECISION_METRICS = tuple(m for m in METRICS if m not in DIAGNOSTIC_METRICS)
+DECISION_METRICS = (*GATING, *(m for m, spec in EPISODE_METRICS.items() if spec.gating))
 
 
 @dataclass
@@ -56,6 +65,10 @@ class PooledCase:
     def passes(self) -> bool:
         """Most scored samples pass (with one sample per case: that sample passed)."""
         return self.n_passed * 2 > self.n_scored
+
+    def count(self, metric: str) -> int:
+        """Samples with the metric's event (rate x pooled scored samples)."""
+        return round(self.values[metric] * self.n_scored)
 
     def top_reason(self) -> str | None:
         if not self.reasons:
@@ -113,6 +126,9 @@ class PairResult:
     metrics: list[MetricDiff]
     flips: list[Flip]
     pass_k: dict[int, tuple[float, float, float, float]]  # k -> (A pass@k, B pass@k, A pass^k, B pass^k)
+    #: "pass@k" / "pass^k" -> (A, B) entries of ``aggregate.pass_k_values``: value, 95% interval
+    #: over cases, and the cases with fewer than k samples (left out, counted)
+    pass_k_ci: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def regression(self) -> bool:
@@ -284,6 +300,8 @@ def _pool_cases(runs: Sequence[Run]) -> dict[str, PooledCase]:
                     "n": 0,
                     "passed": 0,
                     "sums": defaultdict(float),
+                    "episode_sums": defaultdict(float),
+                    "episodes": defaultdict(int),
                     "reasons": defaultdict(int),
                 },
             )
@@ -291,20 +309,40 @@ def _pool_cases(runs: Sequence[Run]) -> dict[str, PooledCase]:
             a["passed"] += int(c.get("n_passed", round(float(c["score"]) * n)))
             for m in METRICS:
                 a["sums"][m] += float(c[m]) * n
+            for m in EPISODE_METRICS:  # multi-turn cases: pooled over the episodes behind each value
+                if c.get(m) is not None:
+                    a["episode_sums"][m] += float(c[m]) * int(c[f"n_{m}"])
+                    a["episodes"][m] += int(c[f"n_{m}"])
             for k, v in (c.get("reasons") or {}).items():
                 a["reasons"][k] += int(v)
     return {
         cid: PooledCase(
-            cid, a["weight"], a["n"], a["passed"], {m: a["sums"][m] / a["n"] for m in METRICS}, dict(a["reasons"])
+            cid,
+            a["weight"],
+            a["n"],
+            a["passed"],
+            {
+                **{m: a["sums"][m] / a["n"] for m in METRICS},
+                **{m: a["episode_sums"][m] / k for m, k in a["episodes"].items() if k},
+            },
+            dict(a["reasons"]),
         )
         for cid, a in acc.items()
     }
 
 
+def _metrics_of(groups: Sequence[RunGroup], common: Sequence[str]) -> list[str]:
+    """The sample metrics, and each episode metric every common case of every group has."""
+    return [
+        *METRICS,
+        *(m for m in EPISODE_METRICS if common and all(m in g.cases[c].values for g in groups for c in common)),
+    ]
+
+
 def _estimate(g: RunGroup, common: Sequence[str], seed: int) -> None:
     cases = [g.cases[c] for c in common]
     n_samples = sum(c.n_scored for c in cases)
-    for m in METRICS:
+    for m in _metrics_of([g], common):
         g.estimates[m] = weighted_mean_ci(
             [c.values[m] for c in cases], [c.weight for c in cases], n_samples=n_samples, seed=seed
         )
@@ -317,23 +355,40 @@ def _estimate(g: RunGroup, common: Sequence[str], seed: int) -> None:
 def _pair(a: RunGroup, b: RunGroup, common: Sequence[str], alpha: float, ks: Sequence[int], seed: int) -> PairResult:
     weights = {c: a.cases[c].weight for c in common}
     tests = {}
-    for m, (_, higher, _) in METRICS.items():
+    floors: dict[str, tuple[float, float]] = {}  # metric -> smallest possible (p worse, p better)
+    for m in _metrics_of([a, b], common):
+        spec = ALL_METRICS[m]
+        higher = spec.higher_is_better
         pc = paired_compare(
             {c: a.cases[c].values[m] for c in common},
             {c: b.cases[c].values[m] for c in common},
             weights=weights,
             metric=m,
         )
-        tests[m] = (higher, pc, one_sided_p(pc.diff, pc.p_value, higher_is_better=higher))
-    # exit 1 means "some decision metric regressed": one family, Holm-adjusted, so that two runs
-    # of the same model are flagged in at most alpha of comparisons
-    worse_levels = holm_alphas({m: tests[m][2] for m in DECISION_METRICS}, alpha)
-    better_levels = holm_alphas({m: 1 - tests[m][2] for m in DECISION_METRICS}, alpha)
+        p_worse = one_sided_p(pc.diff, pc.p_value, higher_is_better=higher)
+        p_better = 1 - p_worse
+        floors[m] = (0.0, 0.0)
+        if spec.test == "exact_count":
+            # rare events: the exact stratified count test decides (docs/gating.md)
+            ct = exact_count_test(
+                {c: (a.cases[c].count(m), a.cases[c].n_scored) for c in common},
+                {c: (b.cases[c].count(m), b.cases[c].n_scored) for c in common},
+            )
+            p_worse, p_better = (ct.p_less, ct.p_more) if higher else (ct.p_more, ct.p_less)
+            floors[m] = (ct.min_p_less, ct.min_p_more) if higher else (ct.min_p_more, ct.min_p_less)
+        elif pc.diff == 0 and pc.low == pc.high == 0:
+            floors[m] = (1.0, 1.0)  # every case the same in both groups: nothing to reject
+        tests[m] = (higher, pc, p_worse, p_better)
+    # exit 1 means "some decision metric regressed": one family, Holm-Tarone-adjusted, so that two
+    # runs of the same model are flagged in at most alpha of comparisons
+    family = [m for m in DECISION_METRICS if m in tests]  # episode metrics only where both have episodes
+    worse_levels = holm_alphas({m: tests[m][2] for m in family}, alpha, min_p={m: floors[m][0] for m in family})
+    better_levels = holm_alphas({m: tests[m][3] for m in family}, alpha, min_p={m: floors[m][1] for m in family})
     diffs = []
-    for m, (higher, pc, p_worse) in tests.items():
+    for m, (higher, pc, p_worse, p_better) in tests.items():
         if p_worse < worse_levels.get(m, alpha):
             verdict = "regression"
-        elif 1 - p_worse < better_levels.get(m, alpha):
+        elif p_better < better_levels.get(m, alpha):
             verdict = "improvement"
         else:
             verdict = "no credible change"
@@ -349,7 +404,16 @@ def _pair(a: RunGroup, b: RunGroup, common: Sequence[str], alpha: float, ks: Seq
     pk = {k: (*_pass_k(a, common, k), *_pass_k(b, common, k)) for k in ks}
     # reorder to (A pass@k, B pass@k, A pass^k, B pass^k)
     pass_k = {k: (v[0], v[2], v[1], v[3]) for k, v in pk.items()}
-    return PairResult(a, b, len(common), diffs, flips, pass_k)
+    va, vb = _pass_k_ci(a, common, ks, seed), _pass_k_ci(b, common, ks, seed)
+    return PairResult(a, b, len(common), diffs, flips, pass_k, {name: (va[name], vb[name]) for name in va})
+
+
+def _pass_k_ci(g: RunGroup, common: Sequence[str], ks: Sequence[int], seed: int) -> dict[str, Any]:
+    records = [
+        {"case_id": c, "n_scored": g.cases[c].n_scored, "n_passed": g.cases[c].n_passed, "weight": g.cases[c].weight}
+        for c in common
+    ]
+    return pass_k_values(ks, records, seed=seed)
 
 
 def one_sided_p(diff: float, p_two_sided: float, *, higher_is_better: bool) -> float:
@@ -403,12 +467,33 @@ def _groups_rows(c: Comparison) -> list[list[str]]:
                 _est(sc),
                 _spread(g, "score") or "-",
                 str(sum(pc.n_scored for pc in g.cases.values())),
+                _usage(g),
             ]
         )
     return rows
 
 
-_GROUP_HEADERS = ["run", "runs", "seeds", "score [95% CI]", "score spread", "samples"]
+def _usage(g: RunGroup) -> str:
+    """Latency p50/p95 and cost over the group's samples (from the runs' records)."""
+    from leader_eval.aggregate import usage_summary
+
+    samples = [s for r in g.runs for s in r.samples]
+    if not samples:
+        return "-"
+    prices = next((r.manifest.get("prices") for r in g.runs if r.manifest.get("prices")), None)
+    u = usage_summary(samples, prices)
+    lat = u["latency_s"]
+    text = f"{lat['p50']:.2f}/{lat['p95']:.2f}s" if lat else "-"
+    if "cost" in u:
+        text += f", {u['cost']['currency']} {u['cost']['total']:.4g}"
+    else:  # prices from the suite: each run's summary has its cost
+        costs: list[dict[str, Any]] = [(r.summary.get("usage") or {}).get("cost") or {} for r in g.runs]
+        if all(costs):
+            text += f", {costs[0]['currency']} {sum(float(c['total']) for c in costs):.4g}"
+    return text
+
+
+_GROUP_HEADERS = ["run", "runs", "seeds", "score [95% CI]", "score spread", "samples", "latency p50/p95, cost"]
 
 
 def _metric_rows(p: PairResult) -> list[list[str]]:
@@ -441,11 +526,28 @@ _FLIP_HEADERS = ["case", "flip", "pass rate A -> B", "reason (failing side)"]
 
 
 def _passk_rows(p: PairResult) -> list[list[str]]:
-    return [[str(k), _f(v[0]), _f(v[1]), _f(v[2]), _f(v[3])] for k, v in sorted(p.pass_k.items())]
+    rows = []
+    for k in sorted(p.pass_k):
+        cells = [str(k)]
+        for name in (f"pass@{k}", f"pass^{k}"):
+            for side in p.pass_k_ci.get(name, ()):
+                short = f" ({side['n_cases_short']} short)" if side["n_cases_short"] else ""
+                cells.append(f"{_f(side['value'])} [{_f(side['low'])}, {_f(side['high'])}]{short}")
+        if len(cells) == 1:
+            v = p.pass_k[k]
+            cells += [_f(v[0]), _f(v[1]), _f(v[2]), _f(v[3])]
+        rows.append(cells)
+    return rows
 
 
 def _passk_headers(p: PairResult) -> list[str]:
-    return ["k", f"pass@k {p.a.name}", f"pass@k {p.b.name}", f"pass^k {p.a.name}", f"pass^k {p.b.name}"]
+    return [
+        "k",
+        f"pass@k {p.a.name} [95% CI]",
+        f"pass@k {p.b.name} [95% CI]",
+        f"pass^k {p.a.name} [95% CI]",
+        f"pass^k {p.b.name} [95% CI]",
+    ]
 
 
 def format_compare(c: Comparison, *, max_flips: int = 20, order: Sequence[str] | None = None) -> str:

@@ -22,3 +22,10 @@ class SuiteError(LeaderEvalError):
 
 class RunDirError(LeaderEvalError):
     """A run directory that does not belong to this command, or is unreadable."""
+
+
+class ChatTemplateError(LeaderEvalError):
+    """A model's chat template that fails to compile or render, or goes past a resource bound."""
+
+    def __init__(self, message: str):
+        super().__init__(message.replace("\n", " ").strip())

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leader_eval.aggregate import case_results, summarize
+from leader_eval.aggregate import case_results, summarize, usage_summary
 from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache
+from leader_eval.checks.episode import score_episodes
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runner import (
     RunOptions,
@@ -20,6 +21,7 @@ from leader_eval.runner import (
     apply_recorded,
     build_manifest,
     check_out_dir,
+    check_protocol,
     check_run_options,
     default_label,
     default_out_dir,
@@ -33,10 +35,12 @@ from leader_eval.runner import (
 from leader_eval.score import ModelInfo, SampleScore, score_samples
 from leader_eval.store import (
     CASES,
+    LOCK,
     RESULTS,
     SUMMARY,
     RunDir,
     dumps,
+    lock_holder,
     run_dir_lock,
     write_json_atomic,
     write_lines_atomic,
@@ -74,6 +78,8 @@ def run(
         check_out_dir(Path(options.out))  # before a model is loaded or a server asked
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
+    # a protocol the parser does not know is refused before any backend is built or asked
+    check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
     backend = backend or resolve_backend(
         options.model, context_length=options.context_length, **options.backend_options
     )
@@ -81,10 +87,9 @@ def run(
     protocol = resolve_protocol(options.protocol, suite, backend)
     # Render every case first: a suite error stops the run before any directory or sample exists.
     planned = plan_cases(suite, cases, backend, options)
-    run_seed = _run_seed(options, suite, recorded)
+    run_seed, label = run_seed_and_label(suite, options, backend)
     if recorded is not None:
         planned = apply_recorded(planned, recorded, options, run_seed, backend.has_sample)  # type: ignore[attr-defined]
-    label = options.label or default_label(backend.model_id)
     out = options.out or default_out_dir(suite, label, run_seed)
     if recorded is not None and options.out is None:
         out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
@@ -145,6 +150,13 @@ async def _sample_and_close(
         await backend.aclose()
 
 
+def run_seed_and_label(suite: Suite, options: RunOptions, backend: Backend) -> tuple[int, str]:
+    """The run seed and golden label ``run`` uses for ``options`` on ``backend`` (the pytest
+    plugin derives its run directory from the same two values)."""
+    recorded = backend.recorded() if hasattr(backend, "recorded") else None
+    return _run_seed(options, suite, recorded), options.label or default_label(backend.model_id)
+
+
 def _run_seed(options: RunOptions, suite: Suite, recorded: dict[str, Any] | None) -> int:
     if recorded is not None:  # replay addresses the recorded samples by the recorded seeds
         return int(recorded["identity"]["run_seed"])
@@ -165,6 +177,7 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     prompts = rundir.read_prompts()
     model = ModelInfo.from_manifest(manifest.get("model", {}))
     scores = score_samples(suite, samples, prompts, manifest["identity"]["protocol"], model)
+    scores = score_episodes(suite, rundir.path, scores, manifest["identity"]["protocol"], model)
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = case_results(cases, scores)
@@ -186,6 +199,8 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     }
     # retries the backends needed (429/5xx/timeouts); a sample that still failed counts in n_errors
     summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
+    # latency and token quantiles, and the cost when the command or the suite gives prices
+    summary["usage"] = usage_summary(samples, manifest.get("prices") or getattr(suite, "prices", None))
     write_lines_atomic(rundir.path / RESULTS, (dumps(s.to_dict()) for s in scores))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)
@@ -203,6 +218,9 @@ def read_run(path: str | Path) -> Run:
     if not rundir.path.is_dir():
         raise RunDirError(f"{path}: not a run directory")
     manifest = rundir.read_manifest()
+    if manifest.get("status") == "running" and lock_holder(rundir.path / LOCK) is None:
+        # no process holds the run: it died without a word (SIGKILL, a full disk refused the update)
+        manifest["status"] = "interrupted"
     samples = rundir.read_samples()
     scores: list[SampleScore] = []
     results_path = rundir.path / RESULTS

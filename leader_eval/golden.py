@@ -20,39 +20,34 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from leader_eval.aggregate import METRICS
 from leader_eval.error_rule import error_verdict, is_stress_manifest
 from leader_eval.errors import LeaderEvalError
+from leader_eval.formats import GOLDEN_FORMAT_VERSION
+from leader_eval.metrics import ALL_METRICS, METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
-from leader_eval.stats import Estimate, PairedComparison, paired_compare, regression_verdict
+from leader_eval.stats import Estimate, PairedComparison, exact_count_test, paired_compare, regression_verdict
 from leader_eval.store import write_json_atomic
 
 if TYPE_CHECKING:
     from leader_eval.evaluate import Run
     from leader_eval.suite import Suite
 
-GOLDEN_FORMAT = 1
+GOLDEN_FORMAT = GOLDEN_FORMAT_VERSION
 DECIMALS = 4
 
 #: default tolerance per metric (absolute, on the 0..1 scale); a golden file's own value wins,
-#: and ``--tolerance score=0.05`` beats both
-DEFAULT_TOLERANCES: dict[str, float] = {
-    "score": 0.02,
-    "hard_fail_rate": 0.01,
-    "strict_format_rate": 0.02,
-    "lenient_format_rate": 0.05,
-    "tool_accuracy": 0.02,
-    "leak_rate": 0.02,
-}
+#: and ``--tolerance score=0.05`` beats both (derived from ``metrics.METRICS``)
+DEFAULT_TOLERANCES: dict[str, float] = {name: m.tolerance for name, m in ALL_METRICS.items()}
 
 #: metrics recorded and shown, but never failing the gate (docs/scoring.md: a lenient reading is a
 #: diagnostic, never the headline)
-DIAGNOSTIC_METRICS = frozenset({"lenient_format_rate"})
+DIAGNOSTIC_METRICS = frozenset(name for name, m in ALL_METRICS.items() if not m.gating)
 
 #: how far a golden value may sit from the mean of its rounded per-case rates and still be theirs
 CASE_MEAN_SLACK = 5e-4
@@ -60,13 +55,16 @@ CASE_MEAN_SLACK = 5e-4
 #: per-case values a golden file keeps, so the gate can pair the current run's cases with them for
 #: every gating metric. Without pairing, the golden's own sampling noise is not accounted for and
 #: a run of the very same model fails about 12% of the time at alpha 0.05 (measured; docs/gating.md).
-CASE_FIELDS = {
-    "pass_rate": "score",
-    "hard_fail_rate": "hard_fail_rate",
-    "strict_format_rate": "strict_format_rate",
-    "tool_accuracy": "tool_accuracy",
-    "leak_rate": "leak_rate",
-}
+CASE_FIELDS = {m.case_field: name for name, m in ALL_METRICS.items() if m.case_field}
+
+#: count budgets a suite may declare under ``gate:`` (copied into the golden): budget key ->
+#: (metric whose events it counts, what an event is). A budget is a contract, not a test: one
+#: event more than the budget fails the gate, however rare events were before.
+#: days an expired quarantine entry is still honoured, with a warning; after that the gate refuses
+#: the golden until someone renews or removes the entry
+QUARANTINE_GRACE_DAYS = 7
+
+BUDGETS = {"max_hard_fails": ("hard_fail_rate", "hard-failing samples"), "max_leaks": ("leak_rate", "leaking samples")}
 
 
 class GoldenError(LeaderEvalError):
@@ -116,8 +114,8 @@ def parse_tolerances(items: Iterable[str] | Mapping[str, float] | None) -> dict[
                 raw.append((key.strip(), text.strip()))
     out: dict[str, float] = {}
     for name, value in raw:
-        if name not in METRICS:
-            raise GoldenError(f"tolerance for unknown metric {name!r} (known: {', '.join(METRICS)})")
+        if name not in ALL_METRICS:
+            raise GoldenError(f"tolerance for unknown metric {name!r} (known: {', '.join(ALL_METRICS)})")
         try:
             tol = float(value)
         except (TypeError, ValueError):
@@ -129,14 +127,22 @@ def parse_tolerances(items: Iterable[str] | Mapping[str, float] | None) -> dict[
 
 
 def build_golden(
-    run: Run, *, label: str | None = None, tolerances: Mapping[str, float] | None = None
+    run: Run,
+    *,
+    label: str | None = None,
+    tolerances: Mapping[str, float] | None = None,
+    budgets: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The golden document for ``run`` (rounded; key order is fixed when written)."""
+    """The golden document for ``run`` (rounded; key order is fixed when written).
+
+    ``budgets``: the suite's ``gate:`` count budgets (``max_hard_fails``, ``max_leaks``), kept in
+    the golden so the gate applies them wherever the run is gated (the suite hash ties them to
+    the suite content)."""
     tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
     ident = run.manifest["identity"]
     metrics = run.summary["overall"]["metrics"]
     out_metrics: dict[str, Any] = {}
-    for name, (_, higher, _) in METRICS.items():
+    for name, spec in ALL_METRICS.items():  # episode metrics only when the run has episodes
         m = metrics.get(name)
         if m is None or m.get("value") is None:
             continue
@@ -144,7 +150,7 @@ def build_golden(
             "value": _round(m["value"]),
             "low": _round(m.get("low")),
             "high": _round(m.get("high")),
-            "direction": "higher" if higher else "lower",
+            "direction": spec.direction,
             "tolerance": _round(tolerances.get(name, 0.0)),
             "n_samples": int(m.get("n_samples") or 0),
             "n_cases": int(m.get("n_cases") or 0),
@@ -155,10 +161,11 @@ def build_golden(
             continue
         rec: dict[str, Any] = {"n_samples": int(c["n_scored"])}
         for key, metric in CASE_FIELDS.items():
-            rec[key] = _round(c[metric])
+            if c.get(metric) is not None:  # a case without episodes has no episode metric
+                rec[key] = _round(c[metric])
         cases[c["case_id"]] = rec
     return {
-        "format": GOLDEN_FORMAT,
+        "format_version": GOLDEN_FORMAT,
         "suite": ident["suite"],
         "suite_hash": ident["suite_hash"],
         "scorer_version": str(run.manifest.get("scorer_version", SCORER_VERSION)),
@@ -167,6 +174,7 @@ def build_golden(
         "created_from": run.manifest.get("run_id"),
         "metrics": out_metrics,
         "cases": cases,
+        **({"budgets": {k: int(v) for k, v in sorted(budgets.items())}} if budgets else {}),
     }
 
 
@@ -194,6 +202,12 @@ def load_golden(path: str | Path) -> dict[str, Any] | None:
         raise GoldenError(f"{p}:{getattr(exc, 'lineno', 1)}: unreadable golden file: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise GoldenError(f"{p}:1: not a golden file (no 'metrics' object)")
+    from leader_eval.formats import check_format
+
+    try:
+        check_format(p, data, "golden")
+    except LeaderEvalError as err:
+        raise GoldenError(str(err)) from None
     problem = golden_problem(data)
     if problem is not None:
         needle, what = problem
@@ -374,7 +388,13 @@ def update_golden(
         return UpdateResult(path, False, reason)
     old = load_golden(path)
     kept = {k: m["tolerance"] for k, m in (old or {}).get("metrics", {}).items() if "tolerance" in m}
-    new = build_golden(run, label=label, tolerances={**kept, **(tolerances or {})})
+    budget_suite = suite if suite is not None else _load_run_suite(run)
+    same = budget_suite is not None and budget_suite.content_hash == run.manifest["identity"]["suite_hash"]
+    budgets = dict(getattr(budget_suite, "gate", None) or {}) if same else {}
+    new = build_golden(run, label=label, tolerances={**kept, **(tolerances or {})}, budgets=budgets)
+    if old is not None and old.get("quarantine"):
+        # reviewed entries carry over; an update never adds one (a flaky case is a reviewer's call)
+        new["quarantine"] = old["quarantine"]
     if old is not None and _without(old, "created_from") == _without(new, "created_from"):
         return UpdateResult(path, False, "golden already matches this run: unchanged")
     write_golden(path, new)
@@ -403,6 +423,7 @@ class MetricRow:
     paired: bool
     verdict: str  # "pass" | "fail" | "improved" | "info" (diagnostic, never fails)
     explanation: str
+    kind: str = "test"  # "test": a metric tested against the golden; "budget": a declared count budget
 
 
 @dataclass
@@ -425,6 +446,8 @@ class GateResult:
     strict: bool = False
     alpha: float = 0.05
     update: UpdateResult | None = None
+    #: metrics reported, never gated (pass@k, pass^k): name -> summary entry (value, low, high, note)
+    reported: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_status(self) -> int:
@@ -470,6 +493,7 @@ def gate(
     tolerances: Mapping[str, float] | None = None,
     golden_file: Path | None = None,
     label: str | None = None,
+    today: date | None = None,
 ) -> GateResult:
     """Gate ``run`` against a parsed golden document (None: no golden yet).
 
@@ -477,8 +501,11 @@ def gate(
     than the tolerance and the shortfall is credible at ``alpha`` (one-sided; see
     ``stats.regression_verdict``); ``improved`` when better by more than the tolerance; else
     ``pass``. The run must be complete and cover the golden's cases, and the golden must have
-    been made from the same suite content and scorer version, or the gate fails saying which.
-    ``tolerances`` (e.g. from ``--tolerance``) override the golden file's.
+    been made from the same suite content, or the gate fails saying so (another scorer version
+    only warns: ``scorer_warning``).
+    ``tolerances`` (e.g. from ``--tolerance``) override the golden file's. Cases on the golden's
+    quarantine list (``active_quarantine``; ``today`` for its expiry, default the current date)
+    are shown but cannot fail the gate.
     """
     ident = run.manifest["identity"]
     label = label or run_label(run)
@@ -491,6 +518,7 @@ def gate(
         strict=strict,
         alpha=alpha,
     )
+    result.reported = dict(run.summary.get("overall", {}).get("pass_k") or {})
     if golden is None:
         result.status = "missing"
         result.messages.append(f"no golden baseline for suite {ident['suite']!r}, label {label!r}")
@@ -500,6 +528,9 @@ def gate(
         result.status = "stale"
         result.messages.extend(stale)
         return result
+    warning = scorer_warning(run, golden)
+    if warning:
+        result.messages.append(warning)
     incomplete = _coverage_problem(run, golden)
     if incomplete:
         result.status = "incomplete"
@@ -509,6 +540,17 @@ def gate(
     overrides = parse_tolerances(tolerances) if tolerances else {}
     current_metrics = run.summary["overall"]["metrics"]
     by_case = {c["case_id"]: c for c in run.cases}
+    quarantined, notes = active_quarantine(golden, today=today, golden_file=golden_file)
+    result.messages.extend(notes)
+    if quarantined:
+        # sampled and shown, but their scores cannot fail the gate: every metric, paired test and
+        # budget is taken over the other cases (errors are not scores and keep counting)
+        from leader_eval.aggregate import group_metrics
+
+        weights = {cid: float(c.get("weight", 1.0)) for cid, c in by_case.items()}
+        by_case = {cid: c for cid, c in by_case.items() if cid not in quarantined}
+        current_metrics = group_metrics(list(by_case.values()))["metrics"]
+        golden = _golden_without(golden, quarantined, weights)
     prepared = []
     for name, g in golden["metrics"].items():
         if name not in current_metrics:
@@ -516,39 +558,208 @@ def gate(
             continue
         prepared.append(_prepare_metric(name, g, current_metrics[name], golden, by_case, overrides))
     # one family of tests: the gate fails if any gating metric regresses, so each is tested at a
-    # Holm-adjusted level and the chance of a false alarm for the whole gate stays at alpha
+    # Holm-adjusted level and the chance of a false alarm for the whole gate stays at alpha; a
+    # metric whose test cannot reach significance (no events anywhere) takes no share (Tarone)
     gating = [p for p in prepared if p.current is not None and p.row.metric not in DIAGNOSTIC_METRICS]
-    levels = holm_alphas({p.row.metric: p.p_worse for p in gating}, alpha)
+    p_worse = {p.row.metric: p.p_worse for p in gating}
+    min_p = {p.row.metric: p.min_p for p in gating}
+    levels = holm_alphas(p_worse, alpha, min_p=min_p)
+    family = tarone_family(min_p, alpha)
     for p in prepared:
-        result.rows.append(p.decide(levels.get(p.row.metric, alpha), len(gating)))
+        result.rows.append(p.decide(levels.get(p.row.metric, alpha), family))
+    result.rows.extend(_budget_rows(golden, [c for c in run.cases if c["case_id"] not in quarantined], golden_file))
     if any(r.verdict == "fail" for r in result.rows):
         result.status = "fail"
     return result
 
 
-def holm_alphas(p_worse: Mapping[str, float | None], alpha: float) -> dict[str, float]:
+def holm_alphas(
+    p_worse: Mapping[str, float | None], alpha: float, *, min_p: Mapping[str, float] | None = None
+) -> dict[str, float]:
     """The level at which to test each hypothesis of a family so that the chance of any false
-    rejection stays at most ``alpha`` (Holm's step-down procedure).
+    rejection stays at most ``alpha`` (Holm's step-down procedure, with Tarone's refinement).
 
     ``p_worse``: each hypothesis's one-sided p-value, or None when it has none (an unpaired
-    interval test): those get Bonferroni's ``alpha / k``, and the known ones share the rest of
+    interval test): those get Bonferroni's ``alpha / K``, and the known ones share the rest of
     ``alpha`` by Holm. Testing a hypothesis at its returned level and rejecting when
     ``p < level`` reproduces Holm's decisions (after the first non-rejection every later
     hypothesis gets that same level, which its larger p-value cannot beat).
+
+    ``min_p``: the smallest p-value each hypothesis's test could produce given the data's
+    margins (exact count tests know it; default 0). Tarone: a hypothesis whose ``min_p`` exceeds
+    the level it would get cannot be rejected, so it does not count in the family size ``K``
+    (``K`` = the least k with at most k hypotheses having ``min_p <= alpha / k``), which leaves
+    the others more of ``alpha``; at each Holm step ``K`` is recomputed over the hypotheses not
+    yet rejected (Hommel and Krummenauer's step-down Tarone-Holm). Family-wise error stays at
+    most ``alpha`` because ``min_p`` depends only on what the exact tests condition on.
     """
-    k = len(p_worse)
-    if k == 0:
+    if not p_worse:
         return {}
-    known = sorted((p, name) for name, p in p_worse.items() if p is not None)
-    out = {name: alpha / k for name, p in p_worse.items() if p is None}
-    budget = alpha * len(known) / k
+    floor = {name: float((min_p or {}).get(name, 0.0)) for name in p_worse}
+    k_all = _tarone_k(floor.values(), alpha)
+    unknown = [name for name, p in p_worse.items() if p is None]
+    out = {name: alpha / k_all for name in unknown}
+    budget = alpha - len(unknown) * alpha / k_all
+    remaining = sorted((float(p), name) for name, p in p_worse.items() if p is not None)
     stop: float | None = None
-    for rank, (p, name) in enumerate(known):
-        level = budget / (len(known) - rank)
-        if stop is None and p >= level:
-            stop = level
+    while remaining:
+        p, name = remaining[0]
+        if stop is None:
+            k = _tarone_k([floor[n] for _, n in remaining], budget) if budget > 0 else 1
+            level = budget / k if budget > 0 else 0.0
+            if p >= level:
+                stop = level
         out[name] = level if stop is None else stop
+        remaining.pop(0)
     return out
+
+
+def tarone_family(min_p: Mapping[str, float], alpha: float) -> list[str]:
+    """The hypotheses that take a share of ``alpha`` (their test can reach ``alpha / K``)."""
+    k = _tarone_k(min_p.values(), alpha)
+    return [name for name, m in min_p.items() if m <= alpha / k]
+
+
+def _tarone_k(min_ps: Iterable[float], alpha: float) -> int:
+    floors = list(min_ps)
+    for k in range(1, len(floors) + 1):
+        if sum(m <= alpha / k for m in floors) <= k:
+            return k
+    return max(1, len(floors))
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """A golden's quarantine entry: a case whose scores cannot fail the gate until ``expires``."""
+
+    case: str
+    reason: str
+    since: date  # the entry's "date"
+    expires: date
+
+
+def read_quarantine(golden: Mapping[str, Any], golden_file: Path | None = None) -> list[Quarantine]:
+    """The golden's ``quarantine`` list, checked; a malformed entry is an error naming the file."""
+    raw = golden.get("quarantine") or []
+    where = f"{golden_file or 'golden'}:1"
+    if not isinstance(raw, list):
+        raise GoldenError(f"{where}: 'quarantine' must be a list of {{case, reason, date, expires}} objects")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or set(item) != {"case", "reason", "date", "expires"}:
+            raise GoldenError(f"{where}: quarantine[{i}]: expected exactly the keys case, reason, date, expires")
+        if not isinstance(item["case"], str) or not item["case"] or not isinstance(item["reason"], str):
+            raise GoldenError(f"{where}: quarantine[{i}]: case and reason must be non-empty text")
+        if not item["reason"].strip():
+            raise GoldenError(f"{where}: quarantine[{i}]: give a reason (why the case is quarantined)")
+        try:
+            when, until = date.fromisoformat(str(item["date"])), date.fromisoformat(str(item["expires"]))
+        except ValueError:
+            raise GoldenError(f"{where}: quarantine[{i}]: date and expires must be YYYY-MM-DD") from None
+        if until < when:
+            raise GoldenError(f"{where}: quarantine[{i}]: expires {until} is before its date {when}")
+        out.append(Quarantine(item["case"], item["reason"], when, until))
+    return out
+
+
+def active_quarantine(
+    golden: Mapping[str, Any], *, today: date | None = None, golden_file: Path | None = None
+) -> tuple[set[str], list[str]]:
+    """(cases whose scores cannot fail the gate, messages) for ``today``.
+
+    An entry is honoured until its expiry date, then for ``QUARANTINE_GRACE_DAYS`` more with a
+    warning; after that the golden is refused (``GoldenError``, exit 2): a quarantine nobody
+    renews must not hide a case forever."""
+    today = today or date.today()
+    cases: set[str] = set()
+    notes: list[str] = []
+    known = set(golden.get("cases") or {})
+    for q in read_quarantine(golden, golden_file):
+        late = (today - q.expires).days
+        if late > QUARANTINE_GRACE_DAYS:
+            raise GoldenError(
+                f"{golden_file or 'golden'}:1: quarantine of case {q.case!r} expired on {q.expires} "
+                f"(more than {QUARANTINE_GRACE_DAYS} days ago): renew its expiry or remove it"
+            )
+        if late > 0:
+            notes.append(
+                f"warning: quarantine of case {q.case!r} expired on {q.expires}; still honoured until "
+                f"{q.expires + timedelta(days=QUARANTINE_GRACE_DAYS)}, then the gate refuses this golden"
+            )
+        if known and q.case not in known:
+            notes.append(f"warning: quarantined case {q.case!r} is not a case of the golden")
+        cases.add(q.case)
+        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.since}, until {q.expires}): shown, cannot fail")
+    return cases, notes
+
+
+def _golden_without(golden: Mapping[str, Any], drop: set[str], weights: Mapping[str, float]) -> dict[str, Any]:
+    """The golden over the cases not in ``drop``: per-case records removed, and each paired
+    metric's value recomputed from the remaining per-case rates (when the value is still their
+    mean; a reviewer-edited value stays the contract)."""
+    gcases = golden.get("cases") or {}
+    kept = {cid: rec for cid, rec in gcases.items() if cid not in drop}
+    metrics = {}
+    for name, g in golden["metrics"].items():
+        key = ALL_METRICS[name].case_field if name in ALL_METRICS else None
+        new = dict(g)
+        if key and kept and all(rec.get(key) is not None for rec in gcases.values()):
+
+            def mean(recs: Mapping[str, Any], key: str = key) -> float:
+                w = {cid: weights.get(cid, 1.0) for cid in recs}
+                return sum(w[cid] * float(rec[key]) for cid, rec in recs.items()) / sum(w.values())
+
+            if abs(mean(gcases) - float(g["value"])) <= CASE_MEAN_SLACK:
+                new["value"] = mean(kept)
+        metrics[name] = new
+    return {**golden, "cases": kept, "metrics": metrics}
+
+
+def _budget_rows(
+    golden: Mapping[str, Any], run_cases: Sequence[Mapping[str, Any]], golden_file: Path | None
+) -> list[MetricRow]:
+    """One row per count budget the golden carries (from the suite's ``gate:``).
+
+    A budget the gate does not know or cannot read is an error, never skipped: a misspelled
+    ``max_hard_fail`` silently not enforced would be a false green."""
+    rows = []
+    budgets = golden.get("budgets") or {}
+    where_file = f"{golden_file or 'golden'}:1"
+    if not isinstance(budgets, Mapping):
+        raise GoldenError(f"{where_file}: 'budgets' must be an object such as {{\"max_hard_fails\": 0}}")
+    for key, limit in sorted(budgets.items()):
+        if key not in BUDGETS:
+            raise GoldenError(f"{where_file}: unknown budget {key!r} (known: {', '.join(BUDGETS)})")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise GoldenError(f"{where_file}: budget {key}: expected a whole number >= 0, got {limit!r}")
+        metric_name, what = BUDGETS[key]
+        spec = METRICS[metric_name]
+        count = sum(spec.count(c) for c in run_cases if c.get("n_scored"))
+        where = [f"{c['case_id']} ({spec.count(c)})" for c in run_cases if c.get("n_scored") and spec.count(c)]
+        over = count > int(limit)
+        explanation = f"{'fail' if over else 'pass'}: {count} {what} against the suite's budget {key}: {limit}" + (
+            f" ({', '.join(where[:5])}{', ...' if len(where) > 5 else ''})" if where else ""
+        )
+        rows.append(
+            MetricRow(
+                metric=key,
+                direction="lower",
+                tolerance=0.0,
+                golden=float(limit),
+                now=float(count),
+                now_low=None,
+                now_high=None,
+                delta=float(count - int(limit)),
+                delta_low=None,
+                delta_high=None,
+                p_value=None,
+                paired=False,
+                verdict="fail" if over else "pass",
+                explanation=explanation,
+                kind="budget",
+            )
+        )
+    return rows
 
 
 def staleness(run: Run, golden: Mapping[str, Any]) -> list[str]:
@@ -557,12 +768,21 @@ def staleness(run: Run, golden: Mapping[str, Any]) -> list[str]:
     out = []
     if golden.get("suite_hash") != ident["suite_hash"]:
         out.append(f"golden is stale: suite content changed (hash {golden.get('suite_hash')} -> {ident['suite_hash']})")
-    run_scorer = str(run.manifest.get("scorer_version", SCORER_VERSION))
-    if str(golden.get("scorer_version")) != run_scorer:
-        out.append(f"golden is stale: scorer version changed ({golden.get('scorer_version')} -> {run_scorer})")
     if out:
         out.append("re-run the suite and review a new golden with --update-golden")
     return out
+
+
+def scorer_warning(run: Run, golden: Mapping[str, Any]) -> str | None:
+    """A warning when the golden was scored by another scorer version than the run (the gate still
+    decides: a scorer change that moves scores comes with regenerated goldens; docs/gating.md)."""
+    run_scorer = str(run.manifest.get("scorer_version", SCORER_VERSION))
+    if str(golden.get("scorer_version")) == run_scorer:
+        return None
+    return (
+        f"warning: scorer version changed ({golden.get('scorer_version')} -> {run_scorer}): a difference may come "
+        "from the checks, not the model; review and re-create the golden with --update-golden"
+    )
 
 
 def gate_run_dir(
@@ -622,16 +842,12 @@ class _Prepared:
     current: Estimate | None
     paired: PairedComparison | None
     note: str
+    #: one-sided p-value that the run is worse than the golden (paired or exact count test)
+    p_worse: float | None = None
+    #: the smallest p_worse the test could give with these data (Tarone; 0 when unbounded)
+    min_p: float = 0.0
 
-    @property
-    def p_worse(self) -> float | None:
-        """One-sided p-value that the run is worse than the golden (paired), else None."""
-        if self.paired is None:
-            return None
-        worse = self.paired.diff < 0 if self.higher else self.paired.diff > 0
-        return self.paired.p_value / 2 if worse else 1 - self.paired.p_value / 2
-
-    def decide(self, level: float, family: int) -> MetricRow:
+    def decide(self, level: float, family: Sequence[str]) -> MetricRow:
         row = self.row
         if self.current is None:
             return row
@@ -644,8 +860,14 @@ class _Prepared:
             alpha=level,
         )
         notes = [self.note] if self.note else []
-        if family > 1 and row.metric not in DIAGNOSTIC_METRICS:
-            notes.append(f"Holm level {level:.3g} in a family of {family} gating metrics")
+        if row.metric not in DIAGNOSTIC_METRICS:
+            if row.metric not in family:
+                notes.append(
+                    f"its test cannot reach significance here (smallest possible p {self.min_p:.3g}), so it takes "
+                    f"no share of alpha; a family of {len(family)} gating metric(s)"
+                )
+            elif len(family) > 1:
+                notes.append(f"Holm level {level:.3g} in a family of {len(family)} gating metrics")
         row.verdict = "info" if row.metric in DIAGNOSTIC_METRICS else verdict
         row.explanation = explanation + (f" ({'; '.join(notes)})" if notes else "")
         return row
@@ -659,7 +881,8 @@ def _prepare_metric(
     by_case: Mapping[str, Mapping[str, Any]],
     overrides: Mapping[str, float],
 ) -> _Prepared:
-    higher = g.get("direction", "higher" if METRICS.get(name, ("", True))[1] else "lower") == "higher"
+    spec = ALL_METRICS.get(name)
+    higher = g.get("direction", spec.direction if spec else "higher") == "higher"
     tol = float(overrides.get(name, g.get("tolerance", DEFAULT_TOLERANCES.get(name, 0.0))))
     gval = float(g["value"])
     row = MetricRow(
@@ -687,12 +910,55 @@ def _prepare_metric(
     paired, note = _paired_with_golden(name, gval, golden, by_case)
     row.delta = current.value - gval
     prepared = _Prepared(row, gval, higher, current, paired, note)
-    if paired is not None:
-        row.paired = True
-        row.delta_low, row.delta_high, row.p_value = paired.low, paired.high, prepared.p_worse
-    else:
+    if paired is None:
         row.delta_low, row.delta_high = current.low - gval, current.high - gval
+        return prepared
+    row.paired = True
+    row.delta_low, row.delta_high = paired.low, paired.high
+    worse = paired.diff < 0 if higher else paired.diff > 0
+    prepared.p_worse = paired.p_value / 2 if worse else 1 - paired.p_value / 2
+    if spec is not None and spec.test == "exact_count":
+        _use_count_test(prepared, spec.name, golden, by_case)
+    elif paired.diff == 0 and paired.p_value >= 1.0 and paired.low == paired.high == 0:
+        # every case scored the same in both runs: no spread, nothing the test could reject
+        prepared.min_p = 1.0
+    row.p_value = prepared.p_worse
     return prepared
+
+
+def _use_count_test(
+    prepared: _Prepared, name: str, golden: Mapping[str, Any], by_case: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Replace the paired t-test's p-value of a rare-event metric by the exact count test's.
+
+    The paired comparison keeps supplying the difference and its interval; the decision's
+    p-value becomes the exact stratified count test's in the direction of that difference.
+    """
+    assert prepared.paired is not None
+    spec = METRICS[name]
+    key = spec.case_field or name
+    gcases = golden.get("cases") or {}
+    a = {cid: (spec.count(rec), int(rec.get("n_samples") or 0)) for cid, rec in gcases.items() if key in rec}
+    b = {cid: (spec.count(c), int(c.get("n_scored") or 0)) for cid, c in by_case.items() if c.get("n_scored")}
+    test = exact_count_test(a, b)
+    # "worse" is more events for a lower-is-better rate
+    p_worse, p_better = (test.p_less, test.p_more) if prepared.higher else (test.p_more, test.p_less)
+    min_worse = test.min_p_less if prepared.higher else test.min_p_more
+    diff = prepared.paired.diff
+    worse = diff < 0 if prepared.higher else diff > 0
+    tail = p_worse if worse else p_better if diff != 0 else 1.0
+    prepared.paired = replace(prepared.paired, p_value=min(1.0, 2 * tail), test="exact_count")
+    prepared.p_worse = p_worse
+    prepared.min_p = min_worse
+    prepared.note = "; ".join(
+        x
+        for x in (
+            prepared.note,
+            f"exact stratified count test: {test.events_b} events in {test.samples_b} samples vs "
+            f"{test.events_a} in {test.samples_a} in the golden ({test.expected_b:.2g} expected)",
+        )
+        if x
+    )
 
 
 def _paired_with_golden(
@@ -750,11 +1016,30 @@ def _signed(v: float | None) -> str:
     return "n/a" if v is None else f"{v:+.3f}"
 
 
+def _reported(result: GateResult) -> str:
+    from leader_eval.aggregate import format_pass_k
+
+    return format_pass_k(result.reported)
+
+
 def _rows(result: GateResult) -> list[list[str]]:
     rows = []
     for r in result.rows:
         arrow = "^" if r.direction == "higher" else "v"
         ci = f"[{_signed(r.delta_low)}, {_signed(r.delta_high)}]"
+        if r.kind == "budget":
+            rows.append(
+                [
+                    r.metric,
+                    f"<= {r.golden:g}",
+                    f"{r.now:g}",
+                    "-",
+                    "-",
+                    "budget",
+                    r.verdict.upper() if r.verdict == "fail" else r.verdict,
+                ]
+            )
+            continue
         p = f"{r.p_value:.3f}" if r.p_value is not None else "unpaired"
         rows.append(
             [
@@ -782,6 +1067,8 @@ def format_gate_table(result: GateResult) -> str:
     for r in result.rows:
         if r.verdict in ("fail", "improved"):
             lines.append(f"  {r.metric}: {r.explanation}")
+    if result.reported:
+        lines.append(f"reported, not gated: {_reported(result)}")
     if result.golden_path is not None:
         lines.append(f"golden: {result.golden_path}")
     if result.update is not None:
@@ -808,6 +1095,8 @@ def gate_markdown(result: GateResult) -> str:
     notes += [f"`{r.metric}`: {r.explanation}" for r in result.rows if r.verdict in ("fail", "improved")]
     if result.update is not None:
         notes.append(("updated golden: " if result.update.written else "golden not updated: ") + result.update.reason)
+    if result.reported:
+        notes.append(f"reported, not gated: {_reported(result)}")
     lines.extend(f"- {_md(n) if not n.startswith('`') else n}" for n in notes)
     if result.golden_path is not None:
         lines.append(

@@ -2,6 +2,11 @@
 
 A missing variable is an error, never a blank: the field notes' "placeholder leak" was an
 evaluation prompt that silently rendered without the current goal.
+
+Scaffold templates are untrusted: they compile and render in ``limits.BoundedSandbox`` under
+``limits.run_bounded`` (time, output size, value size, recursion; see limits.py), and any bound
+exceeded is a ``SuiteError`` naming the case's file and line. The model's chat template is
+rendered by ``chat_template.render_chat_template`` under the same bounds.
 """
 
 from __future__ import annotations
@@ -9,34 +14,42 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 import jinja2.meta
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from leader_eval.chat_template import render_chat_template, template_supports_tools
+
+# leftover template syntax and placeholders that must never reach a model: one definition,
+# shared with the output-time leak detector
+from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS
 from leader_eval.errors import SuiteError
+from leader_eval.limits import BoundedSandbox, LimitExceeded, finditer_bounded, run_bounded
 from leader_eval.types import Prompt
 
 if TYPE_CHECKING:
     from leader_eval.backends.base import Backend
     from leader_eval.suite import Case, ScaffoldMessage, Suite
 
-#: Leftover template syntax and placeholder markers that must never reach a model.
-PLACEHOLDER_PATTERNS: tuple[str, ...] = (
-    r"\{\{.*?\}\}",
-    r"\{%.*?%\}",
-    r"\{#.*?#\}",
-    r"\[(?:PLACEHOLDER|INSERT\b[^\]\n]*|TODO|TBD|FILL(?:\s+IN)?\b[^\]\n]*|YOUR [A-Z ]+)\]",
-    r"<(?:GOAL|PLACEHOLDER|INSERT[^>\n]*|CURRENT_GOAL|AGENT_NAME)>",
-    r"\{(?:current_goal|goal|agent_name|room|name|task)\}",
-)
+
+__all__ = [
+    "PLACEHOLDER_PATTERNS",
+    "RenderedCase",
+    "check_templates",
+    "find_placeholders",
+    "render_case",
+    "render_chat_template",  # re-exported for modules that still import it from here
+    "render_messages",
+    "scaffold_env",
+    "template_supports_tools",
+    "template_variables",
+]
 
 
-def _scaffold_env() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
+def _scaffold_env() -> BoundedSandbox:
+    env = BoundedSandbox(
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
         trim_blocks=True,
@@ -50,7 +63,7 @@ def _scaffold_env() -> ImmutableSandboxedEnvironment:
 _ENV = _scaffold_env()
 
 
-def scaffold_env() -> ImmutableSandboxedEnvironment:
+def scaffold_env() -> BoundedSandbox:
     """The strict sandboxed environment scaffolds render in (shared, so its template cache is too)."""
     return _ENV
 
@@ -73,7 +86,7 @@ def _template_line(msg: ScaffoldMessage, lineno: int | None) -> int:
 
 @lru_cache(maxsize=256)
 def _compile_source(source: str) -> jinja2.Template:
-    return _ENV.from_string(source)
+    return run_bounded(_ENV.from_string, source)
 
 
 def _compile(msg: ScaffoldMessage) -> jinja2.Template:
@@ -84,11 +97,13 @@ def check_templates(suite: Suite) -> None:
     """Parse every scaffold template; a syntax error names its file and line."""
     for msg in suite.scaffold:
         try:
-            _ENV.parse(msg.template)
+            _compile(msg)
         except jinja2.TemplateSyntaxError as exc:
             raise SuiteError(
                 msg.path, _template_line(msg, exc.lineno), f"template syntax error: {exc.message}"
             ) from exc
+        except LimitExceeded as exc:
+            raise SuiteError(msg.path, msg.line, str(exc)) from exc
 
 
 def template_variables(suite: Suite) -> set[str]:
@@ -100,14 +115,20 @@ def template_variables(suite: Suite) -> set[str]:
 
 @lru_cache(maxsize=256)
 def _variables_of(source: str) -> frozenset[str]:
-    return frozenset(jinja2.meta.find_undeclared_variables(_ENV.parse(source)))
+    return frozenset(jinja2.meta.find_undeclared_variables(run_bounded(_ENV.parse, source)))
+
+
+def tools_json(suite: Suite) -> str:
+    """The ``tools_json`` scaffold variable: what the model reads, and what the scorer compares
+    an echo against (non-ASCII text as itself, never as ``\\u`` escapes)."""
+    return json.dumps([t.to_openai()["function"] for t in suite.tools], indent=2, ensure_ascii=False)
 
 
 def render_messages(suite: Suite, case: Case) -> list[dict[str, Any]]:
     """Render the scaffold for one case; raise ``SuiteError`` on any missing or blank variable."""
     context: dict[str, Any] = {
         "tools": [t.to_openai()["function"] for t in suite.tools],
-        "tools_json": json.dumps([t.to_openai()["function"] for t in suite.tools], indent=2, ensure_ascii=False),
+        "tools_json": tools_json(suite),
         "case_id": case.id,
         **case.vars,
     }
@@ -122,7 +143,9 @@ def render_messages(suite: Suite, case: Case) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     for msg in suite.scaffold:
         try:
-            content = _compile(msg).render(context)
+            content = run_bounded(_compile(msg).render, context)
+        except LimitExceeded as exc:
+            raise SuiteError(suite.path, case.line, f"case {case.id!r}: {exc} (template at {msg.origin})") from exc
         except jinja2.UndefinedError as exc:
             where = _undefined_location(exc, msg)
             var = _undefined_name(str(exc))
@@ -133,7 +156,7 @@ def render_messages(suite: Suite, case: Case) -> list[dict[str, Any]]:
             ) from exc
         except jinja2.TemplateError as exc:
             raise SuiteError(suite.path, case.line, f"case {case.id!r}: template error: {exc}") from exc
-        except (TypeError, ValueError, AttributeError) as exc:
+        except (TypeError, ValueError, AttributeError, ArithmeticError, LookupError) as exc:
             where = _undefined_location(exc, msg)
             raise SuiteError(suite.path, case.line, f"case {case.id!r}: template failed at {where}: {exc}") from exc
         if content.strip():
@@ -162,11 +185,11 @@ def find_placeholders(
     text: str, extra: list[str] | tuple[str, ...] = (), allowed: tuple[str, ...] = ()
 ) -> list[re.Match[str]]:
     """Leftover template syntax and placeholder markers in ``text``."""
-    found: list[re.Match[str]] = []
-    for pattern in (*PLACEHOLDER_PATTERNS, *extra):
-        for m in re.finditer(pattern, text):
-            if m.group(0) not in allowed:
-                found.append(m)
+    found: list[Any] = []
+    for pattern in PLACEHOLDER_PATTERNS:
+        found.extend(m for m in re.finditer(pattern, text) if m.group(0) not in allowed)
+    for pattern in extra:  # a suite's own patterns run with a time bound
+        found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
     return sorted(found, key=lambda m: m.start())
 
 
@@ -174,7 +197,10 @@ def _check_placeholders(suite: Suite, case: Case, messages: list[dict[str, Any]]
     extra = suite.render.get("placeholder_patterns", [])
     allowed = tuple(suite.render.get("allowed_placeholders", []))
     for m in messages:
-        hits = find_placeholders(m["content"], extra, allowed)
+        try:
+            hits = find_placeholders(m["content"], extra, allowed)
+        except LimitExceeded as exc:
+            raise SuiteError(suite.path, case.line, f"case {case.id!r}: render.placeholder_patterns: {exc}") from exc
         if hits:
             h = hits[0]
             raise SuiteError(
@@ -190,52 +216,3 @@ def render_case(suite: Suite, case: Case, backend: Backend) -> RenderedCase:
     messages = render_messages(suite, case)
     prompt = backend.apply_chat_template(messages, [t.to_openai() for t in suite.tools])
     return RenderedCase(case.id, messages, prompt)
-
-
-# --- chat templates (GGUF metadata and Hugging Face tokenizer configs are both jinja2) -------
-
-
-def _raise(message: str) -> None:
-    raise jinja2.TemplateError(message)
-
-
-def _chat_env() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
-    env.filters["tojson"] = lambda v, indent=None, ensure_ascii=False, sort_keys=False: json.dumps(
-        v, indent=indent, ensure_ascii=ensure_ascii, sort_keys=sort_keys
-    )
-    env.globals["raise_exception"] = _raise
-    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    return env
-
-
-_CHAT_ENV = _chat_env()
-
-
-@lru_cache(maxsize=32)
-def _compile_chat(template: str) -> jinja2.Template:
-    return _CHAT_ENV.from_string(template)
-
-
-def render_chat_template(
-    template: str,
-    messages: list[dict[str, Any]],
-    *,
-    tools: list[dict[str, Any]] | None = None,
-    bos_token: str = "",
-    eos_token: str = "",
-    add_generation_prompt: bool = True,
-) -> str:
-    """Apply a model's jinja2 chat template the way Hugging Face's ``apply_chat_template`` does."""
-    return _compile_chat(template).render(
-        messages=messages,
-        tools=tools or None,
-        bos_token=bos_token,
-        eos_token=eos_token,
-        add_generation_prompt=add_generation_prompt,
-    )
-
-
-@lru_cache(maxsize=32)
-def template_supports_tools(template: str) -> bool:
-    return "tools" in jinja2.meta.find_undeclared_variables(_CHAT_ENV.parse(template))

@@ -23,8 +23,9 @@ from leader_eval import __version__
 from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard, is_context_overflow
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
+from leader_eval.formats import RUN_FORMAT_VERSION
 from leader_eval.render import RenderedCase, render_case
-from leader_eval.store import LOCK, MANIFEST, RunDir, sample_record_key
+from leader_eval.store import LOCK, MANIFEST, RunDir, lock_holder, sample_record_key
 from leader_eval.suite import Case, Suite
 from leader_eval.types import Sample
 
@@ -61,6 +62,7 @@ class PlannedCase:
     n_samples: int
     overflow: bool
     context_length: int | None = None
+    suite: Suite | None = None  # an episode case renders each step from its suite
 
 
 def derive_seed(run_seed: int, case_id: str, index: int) -> int:
@@ -121,7 +123,7 @@ def resolve_protocol(option: str | None, suite: Suite, backend: Backend) -> str:
 
 def check_protocol(protocol: str | None, *, where: str) -> None:
     """Refuse a protocol the parser does not know before anything is sampled."""
-    from leader_eval.parse import PROTOCOLS
+    from leader_eval.protocols import PROTOCOLS
 
     if protocol is not None and protocol not in PROTOCOLS:
         raise LeaderEvalError(f"{where}: unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
@@ -192,7 +194,7 @@ def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: R
         _check_sampling(suite, case, params, n)
         n_prompt = rendered.prompt.n_tokens
         overflow = bool(context_length and n_prompt is not None and n_prompt + params.max_tokens > context_length)
-        planned.append(PlannedCase(case, rendered, params, n, overflow, context_length))
+        planned.append(PlannedCase(case, rendered, params, n, overflow, context_length, suite))
     # Neighbouring prompts that share a prefix let a local backend reuse its KV cache.
     planned.sort(key=_prefix_order)
     return planned
@@ -318,6 +320,7 @@ def build_manifest(
             "context_length": options.context_length or suite.context_length or backend.context_length,
             "special_tokens": list(backend.special_tokens),
         },
+        "format_version": RUN_FORMAT_VERSION,
         "scorer_version": SCORER_VERSION,
         "versions": _versions(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -384,11 +387,17 @@ class _Progress:
             print(file=sys.stderr)
 
 
-def check_out_dir(out: Path) -> None:
+def check_out_dir(out: Path, *, check_lock: bool = True) -> None:
     """Refuse an ``--out`` that is not ours to write: a file, or a directory that holds files but
     no manifest (another tool's output, a run's leftovers: adopting them would mix samples)."""
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{out}: --out names a file, not a run directory")
+    holder = lock_holder(out / LOCK) if check_lock else None
+    if holder is not None:  # asked early, before a model loads; the lock itself is taken later
+        raise RunDirError(
+            f"run directory {out} is in use by another leader-eval process (pid {holder or 'unknown'}); "
+            "wait for it to finish or choose another directory"
+        )
     if out.is_dir() and not RunDir(out).manifest_path.exists():
         try:
             foreign = sorted(p.name for p in out.iterdir() if p.name != LOCK)
@@ -403,7 +412,7 @@ def check_out_dir(out: Path) -> None:
 
 def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
     """The run directory for ``manifest``: new, or the same run's to resume (call under its lock)."""
-    check_out_dir(out)
+    check_out_dir(out, check_lock=False)
     run = RunDir(out)
     if run.exists():
         old = run.read_manifest()
@@ -468,6 +477,7 @@ async def sample_planned(
     prompts = run.prompts_log()
     # (case, indices, their seeds, their keys): seeds and keys are derived once per slot
     todo: list[tuple[PlannedCase, list[int], list[int], list[str]]] = []
+    episodes: list[tuple[PlannedCase, int]] = []  # multi-turn slots: leader_eval.episode samples them
     try:
         for p in planned:
             if p.case.id not in prompts:
@@ -483,6 +493,9 @@ async def sample_planned(
             stats.requested += p.n_samples
             stats.reused += p.n_samples - len(missing)
             if not missing:
+                continue
+            if p.case.episode is not None:
+                episodes.extend((p, i) for i in missing)
                 continue
             prefix = _key_prefix(identity or backend.model_id, p.rendered.prompt, p.params)
             if p.overflow:
@@ -527,7 +540,7 @@ async def sample_planned(
                 todo.append((p, to_sample, seeds, keys))
         prompts.close()
 
-        bar = _Progress(sum(len(m) for _, m, _, _ in todo), progress)
+        bar = _Progress(sum(len(m) for _, m, _, _ in todo) + len(episodes), progress)
         sem = asyncio.Semaphore(max(1, min(concurrency, backend.max_concurrency)))
         t0 = time.monotonic()
 
@@ -555,6 +568,14 @@ async def sample_planned(
 
         # One request per case keeps a backend's prefix (KV) reuse; backends split seeds as they like.
         tasks = [asyncio.create_task(one(*t)) for t in todo]
+        if episodes:
+            from leader_eval.episode import sample_episodes
+
+            tasks.append(
+                asyncio.create_task(
+                    sample_episodes(run, backend, episodes, run_seed, sem, log, stats, bar.tick, on_sample)
+                )
+            )
         try:
             await asyncio.gather(*tasks)
         except BaseException:

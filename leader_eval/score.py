@@ -1,9 +1,12 @@
 """Score one sample: parse its tool calls, run every check, name the primary reason it failed.
 
-Semantics (docs/scoring.md): a sample passes only if no check fails; the primary reason is the
-first failing check in ``CHECK_ORDER``; a failing check whose reason the case lists in
-``hard_fail`` makes the sample a hard fail. Samples that were never scored by the model (sampler
-errors, context overflow) carry their outcome and are counted apart, never as model failures.
+Semantics (docs/scoring.md): a sample passes only if no check fails. The verdict never depends
+on where in the text a problem sits or in which order parallel calls come: the primary reason is
+the first failing check in ``CHECK_ORDER``, and a check that found several problems is named by
+its reason of highest precedence (``LEAK_PRECEDENCE`` for leaks); the sample is a hard fail when
+*any* failed check, finding or argument failure has a reason the case lists in ``hard_fail``.
+Samples that were never scored by the model (sampler errors, context overflow) carry their
+outcome and are counted apart, never as model failures.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from typing import Any
 from leader_eval.checks.degeneration import DegenerationConfig, check_degeneration
 from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
 from leader_eval.checks.toolcall import match_calls
-from leader_eval.parse import ParseResult, parse_output
+from leader_eval.protocols import REGISTRY, ParseResult, parse_output
+from leader_eval.render import template_variables, tools_json
 from leader_eval.suite import Case, Suite
-from leader_eval.types import CheckResult, Finding, Reason, Sample, ToolCall
+from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason, Sample, ToolCall
 
 #: checks in the order that decides a failing sample's primary reason
 CHECK_ORDER = (
@@ -36,17 +40,45 @@ CHECK_ORDER = (
     "restates_prompt",
 )
 
+#: which leak class names the leakage check when it found several (the most severe first: a
+#: chat special token breaks the room's framing; tool markup is a failed action shown as chat)
+LEAK_PRECEDENCE = (
+    Reason.LEAK_SPECIAL_TOKEN,
+    Reason.LEAK_TOOL_MARKUP,
+    Reason.LEAK_REASONING,
+    Reason.LEAK_PLACEHOLDER,
+    Reason.LEAK_SCAFFOLD,
+    Reason.LEAK_MARKER,
+    Reason.FORBIDDEN_PATTERN,
+)
+_LEAK_RANK = {str(r): i for i, r in enumerate(LEAK_PRECEDENCE)}
+
 #: reasoning blocks a chat template may declare (kept as a channel, not scored as a leak)
 REASONING_TAGS = {"<think>": ("<think>", "</think>")}
 
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What scoring needs to know about the model that produced the samples."""
+    """What scoring needs to know about the model that produced the samples.
+
+    ``eot_tokens`` are the model's end-of-turn tokens, as its backend reports them (the first of
+    ``special_tokens`` in a run manifest). Parsing, leak detection and the empty check all read
+    ``end_of_turn``: these tokens and the common end tokens (``END_OF_TURN_TOKENS``) that are
+    among the model's special tokens; the common list itself when the model declares nothing.
+    """
 
     special_tokens: tuple[str, ...] = ()
     eot_tokens: tuple[str, ...] = ()
     reasoning_tags: tuple[str, str] | None = None
+
+    @property
+    def end_of_turn(self) -> tuple[str, ...]:
+        if not self.eot_tokens and not self.special_tokens:
+            return END_OF_TURN_TOKENS
+        # a common end-of-turn/end-of-text token that is one of the model's own special tokens
+        # ends its turn too (SmolLM2 stops at <|endoftext|> as at <|im_end|>)
+        extra = tuple(t for t in END_OF_TURN_TOKENS if t in self.special_tokens and t not in self.eot_tokens)
+        return (*self.eot_tokens, *extra)
 
     @classmethod
     def from_manifest(cls, model: Mapping[str, Any]) -> ModelInfo:
@@ -83,6 +115,22 @@ class SampleScore:
     def failed_checks(self) -> list[dict[str, Any]]:
         return [c for c in self.checks if not c["passed"]]
 
+    @property
+    def failed_reasons(self) -> list[str]:
+        """Every failed check's reason, in ``CHECK_ORDER`` (the first is ``reason``)."""
+        return [str(c["reason"] or c["check"]) for c in self.checks if not c["passed"]]
+
+    @property
+    def leaks(self) -> list[dict[str, Any]]:
+        """Every leak finding: reason, start, end, text, context, where (``text`` or a path into
+        a call's arguments), in text order."""
+        return [dict(f) for c in self.checks if c["check"] == "leakage" for f in c.get("findings", ())]
+
+    @property
+    def leak_classes(self) -> list[str]:
+        """The distinct leak reasons found, in ``LEAK_PRECEDENCE`` order."""
+        return sorted({f["reason"] for f in self.leaks}, key=lambda r: _LEAK_RANK.get(r, len(_LEAK_RANK)))
+
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
 
@@ -104,14 +152,17 @@ class CaseScorer:
 
     def __post_init__(self) -> None:
         leakage = self.suite.leakage
+        self.eot_tokens = self.model.end_of_turn
         self.leak_cfg = compile_leak_config(
             LeakConfig(
                 special_tokens=self.model.special_tokens,
-                eot_tokens=self.model.eot_tokens,
+                eot_tokens=self.eot_tokens,
                 reasoning_tags=self.model.reasoning_tags,
                 markers=tuple(leakage.get("markers", ("[NO CHAT]",))),
                 allowed_markers=tuple(leakage.get("allowed_markers", ())),
                 placeholder_patterns=tuple(self.suite.render.get("placeholder_patterns", ())),
+                placeholder_names=_variable_names(self.suite),
+                allowed_placeholders=tuple(self.suite.render.get("allowed_placeholders", ())),
                 forbid=(*leakage.get("forbid", ()), *self.case.expect.get("forbid", ())),
                 scaffold_texts=self.scaffold_texts,
             )
@@ -121,10 +172,14 @@ class CaseScorer:
         rep = self.suite.checks.get("repetition", {})
         restate = self.suite.checks.get("restate", {})
         self.degen_cfg = DegenerationConfig(
-            **{k: v for k, v in rep.items() if k in DegenerationConfig.__dataclass_fields__},
+            **{k: v for k, v in rep.items() if k in DegenerationConfig.__dataclass_fields__ and k != "eot_tokens"},
             **({"max_prompt_overlap": restate["max_prompt_overlap"]} if "max_prompt_overlap" in restate else {}),
+            eot_tokens=self.eot_tokens,
         )
         self.tools = {t.name: t.parameters for t in self.suite.tools}
+        # the suite's validators hold the $ref targets loaded with it, and never fetch
+        schemas = getattr(self.suite, "tool_schemas", None)
+        self.validators = {name: schemas.validator(name) for name in self.tools} if schemas is not None else None
         self.require = [re.compile(p) for p in self.case.expect.get("require", ())]
         self.goal = _goal_of(self.case)
         self.hard = set(self.case.hard_fail)
@@ -156,14 +211,16 @@ class CaseScorer:
         parsed = parse_output(
             sample.text,
             self.protocol,
-            eot_tokens=self.model.eot_tokens,
+            eot_tokens=self.eot_tokens,
             reasoning_tags=self.model.reasoning_tags,
             api_tool_calls=sample.api_tool_calls,
         )
         expect_no_call = bool(self.case.expect.get("no_call"))
         checks["format"] = _format_check(parsed, expect_no_call)
         if self.case.expect.get("calls") or expect_no_call:
-            for c in match_calls(parsed.calls, self.case.expect, self.tools, goal=self.goal):
+            for c in match_calls(
+                parsed.calls, self.case.expect, self.tools, goal=self.goal, validators=self.validators
+            ):
                 checks[c.check] = c
         findings = list(self._leaks(parsed))
         if checks["format"].reason == Reason.UNPARSEABLE:
@@ -171,7 +228,7 @@ class CaseScorer:
         checks["leakage"] = CheckResult(
             "leakage",
             not findings,
-            findings[0].reason if findings else None,
+            min((f.reason for f in findings), key=lambda r: _LEAK_RANK[str(r)]) if findings else None,
             "; ".join(f"{f.reason}: {f.text!r} at {f.where}[{f.start}:{f.end}]" for f in findings[:5]),
             findings=tuple(findings),
         )
@@ -187,15 +244,15 @@ class CaseScorer:
         ordered = [checks[name] for name in CHECK_ORDER if name in checks]
         ordered += [c for name, c in checks.items() if name not in CHECK_ORDER]
         failed = [c for c in ordered if not c.passed]
-        hard = any(c.reason is not None and str(c.reason) in self.hard for c in failed)
         ordered = [
             CheckResult(
-                c.check, c.passed, c.reason, c.detail, bool(c.reason and str(c.reason) in self.hard), c.findings, c.data
+                c.check, c.passed, c.reason, c.detail, not self.hard.isdisjoint(_reasons_of(c)), c.findings, c.data
             )
             if not c.passed
             else c
             for c in ordered
         ]
+        hard = any(c.hard for c in ordered if not c.passed)
         arg_check = checks.get("arguments")
         partial = float(arg_check.data.get("partial_credit", 1.0 if arg_check.passed else 0.0)) if arg_check else 0.0
         tool_check = checks.get("tool_choice")
@@ -277,16 +334,14 @@ def _format_check(parsed: ParseResult, expect_no_call: bool) -> CheckResult:
     return CheckResult("format", False, Reason.NO_CALL, parsed.error or "no tool call")
 
 
-#: how an attempt at each protocol opens (after optional whitespace): JSON objects or arrays whose
-#: first key is quoted (or that are empty), a pythonic call list, the protocol's own tags
-_ATTEMPT = {
-    "json": re.compile(r"\s*[\[{][\s\[{]*(?:\"|\}|\])"),
-    "llama3_json": re.compile(r"\s*(?:<\|python_tag\|>)?\s*[\[{][\s\[{]*(?:\"|\}|\])"),
-    "pythonic": re.compile(r"\s*\[\s*[A-Za-z_][\w.]*\s*\("),
-    "hermes": re.compile(r"\s*<tool_call>"),
-    "kimi_k2": re.compile(r"\s*<\|tool_calls?_section_begin\|>"),
-    "anthropic_xml": re.compile(r"\s*<(?:tool_use|function_calls|invoke)\b"),
-}
+def _reasons_of(check: CheckResult) -> set[str]:
+    """Every reason a failed check holds: its own, its findings', its argument failures'."""
+    out = {str(check.reason)} if check.reason else set()
+    out.update(str(f.reason) for f in check.findings)
+    for f in check.data.get("failures", ()) if isinstance(check.data, dict) else ():
+        if isinstance(f, dict) and f.get("reason"):
+            out.add(str(f["reason"]))
+    return out
 
 
 def _looks_like_attempt(parsed: ParseResult) -> bool:
@@ -295,8 +350,7 @@ def _looks_like_attempt(parsed: ParseResult) -> bool:
     ``{0:21}`` (a time stamp in braces, copied from the log's shape) is not an attempt at a JSON
     call; ``{}`` or ``{"tool": "x", "arguments": {...`` cut off is.
     """
-    pattern = _ATTEMPT.get(parsed.protocol)
-    return bool(pattern and pattern.match(parsed.visible_text))
+    return REGISTRY[parsed.protocol].is_attempt(parsed.visible_text)
 
 
 def _without_failed_attempt(findings: list[Finding], parsed: ParseResult) -> list[Finding]:
@@ -304,23 +358,21 @@ def _without_failed_attempt(findings: list[Finding], parsed: ParseResult) -> lis
 
     When the whole output is a broken attempt at the protocol in force (cut-off JSON, extra keys,
     trailing text after the call), the failure is already named ``unparseable``; reporting the
-    attempt again as ``leak_tool_markup`` would count one mistake twice and inflate the leak rate.
-    Markup after leading prose (an envelope embedded in a chat message) or of another protocol's
-    syntax stays a leak.
+    attempt's own markup again (its opening, closing and inner tokens, the JSON it carries) as
+    ``leak_tool_markup`` would count one mistake twice, inflate the leak rate and shadow a more
+    specific leak after it. Markup after leading prose (an envelope embedded in a chat message)
+    or of another protocol's syntax stays a leak, and so does every other leak class.
     """
     if not _looks_like_attempt(parsed):
         return findings
+    protocol = REGISTRY[parsed.protocol]
     return [
         f
         for f in findings
-        if f.reason != Reason.LEAK_TOOL_MARKUP or f.where != "text" or _foreign_markup(f.text, parsed.protocol)
+        if f.reason != Reason.LEAK_TOOL_MARKUP
+        or f.where != "text"
+        or not (protocol.owns(f.text) or f.text.lstrip().startswith(("{", "[")))
     ]
-
-
-def _foreign_markup(text: str, protocol: str) -> bool:
-    """Markup that belongs to a protocol other than the one in force (``<tool_use>`` in JSON)."""
-    pattern = _ATTEMPT.get(protocol)
-    return not (pattern and pattern.match(text)) and not text.lstrip().startswith(("{", "["))
 
 
 def _goal_of(case: Case) -> str | None:
@@ -347,18 +399,23 @@ def _strings_of_calls(calls: Sequence[ToolCall]) -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def _scaffold_texts_cached(system: str, tools_json: str) -> tuple[str, ...]:
-    return tuple(t for t in (system, tools_json) if t)
+def _scaffold_texts_cached(system: str, tools: str) -> tuple[str, ...]:
+    return tuple(t for t in (system, tools) if t)
+
+
+def _variable_names(suite: Suite) -> tuple[str, ...]:
+    """The suite's template variables (a ``[current_goal]`` in an output is an unfilled slot)."""
+    try:
+        return tuple(sorted(template_variables(suite) - {"tools", "tools_json", "case_id"}))
+    except Exception:  # a suite that does not render has no variables to report
+        return ()
 
 
 def case_scorer(
     suite: Suite, case: Case, protocol: str, model: ModelInfo, messages: Sequence[Mapping[str, Any]], prompt_text: str
 ) -> CaseScorer:
-    import json
-
     system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
-    tools_json = json.dumps([t.to_openai()["function"] for t in suite.tools], indent=2)
-    return CaseScorer(suite, case, protocol, model, prompt_text, _scaffold_texts_cached(system, tools_json))
+    return CaseScorer(suite, case, protocol, model, prompt_text, _scaffold_texts_cached(system, tools_json(suite)))
 
 
 def score_samples(

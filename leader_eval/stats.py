@@ -43,9 +43,13 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "CountTest",
     "Estimate",
     "PairedComparison",
     "Verdict",
+    "chi2_sf",
+    "clopper_pearson",
+    "exact_count_test",
     "paired_compare",
     "pass_at_k",
     "pass_hat_k",
@@ -54,6 +58,7 @@ __all__ = [
     "regression_verdict",
     "run_spread",
     "suite_estimate",
+    "t_quantile",
     "weighted_mean_ci",
 ]
 
@@ -195,6 +200,11 @@ def _t_ppf(q: float, df: int) -> float:
         if hi - lo < 1e-12:
             break
     return (lo + hi) / 2
+
+
+def t_quantile(q: float, df: int) -> float:
+    """Quantile ``q`` of Student's t with integer ``df`` >= 1 (exact CDF inverted by bisection)."""
+    return _t_ppf(q, df)
 
 
 def _wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
@@ -505,6 +515,179 @@ def paired_compare(
         n_cases=len(common),
         confidence=float(confidence),
         test=used,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Exact binomial interval and the chi-square tail (flaky cases)
+
+
+def _binom_cdf(x: int, n: int, p: float) -> float:
+    """P(X <= x) for X ~ Binomial(n, p), summed in log space (exact to rounding for any n)."""
+    if x < 0:
+        return 0.0
+    if x >= n:
+        return 1.0
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    lp, lq = math.log(p), math.log1p(-p)
+    lg = math.lgamma
+    terms = [lg(n + 1) - lg(i + 1) - lg(n - i + 1) + i * lp + (n - i) * lq for i in range(x + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
+
+
+def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval for a binomial proportion: it covers at least ``confidence``
+    for every true rate. The ends solve ``P(X >= x | low) = P(X <= x | high) = (1 - confidence) / 2``
+    by bisection on the exact binomial CDF (no scipy)."""
+    _check_confidence(confidence)
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes}/{trials}")
+    tail = (1.0 - confidence) / 2.0
+
+    def solve(f: Any) -> float:
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if f(mid):
+                hi = mid
+            else:
+                lo = mid
+        return (lo + hi) / 2
+
+    low = 0.0 if successes == 0 else solve(lambda p: 1.0 - _binom_cdf(successes - 1, trials, p) >= tail)
+    high = 1.0 if successes == trials else solve(lambda p: _binom_cdf(successes, trials, p) <= tail)
+    return low, high
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """Upper tail ``P(X >= x)`` of the chi-square distribution with integer ``df`` >= 1: the
+    regularized upper incomplete gamma ``Q(df/2, x/2)`` (series below ``a + 1``, continued
+    fraction above, as in Numerical Recipes), accurate to about 1e-12."""
+    if df < 1:
+        raise ValueError(f"df must be >= 1, got {df}")
+    if x <= 0:
+        return 1.0
+    a, z = df / 2.0, x / 2.0
+    log_front = a * math.log(z) - z - math.lgamma(a)
+    if z < a + 1:
+        term = total = 1.0 / a
+        ap = a
+        for _ in range(10_000):
+            ap += 1
+            term *= z / ap
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    tiny = 1e-300
+    b = z + 1 - a
+    c = 1 / tiny
+    d = 1 / b
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < 1e-15:
+            break
+    return min(1.0, math.exp(log_front) * h)
+
+
+# --------------------------------------------------------------------------------------------
+# Rare events: exact stratified count test
+
+
+@dataclass(frozen=True)
+class CountTest:
+    """Exact test that run B has more (or fewer) events than run A, case by case.
+
+    ``p_more``: one-sided p-value of "B has no more events than A" (small when B has more);
+    ``p_less`` the mirror image. ``min_p_more`` / ``min_p_less``: the smallest values those
+    p-values could take given the per-case event totals, i.e. whether the test can reach a level
+    at all (with no event in either run both are 1).
+    """
+
+    events_a: int
+    samples_a: int
+    events_b: int
+    samples_b: int
+    expected_b: float
+    p_more: float
+    p_less: float
+    min_p_more: float
+    min_p_less: float
+    n_cases: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _hypergeom_pmf(total: int, events: int, draws: int) -> tuple[int, np.ndarray]:
+    """(first support point, pmf) of the events among ``draws`` of ``total`` samples holding ``events``."""
+    lo, hi = max(0, events - (total - draws)), min(events, draws)
+    denom = math.comb(total, draws)
+    # exact integer ratios: no overflow or cancellation whatever the sample counts
+    pmf = np.array([math.comb(events, x) * math.comb(total - events, draws - x) / denom for x in range(lo, hi + 1)])
+    return lo, pmf / pmf.sum()
+
+
+def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> CountTest:
+    """Exact stratified test of event counts (hard fails, leaks) of run B against run A.
+
+    ``a`` and ``b`` map case id -> ``(events, scored samples)``; cases in both with samples on
+    both sides are compared. Under "no change" each case has one event probability, whatever it
+    is, shared by its samples in both runs. Conditional on a case's total events, B's share of
+    them is hypergeometric and free of that probability, so the test is exact for any mix of
+    case rates (a case that always fails contributes no evidence, as it should). The statistic
+    is B's total events; its null distribution is the convolution of the cases' hypergeometrics.
+    This is Fisher's exact test stratified by case (exact Cochran-Mantel-Haenszel).
+
+    Why not the paired t-test: against a baseline with zero events almost every per-case
+    difference is 0, and one new event in one case moves no t statistic; 5 new events in 5 cases
+    give p = (1/3)^5 = 0.004 here at 6 baseline and 3 new samples per case.
+    """
+    common = sorted(cid for cid in set(a) & set(b) if a[cid][1] > 0 and b[cid][1] > 0)
+    for cid in common:
+        for side, (x, n) in (("A", a[cid]), ("B", b[cid])):
+            if not 0 <= x <= n:
+                raise ValueError(f"case {cid!r}: run {side} has {x} events in {n} samples")
+    offset, dist = 0, np.ones(1)
+    expected = 0.0
+    for cid in common:
+        (xa, na), (xb, nb) = a[cid], b[cid]
+        t = xa + xb
+        if t == 0:
+            continue
+        lo, pmf = _hypergeom_pmf(na + nb, t, nb)
+        offset += lo
+        dist = np.convolve(dist, pmf)
+        expected += t * nb / (na + nb)
+    observed = sum(b[cid][0] for cid in common)
+    k = observed - offset
+    # exact-integer support: tails are plain sums, clipped against rounding above 1
+    p_more = float(min(1.0, dist[max(k, 0) :].sum())) if k < dist.size else 0.0
+    p_less = float(min(1.0, dist[: k + 1].sum())) if k >= 0 else 0.0
+    return CountTest(
+        events_a=sum(a[cid][0] for cid in common),
+        samples_a=sum(a[cid][1] for cid in common),
+        events_b=observed,
+        samples_b=sum(b[cid][1] for cid in common),
+        expected_b=expected,
+        p_more=p_more,
+        p_less=p_less,
+        min_p_more=float(dist[-1]),
+        min_p_less=float(dist[0]),
+        n_cases=len(common),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -11,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 from jsonschema.validators import Draft202012Validator
 
 from leader_eval.errors import SuiteError
+from leader_eval.limits import MAX_TEMPLATE_BYTES, LimitExceeded, check_regex
+from leader_eval.suite_files import read_text, resolve_in_root, suite_root
+from leader_eval.suite_yaml import JsonPath, load_yaml
+from leader_eval.tool_schema import ToolSchemas, load_tool_schemas
 
-#: libyaml's composer when PyYAML was built with it: the same nodes and marks, ~4x faster
-_COMPOSER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-JsonPath = tuple[str | int, ...]
+__all__ = ["Case", "ScaffoldMessage", "Suite", "Tool", "load_suite", "resolve_in_root", "suite_root", "suite_schema"]
 
 DEFAULT_SAMPLING: dict[str, Any] = {
     "temperature": 0.7,
@@ -71,6 +72,7 @@ class Case:
     sampling: dict[str, Any] = field(default_factory=dict)
     hard_fail: tuple[str, ...] = ()
     stress: dict[str, Any] = field(default_factory=dict)
+    episode: Any = None  # an EpisodeSpec for a multi-turn case (leader_eval.episode_spec)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,17 @@ class Suite:
     context_length: int | None
     content_hash: str
     lines: dict[JsonPath, int] = field(repr=False, compare=False, default_factory=dict)
+    #: the folder every referenced file must lie in (suite_files.resolve_in_root)
+    root: Path = field(default=Path("."), compare=False)
+    #: tool schemas with their $ref targets loaded; ``tool_schemas.validator(name)`` never fetches
+    tool_schemas: ToolSchemas | None = field(default=None, repr=False, compare=False)
+    #: count budgets for the gate (``max_hard_fails``, ``max_leaks``); copied into the golden
+    gate: dict[str, int] = field(default_factory=dict)
+    #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
+    pass_k: tuple[int, ...] = ()
+    #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
+    prices: dict[str, Any] = field(default_factory=dict)
+    world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.world)
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -110,73 +123,31 @@ def suite_schema() -> dict[str, Any]:
     return data
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Parse, validate and return a suite; raise ``SuiteError`` naming file and line."""
+def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
+    """Parse, validate and return a suite; raise ``SuiteError`` naming file and line.
+
+    ``root`` bounds every file the suite references (default: ``suite_files.suite_root``).
+    """
     path = Path(path)
-    try:
-        source = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SuiteError(path, None, f"cannot read suite: {exc.strerror}") from exc
-    data, lines = _load_yaml_with_lines(path, source)
+    source = read_text(path, what="suite")
+    data, lines = load_yaml(path, source)
     if not isinstance(data, dict):
         raise SuiteError(path, 1, "a suite must be a YAML mapping with name, scaffold, tools, cases")
     _validate_schema(path, data, lines)
-    return _build(path, source, data, lines)
+    base = Path(root).resolve() if root is not None else suite_root(path)
+    if not base.is_dir():
+        raise SuiteError(path, None, f"suite root {base} is not a folder")
+    return _build(path, source, data, lines, base)
+
+
+#: the old name of the YAML reader, for modules that load their own files with it (world.py)
+_load_yaml_with_lines = load_yaml
 
 
 def _line(lines: dict[JsonPath, int], p: JsonPath) -> int:
     while p and p not in lines:
         p = p[:-1]
     return lines.get(p, 1)
-
-
-def _load_yaml_with_lines(path: Path, source: str) -> tuple[Any, dict[JsonPath, int]]:
-    try:
-        node = yaml.compose(source, Loader=_COMPOSER)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        raise SuiteError(path, line, f"invalid YAML: {exc.problem or exc.context}") from exc
-    except yaml.YAMLError as exc:
-        raise SuiteError(path, None, f"invalid YAML: {exc}") from exc
-    if node is None:
-        raise SuiteError(path, 1, "the suite file is empty")
-    lines: dict[JsonPath, int] = {}
-    seen_keys: dict[JsonPath, set[str]] = {}
-    constructor = yaml.SafeLoader("")  # one per file, not one per scalar
-
-    def build(n: yaml.Node, p: JsonPath) -> Any:
-        lines[p] = n.start_mark.line + 1
-        if isinstance(n, yaml.MappingNode):
-            out: dict[str, Any] = {}
-            keys = seen_keys.setdefault(p, set())
-            for k, v in n.value:
-                key = _scalar(path, k, constructor)
-                if not isinstance(key, str):
-                    raise SuiteError(path, k.start_mark.line + 1, f"mapping keys must be strings, got {key!r}")
-                if key in keys:
-                    raise SuiteError(path, k.start_mark.line + 1, f"duplicate key {key!r}")
-                keys.add(key)
-                out[key] = build(v, (*p, key))
-                lines[(*p, key)] = k.start_mark.line + 1
-            return out
-        if isinstance(n, yaml.SequenceNode):
-            return [build(v, (*p, i)) for i, v in enumerate(n.value)]
-        return _scalar(path, n, constructor)
-
-    try:
-        return build(node, ()), lines
-    finally:
-        constructor.dispose()
-
-
-def _scalar(path: Path, n: yaml.Node, loader: yaml.SafeLoader) -> Any:
-    if isinstance(n, yaml.ScalarNode):
-        try:
-            return loader.construct_object(n, deep=True)
-        except yaml.YAMLError as exc:
-            raise SuiteError(path, n.start_mark.line + 1, f"invalid YAML value: {exc}") from exc
-    raise SuiteError(path, n.start_mark.line + 1, "mapping keys must be plain scalars")
 
 
 def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int]) -> None:
@@ -200,7 +171,7 @@ def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int
     raise SuiteError(path, _line(lines, p), f"{where}: {msg}")
 
 
-def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, int]) -> Suite:
+def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, int], root: Path) -> Suite:
     tools: list[Tool] = []
     tool_names: set[str] = set()
     for i, t in enumerate(data["tools"]):
@@ -217,8 +188,11 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
                 f"tool {t['name']!r} parameters is not a valid JSON Schema: {exc.message}",
             ) from exc
         tools.append(Tool(t["name"], t.get("description", ""), t["parameters"]))
+    schemas = load_tool_schemas(
+        path, root, [(t.name, t.parameters, ("tools", i, "parameters")) for i, t in enumerate(tools)], lines
+    )
 
-    scaffold = tuple(_scaffold_message(path, lines, i, m) for i, m in enumerate(data["scaffold"]["messages"]))
+    scaffold = tuple(_scaffold_message(path, root, lines, i, m) for i, m in enumerate(data["scaffold"]["messages"]))
 
     defaults = data.get("defaults", {})
     default_vars = defaults.get("vars", {})
@@ -243,6 +217,10 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
                 )
             tool = next(t for t in tools if t.name == call["tool"])
             props = tool.parameters.get("properties", {})
+            for arg, constraint in call.get("args", {}).items():
+                if isinstance(constraint, dict) and isinstance(constraint.get("regex"), str):
+                    p = ("cases", i, "expect", "calls", j, "args", arg, "regex")
+                    _check_regex(path, _line(lines, p), constraint["regex"])
             for arg in call.get("args", {}):
                 if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
                     raise SuiteError(
@@ -294,36 +272,50 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         context_length=data.get("context_length"),
         content_hash=_content_hash(source, scaffold),
         lines=lines,
+        root=root,
+        tool_schemas=schemas,
+        gate=dict(data.get("gate", {})),
+        pass_k=tuple(data.get("pass_k", ())),
+        prices=dict(data.get("prices", {})),
     )
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     from leader_eval.render import check_templates
 
     check_templates(suite)
-    return suite
+    from leader_eval.episode_spec import with_episodes
+
+    return with_episodes(suite, data)
 
 
 def _check_regex(path: Path, line: int, pattern: str) -> None:
-    import re
-
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise SuiteError(path, line, f"invalid regular expression {pattern!r}: {exc}") from exc
+        check_regex(pattern)
+    except LimitExceeded as exc:
+        raise SuiteError(path, line, str(exc)) from exc
 
 
-def _scaffold_message(path: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]) -> ScaffoldMessage:
+def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]) -> ScaffoldMessage:
     if "content" in m:
         # A block scalar's text starts on the line after the key.
         line = _line(lines, ("scaffold", "messages", i, "content"))
         return ScaffoldMessage(m["role"], m["content"], f"{path}:{line}", line, str(path))
     ref = m["file"]
-    candidates = [path.parent / ref, path.parent / "templates" / ref]
+    line = _line(lines, ("scaffold", "messages", i, "file"))
+    # next to the suite, else in its templates/ folder; both confined to the suite root
+    candidates = [resolve_in_root(path, ref, line, root=root, what="template file")]
+    if not Path(ref).is_absolute():
+        # only the first place must be inside the root for the error message to name it
+        with contextlib.suppress(SuiteError):
+            candidates.append(
+                resolve_in_root(path, str(Path("templates") / ref), line, root=root, what="template file")
+            )
     for c in candidates:
         if c.is_file():
-            return ScaffoldMessage(m["role"], c.read_text(encoding="utf-8"), str(c), 1, str(c))
+            text = read_text(c, limit=MAX_TEMPLATE_BYTES, what="template")
+            return ScaffoldMessage(m["role"], text, str(c), 1, str(c))
     raise SuiteError(
         path,
-        _line(lines, ("scaffold", "messages", i, "file")),
+        line,
         f"template file {ref!r} not found (looked in {', '.join(str(c.parent) for c in candidates)})",
     )
 

@@ -13,6 +13,44 @@ from typing import Any, Literal
 Outcome = Literal["ok", "error", "context_overflow"]
 StopReason = Literal["stop", "length"]
 
+#: End-of-turn / end-of-text tokens of common chat templates, most specific first. Used only
+#: when a model does not say which are its own (``ModelInfo.eot_tokens``); parsing, leak
+#: detection and the empty check then all use this one list.
+END_OF_TURN_TOKENS: tuple[str, ...] = (
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|eot|>",
+    "<|end_of_text|>",
+    "<|endoftext|>",
+    "<|end|>",
+    "<|return|>",
+    "<end_of_turn>",
+    "<eos>",
+    "</s>",
+    "<\uff5cend\u2581of\u2581sentence\uff5c>",
+)
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value: an int is "integer" (as JSON Schema's
+    ``type: integer`` accepts it), a float "number", a bool "boolean" (never a number)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
 
 class Reason(StrEnum):
     """Primary reason a sample fails. The list is fixed and documented in docs/scoring.md."""

@@ -135,7 +135,7 @@ def test_pass_at_k_and_pass_hat_k(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("fast_stats")
 def test_compare_false_alarm_rate_matches_alpha(tmp_path: Path) -> None:
     """No real difference: A and B are two runs of one model. Over 1,000 simulated pairs (fixed
-    seeds; fewer resamples, see ``fast_stats``) compare must exit 1 in 3-7% at alpha 0.05."""
+    seeds; fewer resamples, see ``fast_stats``) compare must exit 1 in 2-7% at alpha 0.05."""
     suite = make_suite(tmp_path)
     p = difficulties(24, seed=7)
     flags = sum(
@@ -147,7 +147,8 @@ def test_compare_false_alarm_rate_matches_alpha(tmp_path: Path) -> None:
         ).exit_status
         for i in range(N_SIM)
     )
-    assert 0.03 <= flags / N_SIM <= 0.07, flags
+    # under alpha: the exact count test for hard fails is conservative (a discrete test)
+    assert 0.02 <= flags / N_SIM <= 0.07, flags
 
 
 @pytest.mark.usefixtures("fast_stats")

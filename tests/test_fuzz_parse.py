@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from leader_eval.checks.toolcall import match_calls
-from leader_eval.parse import PROTOCOLS, ParseResult, _Budget, _try_decode, _window_charges, parse_output
+from leader_eval.protocols import PROTOCOLS, ParseResult, parse_output
+from leader_eval.protocols._scan import Budget, try_decode, window_charges
 
 # Fragments of every protocol's markup, so generated text reaches deep into each parser.
 MARKUP = [
@@ -123,11 +124,11 @@ def test_known_decode_spends_what_a_fresh_decode_spends(
     value: object, before: str, after: str, indent: int | None
 ) -> None:
     # parse_output hands the strict parser's decodes to the lenient scans, which replay
-    # _window_charges instead of decoding again: the spending (and so every budget decision) must
-    # be the one a fresh _try_decode makes
+    # window_charges instead of decoding again: the spending (and so every budget decision) must
+    # be the one a fresh try_decode makes
     doc = json.dumps({"name": "f", "arguments": {"v": value}}, indent=indent)
     text = before + doc + after
     charges: list[int] = []
-    got = _try_decode(text, len(before), _Budget(10**9), charges)
+    got = try_decode(text, len(before), Budget(10**9), charges)
     assert got is not None and got[1] == len(before) + len(doc)
-    assert tuple(charges) == _window_charges(len(text), len(before), got[1])
+    assert tuple(charges) == window_charges(len(text), len(before), got[1])

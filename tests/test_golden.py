@@ -31,6 +31,7 @@ from leader_eval.golden import (
     load_golden,
     parse_tolerances,
     portable_model_id,
+    tarone_family,
     update_golden,
     write_golden,
 )
@@ -116,6 +117,35 @@ def make_run(
     p = np.full(len(ids), p_pass, dtype=float) if np.isscalar(p_pass) else np.asarray(p_pass, dtype=float)
     rng = np.random.default_rng(seed)
     scores = make_scores(ids, p, n, rng, p_hard=p_hard)
+    return run_from_scores(
+        suite,
+        scores,
+        n=n,
+        seed=seed,
+        label=label,
+        status=status,
+        scorer_version=scorer_version,
+        model_id=model_id,
+        path=path,
+    )
+
+
+def run_from_scores(
+    suite: Suite,
+    scores: Sequence[SampleScore],
+    *,
+    n: int,
+    seed: int = 0,
+    label: str = "v1",
+    status: str = "complete",
+    scorer_version: str = SCORER_VERSION,
+    model_id: str = "gguf:/home/someone/models/v1.gguf",
+    path: Path | None = None,
+) -> Run:
+    """A run of the cases of ``suite`` that ``scores`` (per-sample records) cover, ``n`` samples each."""
+    have = {s.case_id for s in scores}
+    cases = [c for c in suite.cases if c.id in have]
+    ids = [c.id for c in cases]
     results = case_results(cases, scores)
     summary = summarize(suite, results)
     params = {"temperature": 0.7, "max_tokens": 48, "top_p": 1.0, "stop": []}
@@ -135,7 +165,7 @@ def make_run(
         "status": status,
     }
     summary.update(run_id=manifest["run_id"], model_id=model_id, label=label)
-    return Run(path or Path(f"/nonexistent/{manifest['run_id']}"), manifest, [], scores, results, summary)
+    return Run(path or Path(f"/nonexistent/{manifest['run_id']}"), manifest, [], list(scores), results, summary)
 
 
 def write_run_dir(run: Run, path: Path) -> Path:
@@ -346,12 +376,13 @@ def test_stale_golden_fails_and_says_which(tmp_path: Path) -> None:
     res = gate(run, golden)
     assert res.status == "stale" and res.exit_status == 1
     assert f"golden is stale: suite content changed (hash 0123abcd -> {suite.content_hash})" in res.messages
+    # another scorer version warns and still gates (issue 11: files of older versions keep working)
     golden = build_golden(run)
     golden["scorer_version"] = "0"
     res = gate(run, golden)
-    assert res.exit_status == 1
-    assert any("scorer version changed (0 -> " in m for m in res.messages)
-    assert "stale" in format_gate_table(res) and "scorer version changed" in gate_markdown(res)
+    assert res.status == "pass" and res.exit_status == 0
+    assert any(m.startswith("warning: scorer version changed (0 -> ") for m in res.messages)
+    assert "scorer version changed" in format_gate_table(res) and "scorer version changed" in gate_markdown(res)
 
 
 def test_missing_golden_warns_unless_strict(tmp_path: Path) -> None:
@@ -427,7 +458,7 @@ def fast_stats(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_gate_false_alarm_rate_matches_alpha(tmp_path: Path) -> None:
     """No real difference: the golden and the current run are two runs of one model (24 cases of
     varied difficulty, 5 samples each, some hard fails), every tolerance 0 so that only the
-    statistics decide. Over 1,000 simulated pairs (fixed seeds) the gate must fail in 3-7% at
+    statistics decide. Over 1,000 simulated pairs (fixed seeds) the gate must fail in 2-7% at
     alpha 0.05: five gating metrics are one Holm family, so the whole gate, not each metric,
     errs at alpha (without the correction it failed 15.7% of the time)."""
     suite = make_suite(tmp_path)
@@ -437,7 +468,8 @@ def test_gate_false_alarm_rate_matches_alpha(tmp_path: Path) -> None:
     for i in range(N_SIM):
         golden = build_golden(make_run(suite, p, seed=10_000 + i, p_hard=0.3))
         fails += gate(make_run(suite, p, seed=20_000 + i, p_hard=0.3), golden, tolerances=zero).exit_status
-    assert 0.03 <= fails / N_SIM <= 0.07, fails
+    # under alpha: the exact count test for hard fails is conservative (a discrete test)
+    assert 0.02 <= fails / N_SIM <= 0.07, fails
 
 
 @pytest.mark.usefixtures("fast_stats")
@@ -461,3 +493,18 @@ def test_holm_levels_reproduce_step_down_decisions() -> None:
     # a hypothesis without a p-value (unpaired interval test) gets Bonferroni's share
     levels = holm_alphas({"a": 0.001, "b": None}, 0.05)
     assert levels["b"] == pytest.approx(0.025) and levels["a"] == pytest.approx(0.025)
+
+
+def test_holm_tarone_leaves_out_tests_that_cannot_reach_their_share() -> None:
+    # hard_fail's test can give no p below 1/3 (one event, 6 vs 3 samples): it takes no share,
+    # so the two others are tested at alpha / 2 at Holm's first step, not alpha / 3
+    p = {"score": 0.03, "tool": 0.2, "hard": 1 / 3}
+    levels = holm_alphas(p, 0.05, min_p={"hard": 1 / 3})
+    assert levels["score"] == pytest.approx(0.025) and levels["tool"] == pytest.approx(0.025)
+    assert tarone_family({"score": 0.0, "tool": 0.0, "hard": 1 / 3}, 0.05) == ["score", "tool"]
+    # a test that can reach alpha / 3 keeps its share
+    levels = holm_alphas(p, 0.05, min_p={"hard": 0.004})
+    assert levels["score"] == pytest.approx(0.05 / 3)
+    # after a rejection the family shrinks again: score rejected at 0.025, tool then gets 0.05
+    levels = holm_alphas({"score": 0.001, "tool": 0.04, "hard": 1.0}, 0.05, min_p={"hard": 1.0})
+    assert levels["tool"] == pytest.approx(0.05)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from leader_eval.parse import (
+from leader_eval.protocols import (
     MAX_CALLS,
     NO_CALL_ERROR,
     NOT_ALONE_ERROR,

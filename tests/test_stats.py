@@ -501,3 +501,65 @@ def test_two_and_three_cases_give_a_valid_interval() -> None:
         est = weighted_mean_ci(scores)
         assert est.low <= est.value <= est.high
         assert min(scores) <= est.low and est.high <= max(scores)
+
+
+# --------------------------------------------------------------------------------------------
+# exact stratified count test (rare events)
+
+
+def _enumerated_count_p(a: dict[str, tuple[int, int]], b: dict[str, tuple[int, int]]) -> tuple[float, float]:
+    """P(S >= obs), P(S <= obs) by enumerating every placement of each case's events."""
+    from itertools import combinations, product
+
+    per_case = []
+    for cid in sorted(a):
+        (xa, na), (xb, nb) = a[cid], b[cid]
+        total = na + nb
+        # sample slots 0..nb-1 belong to run B; every set of xa + xb event slots is equally likely
+        per_case.append([sum(i < nb for i in c) for c in combinations(range(total), xa + xb)])
+    obs = sum(x for x, _ in b.values())
+    more = less = count = 0
+    for combo in product(*per_case):
+        s = sum(combo)
+        count += 1
+        more += s >= obs
+        less += s <= obs
+    return more / count, less / count
+
+
+def test_exact_count_test_matches_enumeration() -> None:
+    from leader_eval.stats import exact_count_test
+
+    a = {"x": (0, 4), "y": (1, 3), "z": (2, 4), "w": (0, 2)}
+    b = {"x": (1, 2), "y": (2, 3), "z": (0, 2), "w": (0, 2)}
+    test = exact_count_test(a, b)
+    more, less = _enumerated_count_p(a, b)
+    assert test.p_more == pytest.approx(more) and test.p_less == pytest.approx(less)
+    assert (test.events_a, test.events_b, test.n_cases) == (3, 3, 4)
+    # one new event against a zero-event baseline of 6 vs 3 samples: its chance is 3/9
+    one = exact_count_test({"c": (0, 6)}, {"c": (1, 3)})
+    assert one.p_more == pytest.approx(1 / 3) and one.min_p_more == pytest.approx(1 / 3)
+    # no event anywhere: the test can reach nothing
+    none = exact_count_test({"c": (0, 6), "d": (0, 6)}, {"c": (0, 3), "d": (0, 3)})
+    assert (none.p_more, none.p_less, none.min_p_more) == (1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="7 events in 3 samples"):
+        exact_count_test({"c": (0, 6)}, {"c": (7, 3)})
+
+
+def test_exact_count_test_holds_its_level_when_case_rates_differ() -> None:
+    """Cases with very different event rates (one always fails, most never): under no change the
+    one-sided test rejects at 5% in at most 5% of simulated pairs (it is exact, so conservative)."""
+    from leader_eval.stats import exact_count_test
+
+    rng = np.random.default_rng(5)
+    rates = np.r_[np.zeros(15), np.full(4, 0.05), np.full(2, 0.3), [1.0]]
+    rejections = 0
+    n_sim = 2000
+    for _ in range(n_sim):
+        ga = rng.binomial(6, rates)
+        gb = rng.binomial(3, rates)
+        t = exact_count_test(
+            {f"c{i}": (int(x), 6) for i, x in enumerate(ga)}, {f"c{i}": (int(x), 3) for i, x in enumerate(gb)}
+        )
+        rejections += t.p_more < 0.05
+    assert rejections / n_sim <= 0.05 + 2 * (0.05 * 0.95 / n_sim) ** 0.5

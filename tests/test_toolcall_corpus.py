@@ -1,5 +1,10 @@
 """The parsers and the full scorer against hand-labeled tool-call outputs.
 
+``tests/corpus/toolcalls/verdicts.yaml``: raw outputs labeled with the whole verdict (primary
+reason, the set of leak classes, hard_fail): failed attempts of every protocol followed by prose,
+special tokens or reasoning tags, bracketed placeholders and their near misses, and pairs of leaks
+in both orders.
+
 ``tests/corpus/toolcalls/protocols.yaml``: raw outputs in each of the seven protocols, labeled
 from docs/protocols.md with ``strict_ok``, the exact calls when strict, and whether the lenient
 reading finds a call. ``tests/corpus/toolcalls/reasons.yaml``: raw outputs labeled with the primary
@@ -21,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from leader_eval.parse import PROTOCOLS, ParseResult, parse_output
+from leader_eval.protocols import PROTOCOLS, ParseResult, parse_output
 from leader_eval.render import render_messages
 from leader_eval.score import CaseScorer, ModelInfo, SampleScore, case_scorer
 from leader_eval.suite import Suite, load_suite
@@ -276,6 +281,77 @@ def test_precision_and_recall_per_class(capsys: pytest.CaptureFixture[str]) -> N
         prf_table("primary reason", _prf([(r.reason, reason_got[r.id]) for r in rs]), lines, sink)
     xfails = [(r.id, reason_got.get(r.id)) for r in (*protos, *reasons) if r.xfail_reason]
     lines.append(f"records marked xfail (label kept, checker disagrees): {len(xfails)} {xfails}")
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    assert not low, f"below {PRF_TARGET}: {low}\n" + "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- whole verdicts
+
+
+@dataclass(frozen=True)
+class VerdictRecord:
+    id: str
+    case: str
+    protocol: str
+    text: str
+    reason: str
+    leaks: frozenset[str]
+    hard: bool
+
+
+LEAK_CLASSES = {str(r) for r in Reason if str(r).startswith("leak_") or r == Reason.FORBIDDEN_PATTERN}
+
+
+@cache
+def verdict_records() -> tuple[VerdictRecord, ...]:
+    out = []
+    for r in _load("verdicts.yaml"):
+        assert r.get("protocol", "json") in PROTOCOLS, r["id"]
+        assert set(r["leaks"]) <= LEAK_CLASSES, r["id"]
+        out.append(
+            VerdictRecord(
+                r["id"], r["case"], r.get("protocol", "json"), r["text"], r["reason"], frozenset(r["leaks"]), r["hard"]
+            )
+        )
+    return tuple(out)
+
+
+def _verdict(rec: VerdictRecord) -> tuple[str, frozenset[str], bool]:
+    score = _scorer(rec.case, rec.protocol).score(
+        Sample(rec.case, 0, 0, rec.id, "ok", text=rec.text, stop_reason="stop")
+    )
+    return _got_reason(score), frozenset(score.leak_classes), score.hard_fail
+
+
+def test_verdict_corpus_covers_every_protocol() -> None:
+    recs = verdict_records()
+    assert len(recs) >= 40
+    attempts = {r.protocol for r in recs if r.reason == "unparseable"}
+    assert attempts == set(PROTOCOLS) - {"openai"}  # the API protocol has no text to break
+
+
+@pytest.mark.parametrize("rec", verdict_records(), ids=lambda r: r.id)
+def test_verdict_record(rec: VerdictRecord) -> None:
+    got = _verdict(rec)
+    assert got == (rec.reason, rec.leaks, rec.hard), f"{rec.id} ({rec.case}, {rec.protocol}) raw={rec.text!r}"
+
+
+def test_verdict_precision_and_recall_per_class(capsys: pytest.CaptureFixture[str]) -> None:
+    """Per leak class (found or not, per record), primary reason, and hard_fail."""
+    recs = verdict_records()
+    got = {r.id: _verdict(r) for r in recs}
+    leak_pairs = [
+        (f"{c}/{'yes' if c in r.leaks else 'no'}", f"{c}/{'yes' if c in got[r.id][1] else 'no'}")
+        for r in recs
+        for c in sorted(LEAK_CLASSES)
+        if any(c in x.leaks for x in recs)
+    ]
+    lines: list[str] = []
+    low: list[str] = []
+    prf_table("leak classes", _prf(leak_pairs), lines, low)
+    prf_table("primary reason", _prf([(r.reason, got[r.id][0]) for r in recs]), lines, low)
+    prf_table("hard_fail", _prf([(str(r.hard), str(got[r.id][2])) for r in recs]), lines, low)
     with capsys.disabled():
         print("\n" + "\n".join(lines))
     assert not low, f"below {PRF_TARGET}: {low}\n" + "\n".join(lines)

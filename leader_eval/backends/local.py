@@ -26,9 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from leader_eval import protocols
 from leader_eval.backends.base import Completion, SampleRequest
+from leader_eval.chat_template import render_chat_template, template_supports_tools
 from leader_eval.errors import LeaderEvalError
-from leader_eval.render import render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -118,7 +119,7 @@ class LocalBackend:
         self.eos_token_id = int(probe.token_eos())
         self.eos_token = self._token_text(probe, self.eos_token_id)
         self.special_tokens = self._control_tokens(probe)
-        self.default_protocol = "hermes" if template_supports_tools(self.chat_template) else "json"
+        self.default_protocol = protocols.detect(chat_template=self.chat_template)
         self._llm: Any = None
         self._closing = False
         self._lock = threading.Lock()

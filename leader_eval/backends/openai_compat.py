@@ -58,10 +58,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from leader_eval import secrets
+from leader_eval import protocols, secrets
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
+from leader_eval.chat_template import render_chat_template, template_supports_tools
 from leader_eval.errors import LeaderEvalError
-from leader_eval.render import render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
 try:  # orjson (already a dependency of tinker) is ~5x faster than json for these small bodies
@@ -155,15 +155,7 @@ def special_tokens_from_template(template: str, bos: str = "", eos: str = "") ->
 
 def protocol_from_template(template: str | None) -> str:
     """The tool-call protocol a chat template speaks natively; ``json`` when it has none."""
-    if not template or not template_supports_tools(template):
-        return "json"
-    if "<|tool_calls_section_begin|>" in template or "<|tool_call_begin|>" in template:
-        return "kimi_k2"
-    if "<tool_call>" in template:
-        return "hermes"
-    if "<|python_tag|>" in template or "ipython" in template:
-        return "llama3_json"
-    return "hermes"
+    return protocols.detect(chat_template=template)
 
 
 class _Failure(Exception):
@@ -574,7 +566,7 @@ class OpenAICompatBackend:
                 raw = await _read_body(resp, self.max_response_bytes)
                 retry_after = resp.headers.get("Retry-After") if status != 200 else None
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise _Failure(f"timeout after {limit_s:g} s", retryable=True) from exc
+            raise _Failure(f"timeout after {limit_s:.3g} s", retryable=True) from exc
         except aiohttp.ClientError as exc:
             # str(ClientResponseError) may quote request info: keep only the type and a safe text
             raise _Failure(f"connection error: {type(exc).__name__}: {_safe_exc_text(exc)}", retryable=True) from exc
@@ -711,7 +703,8 @@ def _count(value: Any, where: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_COUNT:
-        raise _Shape(f"{where} {str(value)[:30]} is not a token count")
+        shown = f"{value:.6g}" if isinstance(value, int | float) else _kind(value)
+        raise _Shape(f"{where} {shown} is not a token count")
     return value
 
 

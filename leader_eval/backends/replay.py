@@ -13,7 +13,7 @@ from typing import Any
 from leader_eval.backends.base import Completion, SampleRequest
 from leader_eval.errors import RunDirError
 from leader_eval.store import RunDir
-from leader_eval.types import Prompt
+from leader_eval.types import Prompt, Sample
 
 
 def prompt_digest(text: str) -> str:
@@ -38,9 +38,28 @@ class ReplayBackend:
         self._samples: dict[tuple[str, int], Any] = {}
         for s in run.read_samples():
             self._samples[(s.case_id, s.seed)] = s
+        self._modes = self._add_episode_steps(path)
         self._case_of_prompt = {d: p["case_id"] for d, p in self._prompts.items()}
         if not self._samples:
             raise RunDirError(f"{path}: run directory holds no samples to replay")
+
+    def _add_episode_steps(self, path: Path) -> dict[str, str]:
+        """Serve each recorded episode step (``steps.jsonl``) by its prompt and seed, like a sample."""
+        from leader_eval.episode import read_steps
+
+        modes: dict[str, str] = {}
+        for (case_id, _), steps in read_steps(path).items():
+            for r in steps:
+                prompt = r.get("prompt") or {}
+                rec = {"case_id": case_id, "text": prompt.get("text", ""), "messages": prompt.get("messages")}
+                self._prompts.setdefault(prompt_digest(rec["text"]), rec)
+                self._samples[(case_id, r["seed"])] = Sample.from_dict({k: r[k] for k in Sample.__dataclass_fields__})
+                modes[case_id] = r.get("mode", "")
+        return modes
+
+    def episode_mode(self, case_id: str) -> str | None:
+        """The transcript mode the recorded run used for a case's episodes."""
+        return self._modes.get(case_id) or None
 
     #: the recorded run's seed and sampling, which the runner must reuse to address its samples
     def recorded(self) -> dict[str, Any]:

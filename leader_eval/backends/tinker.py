@@ -46,8 +46,8 @@ from typing import Any, Literal
 
 import tinker
 
+from leader_eval import protocols
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
-from leader_eval.backends.openai_compat import protocol_from_template
 from leader_eval.errors import LeaderEvalError
 from leader_eval.types import Prompt
 
@@ -64,8 +64,6 @@ RENDERER_ENV = "LEADER_EVAL_RENDERER"
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
 #: end-of-turn markers, most specific first; the first the template writes leads special_tokens
 _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|eot|>", "</s>", "<|endoftext|>")
-#: tinker-cookbook renderer families -> the tool-call protocol their output speaks
-_RENDERER_PROTOCOLS = (("qwen", "hermes"), ("kimi", "kimi_k2"), ("llama3", "llama3_json"))
 
 
 # --- model specs ------------------------------------------------------------------------------
@@ -397,12 +395,7 @@ class TinkerBackend:
         if self._protocol_override:
             return self._protocol_override
         self._ensure_tokenizer()
-        if self.renderer_name:
-            name = self.renderer_name.lower()
-            for prefix, protocol in _RENDERER_PROTOCOLS:
-                if name.startswith(prefix):
-                    return protocol
-        return protocol_from_template(self._template)
+        return protocols.detect(chat_template=self._template, renderer=self.renderer_name)
 
     @default_protocol.setter
     def default_protocol(self, value: str) -> None:
@@ -447,18 +440,20 @@ class TinkerBackend:
         if self._renderer is not None:
             ids = self._render_with_renderer(messages, tools)
             return Prompt(text=self.detokenize(ids), token_ids=ids, messages=messages)
-        kwargs = dict(self.chat_template_kwargs)
-        if self.chat_template_override:
-            kwargs["chat_template"] = self.chat_template_override
-        try:
-            text = tok.apply_chat_template(
-                messages, tools=tools or None, add_generation_prompt=True, tokenize=False, **kwargs
-            )
-        except Exception as exc:
-            raise LeaderEvalError(
-                f"tinker backend: the chat template of {self._tokenizer_label!r} failed: {type(exc).__name__}: "
-                f"{_one_line(exc)}"
-            ) from exc
+        from leader_eval.chat_template import render_chat_template
+
+        # as tokenizer.apply_chat_template does: the special tokens are template variables,
+        # and the caller's template kwargs win over them
+        variables = {**dict(getattr(tok, "special_tokens_map", None) or {}), **self.chat_template_kwargs}
+        variables.pop("chat_template", None)
+        text = render_chat_template(
+            str(self._template),
+            messages,
+            tools=tools or None,
+            add_generation_prompt=True,
+            source=f"tinker backend: the chat template of {self._tokenizer_label!r}",
+            **variables,
+        )
         # the template already wrote BOS and every marker: encoding must not add them again
         return Prompt(text=text, token_ids=self.tokenize(text), messages=messages)
 

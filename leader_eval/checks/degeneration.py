@@ -16,22 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from leader_eval.types import CheckResult, Finding, Reason
-
-# end-of-turn/end-of-text tokens of common chat templates: an output made only of these is empty
-_END_TOKENS = (
-    "<|im_end|>",
-    "<|endoftext|>",
-    "<|eot_id|>",
-    "<|eom_id|>",
-    "<|end_of_text|>",
-    "<|end|>",
-    "<|return|>",
-    "<end_of_turn>",
-    "<eos>",
-    "</s>",
-    "<\uff5cend\u2581of\u2581sentence\uff5c>",
-)
+from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason
 
 
 @dataclass(frozen=True)
@@ -41,7 +26,8 @@ class DegenerationConfig:
     max_repeated_substring_fraction: float = 0.5  # longest repeated substring / len(text)
     min_chars: int = 40  # shorter texts are never called loops
     max_prompt_overlap: float = 0.8  # replies that only restate the prompt
-    eot_tokens: tuple[str, ...] = ()  # the model's own end-of-turn tokens (beside the common ones)
+    # the model's end-of-turn tokens (ModelInfo.end_of_turn): an output of only these is empty
+    eot_tokens: tuple[str, ...] = END_OF_TURN_TOKENS
     min_restate_words: int = 8  # shorter replies may quote the prompt freely ("@Ada take the map task")
     window_chars: int = 65_536  # longer outputs: judged on their tail (bounds the time per output)
 
@@ -217,9 +203,9 @@ def _prompt_grams(prompt_text: str, n: int) -> frozenset[tuple[str, ...]]:
 
 
 @functools.lru_cache(maxsize=32)
-def _end_token_pattern(extra: tuple[str, ...]) -> re.Pattern[str]:
-    tokens = sorted({*_END_TOKENS, *extra} - {""}, key=len, reverse=True)
-    return re.compile("|".join(re.escape(t) for t in tokens))
+def _end_token_pattern(tokens: tuple[str, ...]) -> re.Pattern[str] | None:
+    ordered = sorted(set(tokens) - {""}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(t) for t in ordered)) if ordered else None
 
 
 def _is_empty(text: str, cfg: DegenerationConfig) -> bool:
@@ -228,7 +214,8 @@ def _is_empty(text: str, cfg: DegenerationConfig) -> bool:
         return True
     if len(stripped) > 200:  # can't be only end tokens; skip the substitution
         return False
-    return not _end_token_pattern(cfg.eot_tokens).sub("", stripped).strip()
+    pattern = _end_token_pattern(tuple(cfg.eot_tokens))
+    return pattern is not None and not pattern.sub("", stripped).strip()
 
 
 def _context(text: str, start: int, end: int) -> str:

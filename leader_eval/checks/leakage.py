@@ -25,6 +25,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse
 
+from leader_eval.checks.placeholders import PLACEHOLDER_SHAPES, SLOT_CANDIDATE, is_slot_phrase, name_shapes
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -44,6 +45,8 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("tool", "<", r"/(?:function|invoke|parameter)>"),
     ("tool", "<", r"invoke\s{1,5}name=[^<>\n]{0,200}>?"),
     ("tool", "<", r"parameter(?:=|\s{1,5}name=)[^<>\n]{1,200}>"),
+    # a pythonic call list shown as text: [send_message_to_chat(message=...
+    ("tool", "[", r"\s{0,5}[A-Za-z_][\w.]{0,100}\(\s{0,5}[A-Za-z_]\w{0,60}\s{0,5}=(?!=)"),
     # Mistral control words
     ("tool", "[", r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"),
     # reasoning tags (paired later)
@@ -55,24 +58,8 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("special", "<", r"(?:start_of_turn|end_of_turn|eos|bos|pad|unk|/s|sop|eop|start_of_image|end_of_image)>"),
     ("special", "<", r"</?SYS>>"),
     ("special", "[", r"/?(?:INST|SYSTEM_PROMPT)\]|gMASK\]"),
-    # unrendered template syntax and placeholders (linear versions of render.PLACEHOLDER_PATTERNS,
-    # plus a few shapes the field notes saw: <AGENT_NAME>-style and {snake_case} names)
-    ("ph", "{", r"\{[^{}\n]{0,200}\}\}"),
-    ("ph", "{", r"%[^%\n]{0,200}%\}"),
-    ("ph", "{", r"#[^#\n]{0,200}#\}"),
-    ("ph", "{", r"(?:current_goal|goal|agent_name|room|name|task|TODO|[a-z][a-z0-9]{0,40}_[a-z0-9_]{1,60})\}"),
-    (
-        "ph",
-        "[",
-        r"(?:PLACEHOLDER|TODO|TBD|(?:TODO|TBD):[^\[\]\n]{0,200}|INSERT\b[^\[\]\n]{0,200}"
-        r"|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}|YOUR [A-Z ]{1,80})\]",
-    ),
-    (
-        "ph",
-        "<",
-        r"(?:GOAL|PLACEHOLDER|TODO|TBD|INSERT\b[^<>\n]{0,200}|CURRENT_GOAL|AGENT_NAME"
-        r"|[A-Z][A-Z0-9]{0,40}_[A-Z0-9_]{1,60})>",
-    ),
+    # unrendered template syntax and placeholders: checks/placeholders.py, the one definition
+    *(("ph", first, rest) for first, rest in PLACEHOLDER_SHAPES),
     # the start of a JSON (or Python-dict) object whose first key names a tool call's parts
     ("json", "{", r"\s{0,20}[\"'](?:name|tool|tool_name|function|type|id|arguments|parameters)[\"']\s{0,20}:"),
 )
@@ -121,6 +108,8 @@ class LeakConfig:
     markers: tuple[str, ...] = ("[NO CHAT]",)
     allowed_markers: tuple[str, ...] = ()
     placeholder_patterns: tuple[str, ...] = ()
+    placeholder_names: tuple[str, ...] = ()  # the suite's template variables: [name] is a slot
+    allowed_placeholders: tuple[str, ...] = ()
     forbid: tuple[str, ...] = ()
     scaffold_texts: tuple[str, ...] = ()
     scaffold_min_words: int = 12  # a verbatim run of this many scaffold words is an echo
@@ -234,11 +223,15 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
     tokens = sorted({t for t in (*cfg.special_tokens, *cfg.eot_tokens) if t}, key=len, reverse=True)
     for tok in tokens:
         entries.append(("tok", tok[0], re.escape(tok[1:])))
-    entries.extend(_BUILTIN)
-    allowed = frozenset(cfg.allowed_markers)
+    allowed = frozenset((*cfg.allowed_markers, *cfg.allowed_placeholders))
+    # a suite's markers before the built-in shapes: "[NO_CHAT]" declared a marker is a marker
     for marker in sorted({m for m in cfg.markers if m and m not in allowed}, key=len, reverse=True):
         first, rest = _marker_entry(marker)
         entries.append(("marker", first, rest))
+    entries.extend(_BUILTIN)
+    entries.extend(("ph", first, rest) for first, rest in name_shapes(cfg.placeholder_names))
+    # last among "[" candidates: bracketed words, a placeholder only if is_slot_phrase says so
+    entries.append(("slot", "[", SLOT_CANDIDATE))
     scanner = re.compile(_group_by_first_char(entries))
     extra = tuple((Reason.LEAK_PLACEHOLDER, re.compile(p)) for p in cfg.placeholder_patterns) + tuple(
         (Reason.FORBIDDEN_PATTERN, re.compile(p)) for p in cfg.forbid
@@ -557,7 +550,16 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
         if kind in ("special", "tok") and _TOOLISH.search(m.group()):
             spans.append((Reason.LEAK_TOOL_MARKUP, start, end))
             continue
-        if kind == "marker" and m.group() in cfg.allowed:
+        if kind == "slot":
+            if m.group() in cfg.allowed or not is_slot_phrase(m.group()[1:-1]):
+                continue
+            if code is None:
+                code = _CodeSpans(text, lo, hi)
+            if code.contains(start, end):
+                continue
+            spans.append((Reason.LEAK_PLACEHOLDER, start, end))
+            continue
+        if kind in ("marker", "ph") and m.group() in cfg.allowed:
             continue
         spans.append((_KIND_REASON[kind], start, end))
     if tags:
@@ -587,5 +589,21 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
                 spans.append((reason, m.start(), m.end()))
     if cfg.scaffold is not None:
         spans.extend((Reason.LEAK_SCAFFOLD, s, e) for s, e in _scaffold_echoes(text, lo, hi, cfg.scaffold))
-    spans = sorted(set(spans), key=lambda t: (t[1], t[2], t[0]))[:MAX_FINDINGS]
+    spans = _outermost(spans)[:MAX_FINDINGS]
     return [Finding(r, s, e, text[s:e], _context(text, s, e), where) for r, s, e in spans]
+
+
+def _outermost(spans: list[tuple[Reason, int, int]]) -> list[tuple[Reason, int, int]]:
+    """Sorted by position, without a span inside another span of the same reason (a suite's
+    ``${GOAL}`` pattern and the built-in ``{GOAL}`` shape find one placeholder, not two)."""
+    if len(spans) < 2:
+        return list(spans)
+    out: list[tuple[Reason, int, int]] = []
+    reach: dict[Reason, int] = {}
+    for r, s, e in sorted(set(spans), key=lambda t: (t[1], -t[2], t[0])):
+        if reach.get(r, -1) >= e:
+            continue
+        reach[r] = max(reach.get(r, -1), e)
+        out.append((r, s, e))
+    out.sort(key=lambda t: (t[1], t[2], t[0]))
+    return out

@@ -24,7 +24,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+from referencing.exceptions import Unresolvable
 
+from leader_eval.tool_schema import validator_for
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
@@ -62,7 +64,7 @@ def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
         key = id(schema)
     v = _VALIDATORS.get(key)
     if v is None:
-        v = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        v = validator_for(schema)  # never fetches a $ref; a suite's file refs resolve to what lint loaded
         if len(_VALIDATORS) > 4096:  # a long-lived process scoring many suites
             _VALIDATORS.clear()
         _VALIDATORS[key] = v
@@ -82,28 +84,18 @@ def _regex(pattern: str) -> re.Pattern[str] | None:
 # --------------------------------------------------------------------------- value comparison
 
 _WS_RUN = re.compile(r"\s+")
+# BFCL's standardize_string (bfcl_eval/eval_checker/ast_eval/ast_checker.py): drop the space
+# character and , . / - _ * ^, lower-case, and write single quotes as double quotes
+_BFCL_DROP = re.compile(r"[ ,./\-_*^]")
+
+#: ``normalize`` values: False (exact), True (fold case and whitespace), "bfcl" (BFCL's rule)
+Normalize = bool | str
 
 
-def _norm(s: str) -> str:
+def _norm(s: str, mode: Normalize = True) -> str:
+    if mode == "bfcl":
+        return _BFCL_DROP.sub("", s).lower().replace("'", '"')
     return _WS_RUN.sub(" ", s).strip().casefold()
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def _integer_only(schema: Any) -> bool:
@@ -132,11 +124,12 @@ def _sub_schema(schema: Any, key: str | int) -> Any:
 _Mismatch = tuple[str, str, Any, Any]
 
 
-def _compare(expected: Any, got: Any, schema: Any, normalize: bool, path: str = "") -> _Mismatch | None:
+def _compare(expected: Any, got: Any, schema: Any, normalize: Normalize, path: str = "") -> _Mismatch | None:
     """Structural equality with BFCL's coercions: an int is accepted where a float is expected
     (1 == 1.0); a float is a wrong type where the tool's schema asks for an integer (even 2.0);
     a bool is never a number; tuples are lists; strings compare case- and
-    whitespace-insensitively when ``normalize`` is set (at any depth)."""
+    whitespace-insensitively when ``normalize`` is true, after BFCL's string standardisation
+    when it is "bfcl" (at any depth)."""
     if isinstance(expected, bool) or expected is None:
         if type(got) is not type(expected):
             return ("type", path, expected, got)
@@ -150,7 +143,7 @@ def _compare(expected: Any, got: Any, schema: Any, normalize: bool, path: str = 
     if isinstance(expected, str):
         if not isinstance(got, str):
             return ("type", path, expected, got)
-        if got == expected or (normalize and _norm(got) == _norm(expected)):
+        if got == expected or (normalize and _norm(got, normalize) == _norm(expected, normalize)):
             return None
         return ("value", path, expected, got)
     if isinstance(expected, list | tuple):
@@ -281,7 +274,9 @@ def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | 
         return _Failure(Reason.MISSING_ARG, path, _describe(constraint), None)
     if constraint.get("present") is False:
         return _Failure(Reason.UNEXPECTED_ARG, path, "absent", value)
-    normalize = bool(constraint.get("normalize"))
+    normalize: Normalize = (
+        constraint.get("normalize") if constraint.get("normalize") == "bfcl" else bool(constraint.get("normalize"))
+    )
     if "equals" in constraint:
         m = _compare(constraint["equals"], value, schema, normalize, path)
         if m:
@@ -331,17 +326,17 @@ def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | 
 
 
 def _contains(
-    needles: list[str], value: Any, path: str, quantifier: Any, key: str, shown: Any, normalize: bool
+    needles: list[str], value: Any, path: str, quantifier: Any, key: str, shown: Any, normalize: Normalize
 ) -> _Failure | None:
     """Strings: case-insensitive substring. Arrays: a needle must equal an element
     (case-insensitively)."""
     expected = {key: shown if shown is not None else needles}
     if isinstance(value, str):
-        hay = _norm(value) if normalize else value.casefold()
-        ok = quantifier((_norm(n) if normalize else n.casefold()) in hay for n in needles)
+        hay = _norm(value, normalize) if normalize else value.casefold()
+        ok = quantifier((_norm(n, normalize) if normalize else n.casefold()) in hay for n in needles)
     elif isinstance(value, list | tuple):
-        items = {(_norm(v) if normalize else v.casefold()) for v in value if isinstance(v, str)}
-        ok = quantifier((_norm(n) if normalize else n.casefold()) in items for n in needles)
+        items = {(_norm(v, normalize) if normalize else v.casefold()) for v in value if isinstance(v, str)}
+        ok = quantifier((_norm(n, normalize) if normalize else n.casefold()) in items for n in needles)
     else:
         return _Failure(Reason.WRONG_TYPE, path, expected, value)
     return None if ok else _Failure(Reason.WRONG_VALUE, path, expected, value)
@@ -354,6 +349,22 @@ def _describe(constraint: Mapping[str, Any]) -> Any:
 
 
 # --------------------------------------------------------------------------- one pair
+
+#: which argument failure names a check when there are several: missing, then type, then
+#: value, then unexpected (the order a reader fixes them in), then other schema violations.
+#: Chosen by reason, never by the position of a call, so parallel calls may come in any order.
+ARG_PRECEDENCE = (
+    Reason.MISSING_ARG,
+    Reason.WRONG_TYPE,
+    Reason.WRONG_VALUE,
+    Reason.UNEXPECTED_ARG,
+    Reason.SCHEMA_VIOLATION,
+)
+_ARG_RANK = {r: i for i, r in enumerate(ARG_PRECEDENCE)}
+
+
+def _rank(f: _Failure) -> int:
+    return _ARG_RANK.get(f.reason, len(_ARG_RANK))
 
 
 class _Pair:
@@ -402,9 +413,7 @@ def _score_pair(
                 failures.append(_Failure(Reason.UNEXPECTED_ARG, f"{base}.{arg}", "absent", args[arg]))
     if not constraints:
         matched = 1 if not failures else 0
-    # Report missing, then type, then value, then unexpected: the order a reader fixes them in.
-    order = {Reason.MISSING_ARG: 0, Reason.WRONG_TYPE: 1, Reason.WRONG_VALUE: 2, Reason.UNEXPECTED_ARG: 3}
-    failures.sort(key=lambda f: order.get(f.reason, 9))
+    failures.sort(key=_rank)
     return _Pair(True, matched, units, failures)
 
 
@@ -488,13 +497,17 @@ def _result(check: str, failure: _Failure | None, detail: str, data: dict[str, A
     return CheckResult(check, False, failure.reason, detail, data=data)
 
 
-def _schema_check(calls: Sequence[ToolCall], tools: Mapping[str, Mapping[str, Any]]) -> CheckResult:
+def _schema_check(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Mapping[str, Any]],
+    validators: Mapping[str, Draft202012Validator] | None = None,
+) -> CheckResult:
     failures: list[_Failure] = []
     for i, call in enumerate(calls):
         schema = tools.get(call.name)
         if schema is None:
             continue  # an unknown tool is tool_choice's finding
-        validator = _validator(schema)
+        validator = validators[call.name] if validators and call.name in validators else _validator(schema)
         try:
             if validator.is_valid(call.arguments):
                 continue
@@ -502,6 +515,12 @@ def _schema_check(calls: Sequence[ToolCall], tools: Mapping[str, Mapping[str, An
         except RecursionError:
             failures.append(
                 _Failure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", "shallower arguments", "too deep")
+            )
+            continue
+        except Unresolvable as exc:  # only a schema handed in directly: a suite's refs are checked at load
+            why = f"the tool schema's $ref {getattr(exc, 'ref', '')!r} is not resolvable (nothing is fetched)"
+            failures.append(
+                _Failure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", {"schema": "$ref", "message": why}, None)
             )
             continue
         if err is None:
@@ -522,7 +541,7 @@ def _schema_check(calls: Sequence[ToolCall], tools: Mapping[str, Mapping[str, An
         failures.append(_Failure(reason, path, expected, _short(got)))
     if not failures:
         return CheckResult("arguments_schema", True, None, f"{len(calls)} call(s) valid", data={})
-    first = failures[0]
+    first = min(failures, key=_rank)
     return _result(
         "arguments_schema",
         first,
@@ -551,13 +570,18 @@ def match_calls(
     tools: Mapping[str, Mapping[str, Any]],
     *,
     goal: str | None = None,
+    validators: Mapping[str, Draft202012Validator] | None = None,
 ) -> list[CheckResult]:
     """Score ``calls`` against a case's ``expect``; ``tools`` maps tool name -> its parameters
-    JSON Schema. Returns the checks tool_choice, arguments_schema, arguments (in that order)."""
+    JSON Schema. Returns the checks tool_choice, arguments_schema, arguments (in that order).
+
+    ``validators`` (tool name -> validator) are used where given: a suite's, whose ``$ref``
+    targets were loaded with the suite. Otherwise each schema is compiled once with a registry
+    that refuses every reference it does not hold: nothing is ever fetched."""
     calls = list(calls)
     expected: list[Mapping[str, Any]] = list(expect.get("calls") or [])
     count_rule = expect.get("count", "exact")
-    schema_result = _schema_check(calls, tools)
+    schema_result = _schema_check(calls, tools, validators)
 
     if not expect.get("no_call") and not expected:
         # The case says nothing about calls (it may only check the text): nothing to fail here.
@@ -636,7 +660,7 @@ def match_calls(
         paired = by_expected.get(i)
         if paired is not None and pairs[i][paired].name_ok:
             arg_failures.extend(pairs[i][paired].failures)
-    first_arg: _Failure | None = arg_failures[0] if arg_failures else None
+    first_arg: _Failure | None = min(arg_failures, key=_rank) if arg_failures else None
     if first_arg is None and (wrong or unmatched_expected):
         first_arg = choice_fail  # the expected arguments were never given
     data: dict[str, Any] = {"partial_credit": credit}

@@ -28,7 +28,7 @@ def metrics_table(block: Mapping[str, Any]) -> str:
     from leader_eval.aggregate import METRICS
 
     rows = []
-    for name in METRICS:
+    for name in [*METRICS, *(k for k in block["metrics"] if k not in METRICS)]:  # + episode metrics
         m = block["metrics"][name]
         arrow = "^" if m["higher_is_better"] else "v"
         rows.append(
@@ -73,6 +73,12 @@ def format_summary(run: Run) -> str:
             f"cache hits {st.get('cache_hits', 0)}, misses {st.get('cache_misses', 0)}"
             + (f"; {st['capped']} slots left unsampled by --max-samples" if st.get("capped") else "")
         )
+    from leader_eval.aggregate import format_pass_k, format_usage
+
+    if o.get("pass_k"):  # reported, never gated (leader_eval.metrics)
+        lines.append("reported, not gated: " + format_pass_k(o["pass_k"]))
+    if s.get("usage"):
+        lines.append("usage: " + format_usage(s["usage"]))
     tok = s.get("tokens")
     if tok:
         lines.append(f"tokens: prompt {tok['prompt']}, completion {tok['completion']}; retries {s.get('retries', 0)}")
@@ -101,6 +107,8 @@ def highlight(text: str, spans: Sequence[tuple[int, int]]) -> str:
 
 
 def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, limit: int | None = None) -> str:
+    from leader_eval.episode_transcript import episode_transcript
+
     scores = {(s.case_id, s.index): s for s in run.scores}
     lines: list[str] = []
     shown = 0
@@ -114,6 +122,10 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
             lines.append("... (more; raise --limit)")
             break
         shown += 1
+        transcript = episode_transcript(run.path, sample, sc) if sc is not None else None
+        if transcript is not None:  # a multi-turn case: every step (leader_eval.episode_transcript)
+            lines.extend(transcript)
+            continue
         verdict = (
             "n/a" if sc is None else ("PASS" if sc.passed else f"FAIL ({sc.reason}{', hard' if sc.hard_fail else ''})")
         )

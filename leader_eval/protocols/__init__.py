@@ -1,0 +1,259 @@
+"""Tool-call protocols: one module per protocol, one registry, one entry point.
+
+Each protocol module exports one ``ToolCallProtocol`` (``_base.py``): its name, strict parser,
+lenient extractor, how an attempt at it opens, its closing and inner markup (which the leak
+filter treats as part of a failed attempt), and the chat-template markers and renderer names
+that select it. ``REGISTRY`` lists them; adding a protocol is one module and one line here.
+``detect`` is the only place a backend learns its default protocol.
+
+Strict mode is the headline: the whole output must be exactly the protocol (surrounding
+whitespace, trailing end-of-turn tokens and a declared reasoning block aside). Lenient mode
+extracts calls anywhere in the text; it is a diagnostic that explains what a model did, never a
+score. docs/protocols.md says what each protocol accepts.
+
+Every parser survives any input: no exception escapes ``parse_output``, and the work done is
+linear in the input (JSON decoding goes through the C scanner at given offsets, lenient scanning
+runs under a budget of characters, and Python's parser is only handed bracketed candidates).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from leader_eval.protocols import anthropic_xml, hermes, json_call, kimi_k2, llama3_json, openai, pythonic
+from leader_eval.protocols._base import ToolCallProtocol
+from leader_eval.protocols._scan import (
+    MAX_CALLS,
+    NO_CALL_ERROR,
+    NOT_ALONE_ERROR,
+    TOO_MANY_CALLS_ERROR,
+    Fail,
+    Memo,
+    Scan,
+    skip_ws,
+)
+from leader_eval.protocols.openai import api_calls
+from leader_eval.types import ToolCall
+
+__all__ = [
+    "MAX_CALLS",
+    "NOT_ALONE_ERROR",
+    "NO_CALL_ERROR",
+    "PROTOCOLS",
+    "REGISTRY",
+    "TOO_MANY_CALLS_ERROR",
+    "ParseResult",
+    "ToolCallProtocol",
+    "detect",
+    "get",
+    "parse_output",
+]
+
+#: every protocol, in the order ``detect`` tries their template markers
+REGISTRY: dict[str, ToolCallProtocol] = {
+    p.name: p
+    for p in (
+        json_call.PROTOCOL,
+        hermes.PROTOCOL,
+        kimi_k2.PROTOCOL,
+        llama3_json.PROTOCOL,
+        pythonic.PROTOCOL,
+        anthropic_xml.PROTOCOL,
+        openai.PROTOCOL,
+    )
+}
+PROTOCOLS: tuple[str, ...] = tuple(REGISTRY)
+
+#: a template that takes tools but shows no protocol's marker: Hermes/Qwen's convention, the
+#: most common one among open-weight chat templates
+_TOOLS_DEFAULT = "hermes"
+
+
+def get(name: str) -> ToolCallProtocol:
+    """The protocol called ``name``; ``ValueError`` naming the known ones otherwise."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown protocol {name!r} (known: {', '.join(PROTOCOLS)})") from None
+
+
+def detect(*, chat_template: str | None = None, renderer: str | None = None) -> str:
+    """The tool-call protocol a model speaks natively, from its renderer name (tinker-cookbook)
+    or its chat template; ``json`` when the template takes no tools (or there is none).
+
+    A renderer name wins when a protocol claims its prefix. A template that takes tools selects
+    the first protocol (registry order) whose marker it contains, else ``hermes``.
+    """
+    if renderer:
+        name = renderer.lower()
+        for p in REGISTRY.values():
+            if any(name.startswith(prefix) for prefix in p.renderers):
+                return p.name
+    if not chat_template or not _takes_tools(chat_template):
+        return "json"
+    for p in REGISTRY.values():
+        if any(marker in chat_template for marker in p.template_markers):
+            return p.name
+    return _TOOLS_DEFAULT
+
+
+def _takes_tools(template: str) -> bool:
+    from leader_eval.chat_template import template_supports_tools  # jinja2: only when a template is read
+
+    try:
+        return template_supports_tools(template)
+    except Exception:  # a template jinja2 cannot parse declares nothing
+        return False
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    protocol: str
+    strict_ok: bool
+    calls: tuple[ToolCall, ...]
+    lenient_calls: tuple[ToolCall, ...]
+    error: str | None
+    consumed: tuple[tuple[int, int], ...]
+    visible_text: str
+    reasoning: str | None
+    other_protocols: tuple[str, ...]
+
+
+def _lenient(protocol: str, scan: Scan, api_tool_calls: list[dict[str, Any]] | None) -> list[ToolCall]:
+    try:
+        extract = REGISTRY[protocol].lenient
+        if extract is None:
+            return api_calls(api_tool_calls, strict=False)
+        return list(itertools.islice(extract(scan), MAX_CALLS))
+    except (Fail, RecursionError, MemoryError, ValueError, TypeError):
+        # A diagnostic must never take scoring down with it.
+        return []
+
+
+def _reasoning_bounds(text: str, tags: tuple[str, str] | None) -> tuple[int, str | None, str | None]:
+    """(where the body starts, reasoning content, error). A declared block counts only at the
+    start of the output; a template that opens the block in the prompt shows up as an output
+    with the closing tag and no opening tag before it."""
+    if not tags:
+        return 0, None, None
+    open_tag, close_tag = tags
+    first = skip_ws(text, 0)
+    if open_tag and text.startswith(open_tag, first):
+        close = text.find(close_tag, first + len(open_tag))
+        if close == -1:
+            return 0, None, f"reasoning block {open_tag} is not closed"
+        return close + len(close_tag), text[first + len(open_tag) : close], None
+    close = text.find(close_tag) if close_tag else -1
+    if close != -1 and (not open_tag or text.find(open_tag, 0, close) == -1):
+        return close + len(close_tag), text[:close], None
+    return 0, None, None
+
+
+def _body_end(text: str, lo: int, eot_tokens: tuple[str, ...]) -> int:
+    """Strip trailing whitespace and end-of-turn tokens (any number, any order)."""
+    hi = len(text)
+    while True:
+        while hi > lo and text[hi - 1].isspace():
+            hi -= 1
+        for tok in eot_tokens:
+            if tok and hi - len(tok) >= lo and text.startswith(tok, hi - len(tok)):
+                hi -= len(tok)
+                break
+        else:
+            return hi
+
+
+def _contained(span: tuple[int, int] | None, starts: list[int], spans: list[tuple[int, int]]) -> bool:
+    """Is ``span`` inside one of ``spans`` (sorted, disjoint; ``starts`` their starts)?"""
+    if span is None:
+        return False
+    i = bisect.bisect_right(starts, span[0]) - 1
+    return i >= 0 and spans[i][0] <= span[0] and span[1] <= spans[i][1]
+
+
+def parse_output(
+    text: str,
+    protocol: str,
+    *,
+    eot_tokens: tuple[str, ...] = (),
+    reasoning_tags: tuple[str, str] | None = None,
+    api_tool_calls: list[dict[str, Any]] | None = None,
+) -> ParseResult:
+    """Parse one raw output under ``protocol``; never raises on any text."""
+    get(protocol)  # an unknown protocol is the caller's error
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", "replace")
+    elif not isinstance(text, str):
+        text = "" if text is None else str(text)
+    body_lo, reasoning, reasoning_error = _reasoning_bounds(text, reasoning_tags)
+    hi = _body_end(text, body_lo, tuple(eot_tokens))
+    lo = skip_ws(text, body_lo)
+    lo = min(lo, hi)
+
+    calls: list[ToolCall] = []
+    consumed: list[tuple[int, int]] = []
+    memo: Memo = {}
+    error: str | None = reasoning_error
+    if error is None:
+        try:
+            parser = REGISTRY[protocol].strict
+            if parser is None:  # an API protocol: the calls came beside the text
+                calls = api_calls(api_tool_calls, strict=True)
+                if not calls:
+                    raise Fail(NO_CALL_ERROR)
+            elif lo >= hi:
+                raise Fail(NO_CALL_ERROR)
+            else:
+                # The body ends at hi: a parser must not read into the end-of-turn tokens.
+                calls, consumed = parser(text[:hi] if hi < len(text) else text, lo, hi, memo)
+        except Fail as exc:
+            error = str(exc) or "parse error"
+        except (RecursionError, MemoryError, ValueError, TypeError) as exc:  # belt and braces
+            error = f"parse error: {type(exc).__name__}"
+    if error is not None:
+        calls, consumed = [], []
+
+    # the strict decodes start at or after body_lo, where the lenient scans look too
+    scan = Scan(text, body_lo, memo)
+    lenient = list(calls) if error is None else _lenient(protocol, scan, api_tool_calls)
+    if error == NO_CALL_ERROR and lenient:
+        error = NOT_ALONE_ERROR
+
+    # Other protocols explain what the model did instead. A call another parser finds inside a
+    # call of the protocol in force (the JSON inside a Hermes tag) explains nothing new.
+    own = sorted({c.span for c in lenient if c.span is not None})
+    own_starts = [a for a, _ in own]
+    others: list[str] = []
+    # A strict success consumed the whole body: no text is left for another protocol to explain
+    # (API calls are the exception: their content text sits beside them), so skip the scans.
+    for other in PROTOCOLS if (error is not None or REGISTRY[protocol].strict is None) else ():
+        if other == protocol:
+            continue
+        found = _lenient(other, scan, api_tool_calls)
+        if any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
+            others.append(other)
+
+    # What the room sees: the body without the consumed markup.
+    if consumed:
+        pieces, pos = [], lo
+        for a, b in consumed:
+            pieces.append(text[pos:a])
+            pos = b
+        pieces.append(text[pos:hi])
+        visible = "".join(pieces)
+    else:
+        visible = text[lo:hi] if reasoning_error is None else text[:hi]
+    return ParseResult(
+        protocol=protocol,
+        strict_ok=error is None,
+        calls=tuple(calls),
+        lenient_calls=tuple(lenient),
+        error=error,
+        consumed=tuple(consumed),
+        visible_text=visible.strip(),
+        reasoning=reasoning,
+        other_protocols=tuple(others),
+    )

@@ -1,0 +1,57 @@
+"""The declarative shape of one tool-call protocol (see ``leader_eval.protocols``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from leader_eval.protocols._scan import Memo, Scan
+from leader_eval.types import ToolCall
+
+#: (calls, the raw-text spans the strict parse consumed)
+StrictOut = tuple[list[ToolCall], list[tuple[int, int]]]
+#: strict(text, lo, hi, memo): the body of the output is text[lo:hi]; raises ``Fail``
+StrictParser = Callable[[str, int, int, "Memo | None"], StrictOut]
+#: lenient(scan): calls found anywhere in scan.text[scan.start:]
+LenientExtractor = Callable[[Scan], Iterator[ToolCall]]
+
+
+@dataclass(frozen=True)
+class ToolCallProtocol:
+    """One protocol: how to read it, how to recognise an attempt at it, what selects it.
+
+    ``opening`` is a regex for how an attempt opens (matched after optional whitespace);
+    ``closing`` and ``inner`` are regexes for the protocol's other markup pieces. Together they
+    are the protocol's own markup: when an output is a failed attempt at the protocol in force,
+    a tool-markup finding that is exactly one of these pieces is the attempt itself, already
+    named ``unparseable``, never a separate leak. ``template_markers`` are substrings of a chat
+    template that select the protocol (checked in registry order); ``renderers`` are prefixes of
+    tinker-cookbook renderer names that speak it. API-level protocols have no text parsers.
+    """
+
+    name: str
+    strict: StrictParser | None
+    lenient: LenientExtractor | None
+    opening: str | None = None
+    closing: tuple[str, ...] = ()
+    inner: tuple[str, ...] = ()
+    template_markers: tuple[str, ...] = ()
+    renderers: tuple[str, ...] = ()
+    _attempt: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _markup: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.opening is not None:
+            object.__setattr__(self, "_attempt", re.compile(r"\s*(?:" + self.opening + ")"))
+        pieces = [p for p in (self.opening, *self.closing, *self.inner) if p]
+        if pieces:
+            object.__setattr__(self, "_markup", re.compile("|".join(f"(?:{p})" for p in pieces)))
+
+    def is_attempt(self, text: str) -> bool:
+        """Does ``text`` open (after whitespace) the way an attempt at this protocol does?"""
+        return bool(self._attempt and self._attempt.match(text))
+
+    def owns(self, fragment: str) -> bool:
+        """Is ``fragment`` (stripped) exactly one piece of this protocol's own markup?"""
+        return bool(self._markup and self._markup.fullmatch(fragment.strip()))

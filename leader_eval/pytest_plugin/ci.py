@@ -1,0 +1,130 @@
+"""CI conventions: GitHub annotations and step summary, and the bound on kept run directories.
+
+With ``GITHUB_ACTIONS=true`` each suite's gate Markdown is appended to ``$GITHUB_STEP_SUMMARY``
+and each failing case gets a workflow command pointing at its line in the suite YAML
+(``::error file=SUITE,line=N::...``; ``::warning`` for a case that fails only in soft mode's
+evidence while the gate decides). Paths are relative to ``$GITHUB_WORKSPACE`` (the checkout),
+else to the rootdir.
+
+Runs made by pytest (manifest ``created_by: pytest``) are pruned to the newest ``keep`` per suite
+and label after each session. Never deleted: a run another process holds the lock of, a run a
+golden file in the golden directory was created from, the runs of this session, and anything
+that is not a run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, file: str, line: int, title: str, message: str) -> str:
+    """One GitHub workflow command (``::error file=...,line=...,title=...::message``)."""
+    props = f"file={_escape_property(file)},line={int(line)},title={_escape_property(title)}"
+    return f"::{level} {props}::{_escape_data(message)}"
+
+
+def relative_for_github(path: str | Path, rootpath: Path) -> str:
+    base = Path(os.environ.get("GITHUB_WORKSPACE") or rootpath)
+    try:
+        return Path(path).resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return Path(os.path.relpath(Path(path).resolve(), base.resolve())).as_posix()
+
+
+def case_annotation(level: str, suite_path: str, rootpath: Path, rec: dict[str, Any]) -> str:
+    """The annotation for one failing case record (its ``line`` is the case's line in the YAML)."""
+    n_scored = int(rec.get("n_scored") or 0)
+    n_failed = n_scored - int(rec.get("n_passed") or 0)
+    if n_scored == 0:
+        what = f"no sample was scored: {rec.get('first_error') or 'every sample errored'}"
+    else:
+        reasons = ", ".join(f"{k} {v}" for k, v in (rec.get("reasons") or {}).items())
+        what = f"{n_failed} of {n_scored} samples failed" + (f" ({reasons})" if reasons else "")
+    return annotation(
+        level,
+        relative_for_github(suite_path, rootpath),
+        int(rec.get("line") or 1),
+        f"leader-eval {rec.get('suite')}::{rec['case_id']}",
+        what,
+    )
+
+
+def write_step_summary(markdown: str) -> None:
+    """Append to ``$GITHUB_STEP_SUMMARY`` when the runner set it."""
+    dest = os.environ.get("GITHUB_STEP_SUMMARY")
+    if dest:
+        with open(dest, "a", encoding="utf-8") as f:
+            f.write(markdown.rstrip() + "\n\n")
+
+
+def _manifest(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _locked(path: Path) -> bool:
+    """A run another process is writing (it holds the run directory's lock)."""
+    from leader_eval.store import LOCK, lock_holder
+
+    return lock_holder(path / LOCK) is not None
+
+
+def golden_sources(golden_dir: Path) -> set[str]:
+    """Run ids the golden files under ``golden_dir`` were created from."""
+    out = set()
+    for p in golden_dir.glob("*/*.json") if golden_dir.is_dir() else ():
+        try:
+            src = json.loads(p.read_text(encoding="utf-8")).get("created_from")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if src:
+            out.add(str(src))
+    return out
+
+
+def prune_runs(
+    run_root: Path, suite: str, label: str, keep: int, protect: Iterable[Path], golden_dir: Path
+) -> list[Path]:
+    """Delete pytest-made runs of (suite, label) beyond the newest ``keep``; returns what was deleted."""
+    if keep <= 0 or not run_root.is_dir():
+        return []
+    protected = {p.resolve() for p in protect}
+    sources = golden_sources(golden_dir)
+    mine = []
+    for d in run_root.iterdir():
+        if not d.is_dir() or d.is_symlink():
+            continue
+        m = _manifest(d)
+        if not m or m.get("created_by") != "pytest":
+            continue
+        if (m.get("identity") or {}).get("suite") != suite or m.get("label") != label:
+            continue
+        mine.append((str(m.get("created") or ""), d.stat().st_mtime, d, str(m.get("run_id") or "")))
+    mine.sort(reverse=True)
+    deleted = []
+    for _, _, d, run_id in mine[keep:]:
+        if d.resolve() in protected or run_id in sources or _locked(d):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        deleted.append(d)
+    return deleted

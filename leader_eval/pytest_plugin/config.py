@@ -1,0 +1,239 @@
+"""The plugin's options: ``--le-*`` on the command line, ``leader_eval_*`` in the ini file.
+
+Sampling options come from ``leader_eval.options.SAMPLING_OPTIONS`` (the table ``leader-eval run``
+is checked against); the rest are the plugin's own. A command-line value beats the ini value,
+which beats the default. Every value goes through the same converter as the CLI's: a bad one is
+a pytest usage error (exit 4) naming the option, never a traceback.
+
+Which YAML files are suites is the user's choice, never a guess from their content: files that
+match the ini globs ``leader_eval_suites`` (default ``evals/**/*.yaml``, relative to the rootdir)
+or that are named on the command line. Nothing here imports more than the standard library and
+pytest, so an installed but unused plugin costs a repo nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leader_eval.argtypes import non_negative_int
+from leader_eval.options import SAMPLING_OPTIONS, Option
+
+PREFIX = "--le-"
+INI_PREFIX = "leader_eval_"
+DEFAULT_SUITES = ["evals/**/*.yaml", "evals/**/*.yml"]
+DEFAULT_KEEP_RUNS = 5
+MODES = ("soft", "strict")
+
+#: the plugin's own options (sampling ones come from the shared table)
+PLUGIN_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "eval-mode",
+        "soft: a failing case is reported as xfail and the gate decides the exit status; "
+        "strict: any failing sample fails its case and the session",
+        None,
+        default="soft",
+        choices=MODES,
+    ),
+    Option("golden-dir", "directory of golden baselines", default="golden"),
+    Option("golden-strict", "fail when a suite has no golden baseline yet (default: warn)", flag=True),
+    Option("run-dir", "directory the run directories are written under", default="runs"),
+    Option(
+        "keep-runs",
+        "run directories made by pytest kept per suite and label (older ones are deleted; 0 keeps all)",
+        non_negative_int,
+        default=DEFAULT_KEEP_RUNS,
+    ),
+)
+
+#: command-line only: these change files or select cases, so an ini file never sets them silently
+CMDLINE_ONLY = ("update-golden", "tolerance", "case")
+
+
+@dataclass
+class PluginOptions:
+    """Every option's effective value (command line > ini > default)."""
+
+    sampling: dict[str, Any]
+    mode: str = "soft"
+    golden_dir: Path = Path("golden")
+    golden_strict: bool = False
+    run_dir: Path = Path("runs")
+    keep_runs: int = DEFAULT_KEEP_RUNS
+    update_golden: bool = False
+    tolerances: dict[str, float] = field(default_factory=dict)
+    case_ids: list[str] = field(default_factory=list)
+    suite_globs: list[str] = field(default_factory=lambda: list(DEFAULT_SUITES))
+    explicit: frozenset[Path] = frozenset()
+
+    @property
+    def model(self) -> str:
+        return str(self.sampling.get("model") or "local:smollm2")
+
+    @property
+    def max_error_rate(self) -> float:
+        return float(self.sampling.get("max_error_rate") or 0.0)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("leader-eval", "leader-eval: evaluate checkpoints on suites (docs/pytest.md)")
+    for opt in (*SAMPLING_OPTIONS, *PLUGIN_OPTIONS):
+        kw = opt.argparse_kwargs()
+        # None: "not given", so an ini value can apply; the table's default comes last
+        kw["default"] = None
+        group.addoption(PREFIX + opt.name, dest=INI_PREFIX + opt.dest, **kw)
+        parser.addini(INI_PREFIX + opt.dest, help=opt.help, type="bool" if opt.flag else "string", default=None)
+    group.addoption(
+        PREFIX + "update-golden",
+        dest=INI_PREFIX + "update_golden",
+        action="store_true",
+        help="rewrite the golden of each suite whose full case set ran and completed",
+    )
+    group.addoption(
+        PREFIX + "tolerance",
+        dest=INI_PREFIX + "tolerance",
+        action="append",
+        metavar="METRIC=VALUE",
+        help="per-metric tolerance, e.g. score=0.05, beating the golden file's (repeatable, comma-separated)",
+    )
+    group.addoption(
+        PREFIX + "case",
+        dest=INI_PREFIX + "case",
+        action="append",
+        metavar="ID",
+        help="only these case ids (repeatable, comma-separated); the gate pairs them with the golden's",
+    )
+    parser.addini(
+        INI_PREFIX + "suites",
+        help="globs (relative to the rootdir) of the suite files to collect; default evals/**/*.yaml",
+        type="linelist",
+        default=None,
+    )
+
+
+def _value(config: pytest.Config, opt: Option) -> Any:
+    dest = INI_PREFIX + opt.dest
+    value = config.getoption(dest, default=None)
+    if value is not None and value is not False:
+        return value
+    try:
+        ini = config.getini(dest)
+    except ValueError:
+        ini = None
+    if ini not in (None, "", []):
+        try:
+            return opt.convert(ini)
+        except (argparse.ArgumentTypeError, ValueError) as err:
+            raise pytest.UsageError(f"ini {dest} = {ini!r}: {err}") from None
+    return False if opt.flag else opt.default
+
+
+_TOLERANCE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*$")
+
+
+def parse_tolerance_syntax(items: list[str]) -> dict[str, float]:
+    """``METRIC=VALUE`` pairs with VALUE in [0, 1]; metric names are checked once a suite is collected."""
+    out: dict[str, float] = {}
+    for item in items:
+        for part in str(item).split(","):
+            if not part.strip():
+                continue
+            m = _TOLERANCE.match(part)
+            if not m:
+                raise pytest.UsageError(f"{PREFIX}tolerance {part.strip()!r}: expected METRIC=VALUE, e.g. score=0.05")
+            try:
+                value = float(m.group(2))
+            except ValueError:
+                raise pytest.UsageError(f"{PREFIX}tolerance {part.strip()!r}: {m.group(2)!r} is not a number") from None
+            if not 0 <= value <= 1:
+                raise pytest.UsageError(f"{PREFIX}tolerance {part.strip()!r}: must lie in [0, 1]")
+            out[m.group(1)] = value
+    return out
+
+
+def read_options(config: pytest.Config) -> PluginOptions:
+    """Every option's value; raises ``pytest.UsageError`` (exit 4) on a bad one."""
+    sampling = {opt.dest: _value(config, opt) for opt in SAMPLING_OPTIONS}
+    own = {opt.dest: _value(config, opt) for opt in PLUGIN_OPTIONS}
+    globs = config.getini(INI_PREFIX + "suites") or list(DEFAULT_SUITES)
+    return PluginOptions(
+        sampling=sampling,
+        mode=own["eval_mode"],
+        golden_dir=Path(own["golden_dir"]),
+        golden_strict=bool(own["golden_strict"]),
+        run_dir=Path(own["run_dir"]),
+        keep_runs=int(own["keep_runs"]),
+        update_golden=bool(config.getoption(INI_PREFIX + "update_golden", default=False)),
+        tolerances=parse_tolerance_syntax(config.getoption(INI_PREFIX + "tolerance", default=None) or []),
+        case_ids=[c for i in config.getoption(INI_PREFIX + "case", default=None) or [] for c in i.split(",") if c],
+        suite_globs=[str(g) for g in globs],
+        explicit=frozenset(_explicit_paths(config)),
+    )
+
+
+def _explicit_paths(config: pytest.Config) -> list[Path]:
+    """YAML files named on the command line (``pytest evals/x.yaml`` or ``evals/x.yaml::case``)."""
+    out = []
+    base = config.invocation_params.dir
+    for arg in config.args:
+        path = str(arg).split("::", 1)[0]
+        if path.endswith((".yaml", ".yml")):
+            out.append((base / path).resolve())
+    return out
+
+
+@lru_cache(maxsize=64)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A ``**``-aware glob as a regex over POSIX relative paths (``**/`` matches zero or more folders)."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def is_suite_path(path: Path, options: PluginOptions, rootpath: Path) -> bool:
+    """Whether the user configured ``path`` as a suite: named on the command line, or matching a glob."""
+    if path.suffix not in (".yaml", ".yml"):
+        return False
+    resolved = path.resolve()
+    if resolved in options.explicit:
+        return True
+    try:
+        rel = resolved.relative_to(rootpath.resolve()).as_posix()
+    except ValueError:
+        return False
+    return any(_glob_regex(g.strip().removeprefix("./")).match(rel) for g in options.suite_globs)
+
+
+def suites_configured(options: PluginOptions, rootpath: Path) -> bool:
+    """Whether any suite file exists for this session (decides xdist's distribution mode)."""
+    if options.explicit:
+        return True
+    for g in options.suite_globs:
+        try:
+            if next(iter(rootpath.glob(g)), None) is not None:
+                return True
+        except (ValueError, OSError):
+            continue
+    return False

@@ -1,0 +1,210 @@
+"""The gate of a pytest session: per suite, the controller's case records against the golden.
+
+The records (one per case, sent by whichever worker scored it) are the source of truth, so a
+serial run and ``-n N`` aggregate the same numbers, and a case whose record never arrived (a
+crashed worker) makes the suite incomplete instead of silently passing.
+
+Subsets. When the session selected only some of a suite's cases (``-k``, ``-m``, ``--deselect``,
+``--le-case``), the golden is restricted to the same cases: each gating metric's golden value
+becomes the weighted mean of the golden's per-case values over those cases, and the gate pairs
+case by case as for a full run. The summary says ``subset: K of N cases``; a subset never
+rewrites a golden.
+
+The error rule (no false green): a sample that ended in a sampler error fails the suite's gate in
+both modes unless the share of such samples is within ``--le-max-error-rate`` (default 0). A
+context overflow counts as an error, except in a stress case, where running out of context is
+the measured outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from leader_eval.aggregate import summarize
+from leader_eval.errors import LeaderEvalError
+from leader_eval.evaluate import Run
+from leader_eval.golden import (
+    GateResult,
+    format_gate_table,
+    gate,
+    gate_markdown,
+    golden_path,
+    load_golden,
+    update_golden,
+)
+from leader_eval.runner import default_label
+from leader_eval.store import RunDir, write_json_atomic
+from leader_eval.suite import load_suite
+
+if TYPE_CHECKING:
+    from leader_eval.pytest_plugin.state import PluginState
+
+
+@dataclass
+class SuiteGate:
+    """The gate's decision for one suite of the session, ready to report."""
+
+    suite: str
+    path: str  # the suite file
+    status: int  # 0 pass, 1 fail
+    lines: list[str]  # the terminal summary
+    markdown: str = ""
+    result: GateResult | None = None
+    failing_cases: list[dict[str, Any]] = field(default_factory=list)  # case records with a failure
+
+
+def session_run(suite_name: str, state: PluginState) -> tuple[Run, list[str]]:
+    """A ``Run`` rebuilt from the session's case records, and what is missing from it."""
+    meta = state.suite_meta[suite_name]
+    suite = load_suite(meta["path"])
+    records = state.records.get(suite_name, {})
+    collected = state.collected.get(suite_name, set())
+    problems = []
+    missing = sorted(collected - set(records))
+    if missing:
+        problems.append(
+            f"run incomplete: {len(missing)} collected case(s) sent no result ({', '.join(missing[:5])})"
+            " - a crashed worker or an error before scoring"
+        )
+    run_dir = Path(meta["run_dir"]) if meta.get("run_dir") else None
+    manifest: dict[str, Any] = RunDir(run_dir).read_manifest() if run_dir else {}
+    if records and any(r.get("manifest_status") != "complete" for r in records.values()):
+        problems.append("run incomplete: sampling did not finish")
+    order = {c.id: i for i, c in enumerate(suite.cases)}
+    results = sorted(records.values(), key=lambda r: order.get(r["case_id"], len(order)))
+    summary = summarize(suite, results)
+    if problems:
+        manifest = {**manifest, "status": "incomplete"}
+    return Run(run_dir or Path("."), manifest, [], [], list(results), summary), problems
+
+
+def subset_golden(golden: dict[str, Any], case_ids: set[str], weights: dict[str, float]) -> dict[str, Any] | None:
+    """The golden restricted to ``case_ids`` (the same restriction the gate applies to quarantined
+    cases: per-case records kept, paired metrics' values their weighted mean over the kept cases),
+    or None when the golden has no per-case values for them."""
+    from leader_eval.golden import _golden_without
+
+    gcases = golden.get("cases") or {}
+    if not set(gcases) & case_ids:
+        return None
+    return _golden_without(golden, set(gcases) - case_ids, weights)
+
+
+def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> str | None:
+    """Why the suite fails the error rule (``leader_eval.error_rule``, the CLI's), or None.
+
+    The rule is applied to the session's counts with each stress case's context overflows taken
+    as measured outcomes and every other case's as errors."""
+    from leader_eval.error_rule import error_verdict
+
+    def total(key: str, stress: bool | None = None) -> int:
+        return sum(int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress)
+
+    counts = {
+        "n_samples": total("n_samples"),
+        "n_errors": total("n_errors") + total("n_context_overflow", stress=False),
+        "n_context_overflow": total("n_context_overflow", stress=True),
+        "n_scored": total("n_scored"),
+    }
+    verdict = error_verdict(counts, max_error_rate, overflow_is_error=False)
+    if not verdict.failed:
+        return None
+    first = next(
+        (f"{r['case_id']}: {r['first_error']}" for r in records.values() if r.get("first_error")),
+        "",
+    )
+    return verdict.message() + (f" (--le-max-error-rate); first: {first}" if first else " (--le-max-error-rate)")
+
+
+def failing_cases(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Case records with a failed scored sample, or with errors and no scored sample."""
+    out = []
+    for rec in records.values():
+        failed = int(rec.get("n_scored") or 0) - int(rec.get("n_passed") or 0)
+        if failed > 0 or (rec.get("n_samples") and not rec.get("n_scored")):
+            out.append(rec)
+    return out
+
+
+def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> SuiteGate:
+    """Gate one suite of the session against its golden (see the module docstring)."""
+    o = state.options
+    meta = state.suite_meta[suite_name]
+    try:
+        run, problems = session_run(suite_name, state)
+    except LeaderEvalError as err:
+        return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: {err}"])
+    if not state.records.get(suite_name) or "identity" not in run.manifest:
+        why = "; ".join(problems) or "its cases failed before scoring (see their reports)"
+        return SuiteGate(suite_name, meta["path"], 1, [f"gate FAIL (suite {suite_name}): no case was scored: {why}"])
+    if run.path != Path("."):
+        # what the controller aggregated: must equal the worker's summary.json for the same samples
+        write_json_atomic(run.path / "session_summary.json", run.summary)
+    records = state.records.get(suite_name, {})
+    selected = set(state.collected.get(suite_name, set())) | set(records)
+    all_cases = list(meta.get("all_cases") or [])
+    subset = bool(all_cases) and selected != set(all_cases)
+    label = o.sampling.get("label") or default_label(run.manifest["identity"]["model_id"])
+    path = golden_path(o.golden_dir, suite_name, label)
+    golden = load_golden(path)
+    notes: list[str] = []
+    if subset:
+        notes.append(f"subset: {len(selected)} of {len(all_cases)} cases (paired with the same cases of the golden)")
+        if golden is not None:
+            weights = {cid: float(r.get("weight", 1.0)) for cid, r in records.items()}
+            restricted = subset_golden(golden, selected, weights)
+            if restricted is None:
+                problems.append("the golden has no per-case values for these cases: gate the full suite")
+            else:
+                golden = restricted
+    result = gate(
+        run,
+        golden,
+        strict=o.golden_strict,
+        tolerances=o.tolerances or None,
+        golden_file=path,
+        label=label,
+    )
+    errors = error_problem(records, o.max_error_rate)
+    if errors:
+        problems.append(errors)
+    if problems:
+        if result.status != "fail":
+            result.status = "incomplete"
+        result.messages[:0] = problems
+    lines = [f"{suite_name}: {n}" for n in notes]
+    if o.update_golden:
+        if interrupted or problems:
+            why = "interrupted" if interrupted else "incomplete or errored"
+            lines.append(f"{suite_name}: golden not updated: the run was {why}")
+        elif subset:
+            lines.append(f"{suite_name}: golden not updated: not every case of the suite ran (a subset)")
+        else:
+            suite = load_suite(meta["path"])
+            result.update = update_golden(run, o.golden_dir, label=label, suite=suite, tolerances=o.tolerances or None)
+            lines.append(f"{suite_name}: {result.update.reason}")
+    lines.append(format_gate_table(result))
+    markdown = gate_markdown(result)
+    if notes:
+        head, _, rest = markdown.partition("\n")
+        markdown = head + "\n\n" + "".join(f"_{n}_\n" for n in notes) + rest
+    return SuiteGate(
+        suite_name,
+        meta["path"],
+        result.exit_status,
+        lines,
+        markdown,
+        result,
+        failing_cases(records),
+    )
+
+
+def gate_session(state: PluginState, *, interrupted: bool) -> list[SuiteGate]:
+    """Gate every suite the session ran."""
+    out = []
+    for suite_name in sorted(set(state.collected) | set(state.records)):
+        if suite_name in state.suite_meta:
+            out.append(gate_suite(suite_name, state, interrupted=interrupted))
+    return out

@@ -1,0 +1,223 @@
+"""The controller-side half of the plugin: setup checks, case records, the gate, reports.
+
+Setup errors surface before anything is sampled: once the session's cases are selected, the
+model spec is resolved (a bad spec or an unreachable server is a usage error, exit 4, with the
+backend's own message) and tolerance names are checked.
+
+The gate of each suite is reported as an item of its own, ``SUITE::leader-eval-gate``, after the
+cases (passed or failed, with the gate table as its report), so the terminal, ``-rA`` and JUnit
+XML all show it; the exit status is the worst of pytest's own and the gates'.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from leader_eval.errors import LeaderEvalError
+from leader_eval.pytest_plugin import ci
+from leader_eval.pytest_plugin.items import CaseItem, SuiteFile, resolve_backend
+from leader_eval.pytest_plugin.state import RECORD_KEY, STATE, PluginState
+
+GATE_ITEM = "leader-eval-gate"
+GATE_KEY = "leader_eval_gate"
+PREFLIGHT_TIMEOUT_S = 5.0
+
+
+def preflight(backend: Any) -> str | None:
+    """Why the backend's server cannot be reached (a TCP connect), or None."""
+    base = getattr(backend, "base_url", None)
+    if not base:
+        return None
+    parts = urlsplit(str(base))
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=PREFLIGHT_TIMEOUT_S):
+            return None
+    except OSError as exc:
+        return f"server {base} unreachable: {exc.strerror or type(exc).__name__}"
+
+
+class EvalSession:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.state: PluginState = config.stash[STATE]
+        self.remote_collected: set[tuple[str, str]] = set()
+        self.gates: list[Any] = []
+        self.worker = hasattr(config, "workerinput")
+
+    # --- collection -----------------------------------------------------------------------------
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        wanted = set(self.state.options.case_ids)
+        if not wanted:
+            return
+        cases = [i for i in items if isinstance(i, CaseItem)]
+        unknown = wanted - {i.name for i in cases}
+        if unknown and cases:
+            raise pytest.UsageError(f"--le-case {sorted(unknown)[0]!r}: no such case in the collected suites")
+        keep = [i for i in items if not isinstance(i, CaseItem) or i.name in wanted]
+        dropped = [i for i in items if isinstance(i, CaseItem) and i.name not in wanted]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        cases = [i for i in session.items if isinstance(i, CaseItem)]
+        for item in cases:
+            suite_file: SuiteFile = item.parent  # type: ignore[assignment]
+            self._note_collected(suite_file.suite, str(suite_file.path), item.name)
+        if cases:
+            self._check_setup()
+
+    def _check_setup(self) -> None:
+        """Resolve the model and check tolerances once a case will run: usage errors, exit 4."""
+        o = self.state.options
+        try:
+            from leader_eval.golden import parse_tolerances
+
+            parse_tolerances(o.tolerances)
+            backend = resolve_backend(o.sampling)
+        except LeaderEvalError as err:
+            raise pytest.UsageError(str(err)) from None
+        problem = preflight(backend)
+        if problem:
+            raise pytest.UsageError(f"--le-model: {problem}")
+        self.state.backend = backend
+
+    def _note_collected(self, suite: Any, path: str, case_id: str) -> None:
+        self.state.collected[suite.name].add(case_id)
+        self.state.suite_meta.setdefault(suite.name, {"path": path, "all_cases": [c.id for c in suite.cases]})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Under xdist the controller collects nothing itself: learn the selected cases from the
+        # workers, so a case whose worker crashed before reporting is known to be missing.
+        for nodeid in ids:
+            path, _, name = nodeid.partition("::")
+            if path.endswith((".yaml", ".yml")) and name and "::" not in name:
+                self.remote_collected.add((path, name))
+
+    def _resolve_remote_collected(self) -> None:
+        from leader_eval.suite import load_suite
+
+        by_path: dict[str, Any] = {}
+        for path, name in sorted(self.remote_collected):
+            if path not in by_path:
+                try:
+                    by_path[path] = load_suite(self.config.rootpath / path)
+                except LeaderEvalError:
+                    continue
+            self._note_collected(by_path[path], str(self.config.rootpath / path), name)
+
+    # --- records --------------------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key != RECORD_KEY:
+                continue
+            rec = json.loads(value) if isinstance(value, str) else dict(value)
+            self.state.records[rec["suite"]][rec["case_id"]] = rec
+            meta = self.state.suite_meta.setdefault(rec["suite"], {"path": rec["suite_path"]})
+            meta["run_dir"] = rec["run_dir"]
+
+    # --- the gate -------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # tryfirst: the gate items must reach junitxml before it writes its file
+        if self.worker:
+            return  # workers only send records; the controller decides
+        self._resolve_remote_collected()
+        if not (self.state.records or self.state.collected):
+            return
+        if exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            return
+        from leader_eval.pytest_plugin.gate import gate_session
+
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
+        try:
+            self.gates = gate_session(self.state, interrupted=interrupted)
+        except LeaderEvalError as err:  # an unreadable golden or run file: one line, exit 2
+            self.state.gate_lines = [f"error: {err}"]
+            session.exitstatus = max(int(session.exitstatus), int(pytest.ExitCode.INTERRUPTED))
+            return
+        self.state.gate_lines = [line for g in self.gates for line in g.lines]
+        for g in self.gates:
+            self._report_gate(g)
+        if ci.github_actions():
+            for g in self.gates:
+                ci.write_step_summary(g.markdown)
+        self._prune_runs()
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            return
+        status = max([int(exitstatus)] + [g.status for g in self.gates])
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not any(g.status for g in self.gates):
+            return
+        session.exitstatus = status
+
+    def _report_gate(self, g: Any) -> None:
+        rel = ci.relative_for_github(g.path, self.config.rootpath)
+        nodeid = f"{rel}::{GATE_ITEM}"
+        outcome = "passed" if g.status == 0 else "failed"
+        props = [(GATE_KEY, json.dumps({"suite": g.suite, "status": g.result.status if g.result else "error"}))]
+        hook = self.config.hook
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        # the gate comes after the progress line: its own line, no progress percentage
+        progress = getattr(tr, "_show_progress_info", None)
+        terse = tr is not None and tr.verbosity <= 0
+        if tr is not None and progress is not None:
+            tr._show_progress_info = False
+        if terse:
+            if getattr(getattr(tr, "_tw", None), "width_of_current_line", 0):
+                tr.write_line("")
+            tr.write(f"{nodeid} ")
+        try:
+            for when in ("setup", "call", "teardown"):
+                rep = pytest.TestReport(
+                    nodeid=nodeid,
+                    location=(rel, 0, GATE_ITEM),
+                    keywords={GATE_ITEM: 1},
+                    outcome=outcome if when == "call" else "passed",  # type: ignore[arg-type]
+                    longrepr="\n".join(g.lines) if when == "call" and outcome == "failed" else None,
+                    when=when,  # type: ignore[arg-type]
+                    user_properties=props,
+                )
+                hook.pytest_runtest_logreport(report=rep)
+        finally:
+            if tr is not None and progress is not None:
+                tr._show_progress_info = progress
+            if terse:
+                tr.write_line("")
+
+    def _prune_runs(self) -> None:
+        o = self.state.options
+        protect = {p for g in self.gates for p in self._run_dirs(g.suite)}
+        for g in self.gates:
+            if g.result is None:
+                continue
+            ci.prune_runs(o.run_dir, g.suite, g.result.label, o.keep_runs, protect, o.golden_dir)
+
+    def _run_dirs(self, suite: str) -> list[Any]:
+        from pathlib import Path
+
+        return [Path(r["run_dir"]) for r in self.state.records.get(suite, {}).values() if r.get("run_dir")]
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.state.gate_lines:
+            terminalreporter.section("leader-eval gate")
+            for line in self.state.gate_lines:
+                terminalreporter.write_line(line)
+        if ci.github_actions():
+            strict = self.state.options.mode == "strict"
+            for g in self.gates:
+                level = "error" if strict or g.status else "warning"
+                for rec in g.failing_cases:
+                    # the runner reads workflow commands from the step's stdout
+                    terminalreporter.write_line(ci.case_annotation(level, g.path, config.rootpath, rec))

@@ -1,0 +1,85 @@
+"""``leader-eval plan``: the gate's power from a golden's per-case rates, and samples for 80%."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leader_eval.errors import LeaderEvalError
+from leader_eval.golden import load_golden
+from leader_eval.plan import DROPS, TARGET_POWER, _power, plan_power
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "golden" / "leader_core" / "local-smollm2.json"
+
+
+def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "leader_eval.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def test_plan_on_the_committed_golden_prints_power_and_samples_for_80_percent() -> None:
+    out = _cli("plan", "suites/leader_core.yaml", "--golden", "golden")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "local-smollm2.json" in lines[0] and "22 cases" in lines[0]
+    # the level the gate really applies: Holm's first step over the metrics that take a share
+    assert "gate level: one-sided alpha 0.05 / 3 = 0.01667" in out.stdout
+    rows = {line.split()[0]: line.split() for line in lines if line[:4] in ("0.05", "0.10", "0.20")}
+    assert set(rows) == {"0.05", "0.10", "0.20"}
+    power = [float(rows[d][1]) for d in ("0.05", "0.10", "0.20")]
+    need = [int(rows[d][2]) for d in ("0.05", "0.10", "0.20")]
+    assert power == sorted(power) and power[-1] > power[0]
+    assert need == sorted(need, reverse=True)  # bigger drops need fewer samples
+
+
+def test_samples_for_80_percent_are_the_least_that_reach_it() -> None:
+    golden = load_golden(GOLDEN)
+    assert golden is not None
+    plan = plan_power(golden, run_samples=3, n_sim=1000)
+    assert set(plan.rows) == set(DROPS)
+    import numpy as np
+
+    p = np.array([float(r["pass_rate"]) for _, r in sorted(golden["cases"].items())])
+    w = np.ones_like(p)
+    for i, (d, (_, k)) in enumerate(sorted(plan.rows.items())):
+        assert k is not None
+        at = _power(p, w, k, k, d, plan.level, plan.tolerance, 1000, np.random.default_rng([i, k]))
+        assert at >= TARGET_POWER - 0.05
+        if k > 1:
+            below = _power(p, w, k - 1, k - 1, d, plan.level, plan.tolerance, 1000, np.random.default_rng([i, k]))
+            assert below <= TARGET_POWER + 0.05
+
+
+def test_no_drop_fires_at_most_the_level() -> None:
+    """At a zero drop the simulated gate is the false-alarm rate: at most the level it tests at."""
+    golden = load_golden(GOLDEN)
+    assert golden is not None
+    plan = plan_power(golden, run_samples=3, drops=(0.0,), n_sim=4000)
+    false_alarm = plan.rows[0.0][0]
+    assert false_alarm <= plan.level + 3 * (plan.level / 4000) ** 0.5
+
+
+def test_plan_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
+    out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(tmp_path / "none"))
+    assert out.returncode == 2 and "pass --label" in out.stderr and "Traceback" not in out.stderr
+    d = tmp_path / "g" / "leader_core"
+    d.mkdir(parents=True)
+    (d / "a.json").write_text(GOLDEN.read_text(encoding="utf-8"), encoding="utf-8")
+    one = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    first = sorted(one["cases"])[0]
+    one["cases"] = {first: one["cases"][first]}
+    for m in one["metrics"].values():
+        m["n_cases"] = 1
+    (d / "b.json").write_text(json.dumps(one), encoding="utf-8")
+    out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(tmp_path / "g"))
+    assert out.returncode == 2 and "a, b" in out.stderr
+    out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(tmp_path / "g"), "--label", "b")
+    assert out.returncode == 2 and "fewer than 2 cases" in out.stderr and len(out.stderr.splitlines()) == 1
+    with pytest.raises(LeaderEvalError, match="paired t-test"):
+        plan_power(load_golden(d / "a.json") or {}, run_samples=3, metric="hard_fail_rate")

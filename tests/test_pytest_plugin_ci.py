@@ -1,0 +1,156 @@
+"""CI conventions: the GitHub step summary and annotations, JUnit properties as JSON, and the
+workflow example in docs/examples/leader-eval.yml, run as written. Models are replays of the run
+committed under tests/data (recorded by leader-eval 0.1.0: both cases fail, one sample each)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "v0_1_0"
+REPLAY = f"replay:{DATA / 'run'}"
+
+
+def _suite(pytester: pytest.Pytester, rel: str = "evals/minimal.yaml") -> Path:
+    """The recorded suite, asking for the one sample per case the committed run holds."""
+    path = pytester.path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text((DATA / "minimal.yaml").read_text().replace("samples: 2 ", "samples: 1 "))
+    return path
+
+
+def _line_of_case(text: str, case_id: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if line.strip() == f"- id: {case_id}")
+
+
+def _parse_annotations(stdout: list[str]) -> list[tuple[str, dict[str, str], str]]:
+    out = []
+    for line in stdout:
+        if line.startswith("::error ") or line.startswith("::warning "):
+            head, _, message = line[2:].partition("::")
+            level, _, props = head.partition(" ")
+            fields = dict(p.split("=", 1) for p in props.split(","))
+            out.append((level, fields, message))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["strict", "soft"])
+def test_github_run_writes_step_summary_and_annotations_at_case_lines(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    suite = _suite(pytester)
+    summary = pytester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
+    res = pytester.runpytest_subprocess(f"--le-model={REPLAY}", f"--le-eval-mode={mode}", "-p", "no:cacheprovider")
+    assert res.ret == (1 if mode == "strict" else 0), res.stdout.str()
+    md = summary.read_text()
+    assert md.startswith("### ") and "suite minimal" in md and "no golden baseline" in md
+    found = _parse_annotations(res.stdout.lines)
+    text = suite.read_text()
+    assert sorted(f["title"].rsplit("%3A%3A", 1)[-1] for _, f, _ in found) == ["greets_team", "states_goal"]
+    for level, fields, message in found:
+        case_id = fields["title"].rsplit("%3A%3A", 1)[-1]
+        assert fields["file"] == "evals/minimal.yaml"
+        assert int(fields["line"]) == _line_of_case(text, case_id)
+        assert "1 of 1 samples failed" in message
+        # strict: the case fails the job; soft: the gate decides, the case is a warning
+        assert level == ("error" if mode == "strict" else "warning")
+
+
+def test_without_github_actions_nothing_is_annotated(pytester: pytest.Pytester, monkeypatch) -> None:
+    _suite(pytester)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    res = pytester.runpytest_subprocess(f"--le-model={REPLAY}", "--le-eval-mode=strict", "-p", "no:cacheprovider")
+    assert res.ret == 1 and not _parse_annotations(res.stdout.lines)
+
+
+def test_junit_properties_are_json(pytester: pytest.Pytester) -> None:
+    _suite(pytester)
+    res = pytester.runpytest_subprocess(f"--le-model={REPLAY}", "--junitxml=out.xml", "-p", "no:cacheprovider")
+    assert res.ret == 0, res.stdout.str()
+    tree = ET.parse(pytester.path / "out.xml")
+    names = [tc.get("name") for tc in tree.iter("testcase")]
+    assert sorted(names) == ["greets_team", "leader-eval-gate", "states_goal"]
+    props = [(p.get("name"), p.get("value")) for p in tree.iter("property")]
+    cases = [json.loads(v) for k, v in props if k == "leader_eval_case"]
+    assert sorted(c["case_id"] for c in cases) == ["greets_team", "states_goal"]
+    assert all(c["n_samples"] == 1 and c["suite"] == "minimal" and c["score"] == 0.0 for c in cases)
+    (gate,) = [json.loads(v) for k, v in props if k == "leader_eval_gate"]
+    assert gate == {"suite": "minimal", "status": "missing"}
+
+
+def _workflow_gate_step() -> dict:
+    workflow = yaml.safe_load((ROOT / "docs" / "examples" / "leader-eval.yml").read_text())
+    (step,) = [s for s in workflow["jobs"]["gate"]["steps"] if s.get("id") == "gate"]
+    return step
+
+
+def test_the_documented_workflow_gates_a_checkpoint(pytester: pytest.Pytester) -> None:
+    """The workflow's gate step, run as written (its model replaced by a replay), in a repo with a
+    suite under evals/ and a golden made from the same run: exit 0, summary written, JUnit file."""
+    _suite(pytester)
+    step = _workflow_gate_step()
+    assert "pytest evals/" in step["run"] and "--le-model" in step["run"]
+    env = {**os.environ, **step["env"], "LE_MODEL": REPLAY}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env.update(GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(pytester.path / "summary.md"))
+    env["GITHUB_WORKSPACE"] = str(pytester.path)
+    command = step["run"].replace("python -m pytest", f"{shlex.quote(sys.executable)} -m pytest", 1)
+    first = subprocess.run(
+        ["bash", "-c", command + " --le-update-golden"], cwd=pytester.path, env=env, capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (pytester.path / "golden" / "minimal" / "local-smollm2.json").is_file()
+    gated = subprocess.run(["bash", "-c", command], cwd=pytester.path, env=env, capture_output=True, text=True)
+    assert gated.returncode == 0, gated.stdout + gated.stderr
+    assert "gate PASS (suite minimal" in gated.stdout
+    assert "gate PASS" in (pytester.path / "summary.md").read_text()
+    assert (pytester.path / "leader-eval.xml").exists() and list((pytester.path / "runs").iterdir())
+
+
+def test_docs_show_the_tested_workflow_and_every_option() -> None:
+    doc = (ROOT / "docs" / "pytest.md").read_text()
+    workflow = (ROOT / "docs" / "examples" / "leader-eval.yml").read_text()
+    assert f"```yaml\n{workflow.rstrip()}\n```" in doc
+    from leader_eval.options import SAMPLING_OPTIONS
+    from leader_eval.pytest_plugin.config import CMDLINE_ONLY, PLUGIN_OPTIONS
+
+    for opt in (*SAMPLING_OPTIONS, *PLUGIN_OPTIONS):
+        assert f"`--le-{opt.name}`" in doc and f"`leader_eval_{opt.dest}`" in doc, opt.name
+    for name in CMDLINE_ONLY:
+        assert f"`--le-{name}" in doc
+    assert "`leader_eval_suites`" in doc
+
+
+def test_strict_mode_reports_a_quarantined_failing_case_as_xfail(pytester: pytest.Pytester) -> None:
+    from datetime import date, timedelta
+
+    shutil.copy(DATA / "minimal.yaml", pytester.path / "mini.yaml")  # the suite the golden was made from
+    shutil.copytree(DATA / "golden", pytester.path / "golden")
+    gp = pytester.path / "golden" / "minimal" / "local-smollm2.json"
+    golden = json.loads(gp.read_text())
+    today = date.today()
+    golden["quarantine"] = [
+        {"case": "greets_team", "reason": "flaky greeting", "date": str(today), "expires": str(today + timedelta(30))}
+    ]
+    gp.write_text(json.dumps(golden))
+    res = pytester.runpytest_subprocess(
+        "mini.yaml", f"--le-model={REPLAY}", "--le-samples=1", "--le-eval-mode=strict", "-rfx", "-p", "no:cacheprovider"
+    )
+    res.stdout.fnmatch_lines(["*FAILED mini.yaml::states_goal*", "*XFAIL mini.yaml::greets_team*quarantined*"])
+    assert res.ret == 1  # the case that is not quarantined still fails strict mode
