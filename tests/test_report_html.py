@@ -296,7 +296,8 @@ def test_report_of_an_episode_sample_renders_its_steps():
         {"step": 0, "seed": 5, "outcome": "ok", "stop_reason": "stop", "completion_tokens": 4, "text": "go <|im_end|>",
          "token_ids": [1, 2], "results": [{"tool": "open", "arguments": {"door": 1}, "ok": True, "result": "opened"}]},
         {"step": 1, "seed": 6, "outcome": "ok", "stop_reason": "length", "completion_tokens": 9, "text": "again",
-         "results": [{"tool": "open", "arguments": {}, "ok": False, "error": "locked"}], "world": {"door": "locked"}},
+         "results": [{"tool": "open", "arguments": {}, "ok": False, "error": "locked"}], "world": {"door": "locked"},
+         "prompt": {"text": "<|im_start|>user\nopen it<|im_end|>", "messages": []}, "end": None},
     ]  # fmt: skip
     sc.checks.append({"check": "episode", "passed": False, "reason": "no_call", "hard": False, "detail": "", "findings": [],
                       "data": {"steps": [{"step": 1, "failed_checks": [{"check": "format", "passed": False,
@@ -307,7 +308,8 @@ def test_report_of_an_episode_sample_renders_its_steps():
     assert ["tok", "<|im_end|>"] in one["seg"] and one["res"] == ["open({\"door\": 1}) -> 'opened'"]
     assert "fail" not in one and "rest" not in one  # token ids are not shown
     assert two["res"] == ["open({}) -> error: 'locked'"] and two["fail"][0]["r"] == "unparseable"
-    assert '"door": "locked"' in two["rest"]
+    assert '"door": "locked"' in two["rest"] and '"end"' not in two["rest"] and "prompt" not in two["rest"]
+    assert ["tok", "<|im_start|>"] in two["prompt"] and two["prompt_omitted"] == 0
     assert all("steps" not in v for v in view if v["i"] != s.index)
 
 

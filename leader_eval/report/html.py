@@ -313,7 +313,9 @@ def _step_checks(sc: SampleScore | None) -> dict[int, list[Mapping[str, Any]]]:
 
 
 #: step record fields shown in a step's header or body, not again in its JSON remainder
-_STEP_SHOWN = frozenset({"step", "seed", "outcome", "stop_reason", "completion_tokens", "error", "results", "calls"})
+_STEP_SHOWN = frozenset(
+    {"step", "seed", "outcome", "stop_reason", "completion_tokens", "error", "results", "calls", "prompt"}
+)
 _STEP_HIDDEN = frozenset({"slot", "case_id", "index", "key", "token_ids", "logprobs", "timings"})
 
 
@@ -349,10 +351,17 @@ def _step_view(
         ]
     elif isinstance(step.get("calls"), list) and step["calls"]:
         out["rest_calls"] = _json_text(step["calls"])
+    prompt = step.get("prompt")
+    prompt_text = prompt.get("text") if isinstance(prompt, Mapping) else prompt
+    if isinstance(prompt_text, str) and prompt_text:
+        clipped, omitted = _clip_prompt(prompt_text)
+        out["prompt"] = segments(clipped, special)
+        out["prompt_omitted"] = omitted
     k = step.get("step")
     if isinstance(k, int) and failed.get(k):
         out["fail"] = _failed_checks(failed[k], special)
-    rest = {key: v for key, v in step.items() if key != text_key and key not in _STEP_SHOWN and key not in _STEP_HIDDEN}
+    skip = _STEP_SHOWN | _STEP_HIDDEN | {text_key}
+    rest = {key: v for key, v in step.items() if key not in skip and v is not None}
     if rest:
         out["rest"] = _json_text(rest)
     return out
