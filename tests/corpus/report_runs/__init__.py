@@ -44,24 +44,16 @@ def copy_run(src: Path, dst: Path) -> Path:
 
 
 def hostile_run(dst: Path) -> Path:
-    """A copy of ``s101`` whose first sample of ``HOSTILE_CASE`` says ``HOSTILE_TEXT``, rescored."""
-    from leader_eval.evaluate import score_run
-    from leader_eval.store import RunDir
-    from leader_eval.suite import load_suite
-
-    copy_run(RUN_A, dst)
-    lines = (dst / "samples.jsonl").read_text(encoding="utf-8").splitlines()
-    out = []
-    for line in lines:
+    """A copy of ``s101`` whose first sample of ``HOSTILE_CASE`` says ``HOSTILE_TEXT``, rescored,
+    under the label ``HOSTILE_LABEL``."""
+    texts = []
+    for line in (RUN_A / "samples.jsonl").read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        if rec["case_id"] == HOSTILE_CASE and rec["index"] == 0:
-            rec["text"] = HOSTILE_TEXT
-        out.append(json.dumps(rec, ensure_ascii=True))  # lone surrogates travel as JSON escapes
-    (dst / "samples.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+        texts.append(HOSTILE_TEXT if (rec["case_id"], rec["index"]) == (HOSTILE_CASE, 0) else rec["text"])
+    run_with_texts(dst, texts)
     manifest = json.loads((dst / "manifest.json").read_text(encoding="utf-8"))
     manifest["label"] = HOSTILE_LABEL
     (dst / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    score_run(RunDir(dst), load_suite(SUITE))
     return dst
 
 
