@@ -192,11 +192,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_runs(args.runs, alpha=args.alpha, across_suites=args.across_suites)
     order = _split(args.order) or None
     print(format_compare(comparison, order=order))
-    _write_markdown(compare_markdown(comparison), args.markdown)
+    markdown = compare_markdown(comparison)
     if args.report:
         from leader_eval.report import write_report
 
-        print(f"report: {write_report(args.runs, args.report, comparison=comparison, order=order)}")
+        path = write_report(args.runs, args.report, comparison=comparison, order=order)
+        print(f"report: {path}")
+        markdown += f"\nReport: [`{path}`]({path.as_posix()})\n"
+    _write_markdown(markdown, args.markdown)
     return comparison.exit_status
 
 
