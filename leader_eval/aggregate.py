@@ -11,6 +11,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from leader_eval import metrics as metric_defs
 from leader_eval.checks.episode import episode_case_metrics
 from leader_eval.metrics import Metric, pass_at, pass_hat
@@ -182,3 +184,100 @@ def summarize(suite: Suite, results: Sequence[Mapping[str, Any]]) -> dict[str, A
             "in_distribution": group_metrics(indist, ks=ks),
         }
     return summary
+
+
+def _quantiles(values: Sequence[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    x = np.asarray(values, dtype=float)
+    # linear interpolation between order statistics (numpy's default): p95 of 20 values lies
+    # between the 19th and 20th, never beyond the largest
+    return {
+        "p50": float(np.percentile(x, 50)),
+        "p95": float(np.percentile(x, 95)),
+        "mean": float(x.mean()),
+        "max": float(x.max()),
+    }
+
+
+def usage_summary(samples: Sequence[Any], prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What a run cost: per-sample latency and token counts (p50, p95, mean, max) and, with
+    ``prices`` (``prompt_per_million``, ``completion_per_million``, optional ``currency``), an
+    estimate of the money spent.
+
+    Latency is the backend's ``total_s`` (request to last token, retries included) of every
+    sample that has one; token counts are the backend's, over samples that reached it (errors
+    without a reply count 0 tokens and are left out of the token quantiles). A replayed run
+    reports the recorded figures, which is what the recorded run cost.
+    """
+    latency = [float(s.timings["total_s"]) for s in samples if isinstance(s.timings.get("total_s"), int | float)]
+    replied = [s for s in samples if s.outcome != "error" or s.prompt_tokens or s.completion_tokens]
+    prompt = [int(s.prompt_tokens) for s in replied]
+    completion = [int(s.completion_tokens) for s in replied]
+    out: dict[str, Any] = {
+        "n_samples": len(samples),
+        "latency_s": _quantiles(latency),
+        "prompt_tokens": {**(_quantiles(prompt) or {}), "total": sum(prompt)},
+        "completion_tokens": {**(_quantiles(completion) or {}), "total": sum(completion)},
+    }
+    if prices:
+        p_in = float(prices.get("prompt_per_million", 0.0))
+        p_out = float(prices.get("completion_per_million", 0.0))
+        cost_in, cost_out = sum(prompt) * p_in / 1e6, sum(completion) * p_out / 1e6
+        out["cost"] = {
+            "currency": str(prices.get("currency", "USD")),
+            "prompt": cost_in,
+            "completion": cost_out,
+            "total": cost_in + cost_out,
+            "per_sample": (cost_in + cost_out) / len(samples) if samples else 0.0,
+            "prices_per_million": {"prompt": p_in, "completion": p_out},
+        }
+    return out
+
+
+def parse_prices(text: str) -> dict[str, Any]:
+    """``"0.2,0.8"`` or ``"0.2,0.8,EUR"`` (per million prompt, completion tokens) -> prices."""
+    from leader_eval.errors import LeaderEvalError
+
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if len(parts) not in (2, 3):
+            raise ValueError
+        p_in, p_out = float(parts[0]), float(parts[1])
+        if not (np.isfinite(p_in) and np.isfinite(p_out)) or p_in < 0 or p_out < 0:
+            raise ValueError
+    except ValueError:
+        raise LeaderEvalError(
+            f"--prices {text!r}: expected PROMPT,COMPLETION[,CURRENCY] per million tokens, e.g. 0.2,0.8,USD"
+        ) from None
+    out: dict[str, Any] = {"prompt_per_million": p_in, "completion_per_million": p_out}
+    if len(parts) == 3 and parts[2]:
+        out["currency"] = parts[2][:8]
+    return out
+
+
+def format_pass_k(entries: Mapping[str, Any]) -> str:
+    """One line for a group's ``pass_k`` entries: value [interval], short cases, one-case groups."""
+    parts = []
+    for name, e in entries.items():
+        value = e.get("value")
+        if value is None or value != value:  # NaN: every case has fewer than k samples
+            parts.append(f"{name} n/a ({e.get('n_cases_short', 0)} case(s) with fewer than {e.get('k')} samples)")
+            continue
+        short = f", {e['n_cases_short']} case(s) short of {e['k']} samples" if e.get("n_cases_short") else ""
+        one = ", within one case (Wilson over its samples)" if e.get("n_cases") == 1 else ""
+        parts.append(f"{name} {value:.3f} [{e['low']:.3f}, {e['high']:.3f}]{short}{one}")
+    return "; ".join(parts)
+
+
+def format_usage(usage: Mapping[str, Any]) -> str:
+    """One line: latency and completion-token p50/p95, and the cost estimate when priced."""
+    lat = usage.get("latency_s")
+    comp = usage.get("completion_tokens") or {}
+    parts = [f"latency p50 {lat['p50']:.2f}s p95 {lat['p95']:.2f}s" if lat else "latency n/a"]
+    if "p50" in comp:
+        parts.append(f"completion tokens p50 {comp['p50']:g} p95 {comp['p95']:g}")
+    cost = usage.get("cost")
+    if cost:
+        parts.append(f"cost {cost['currency']} {cost['total']:.4g} ({cost['per_sample']:.3g} per sample)")
+    return "; ".join(parts)

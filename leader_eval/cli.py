@@ -43,6 +43,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         from leader_eval.suite import load_suite
 
         suite = load_suite(args.suite, root=args.suite_root)
+    if args.prices:
+        from dataclasses import replace
+
+        from leader_eval.aggregate import parse_prices
+
+        prices = parse_prices(args.prices)
+        options = replace(options, extra_manifest={**options.extra_manifest, "prices": prices})
+    if args.shard:
+        from leader_eval.merge import shard_options
+
+        options = shard_options(options, args.shard, suite)  # type: ignore[arg-type]
     try:
         result = run(suite, options)  # type: ignore[arg-type]
     except KeyboardInterrupt:
@@ -73,9 +84,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
     from leader_eval.report import table
     from leader_eval.suite import load_suite
 
-    backend = resolve_backend(args.model) if not args.no_tokens else None
-    status = 0
-    for path in args.suite:
+    paths, status = _suite_paths(args.suite)
+    backend = resolve_backend(args.model) if not args.no_tokens and paths else None
+    for path in paths:
         try:
             suite = load_suite(path, root=args.suite_root)
             rows = []
@@ -99,6 +110,39 @@ def cmd_lint(args: argparse.Namespace) -> int:
         if args.verbose or backend is not None:
             print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in rows]))
     return status
+
+
+def _suite_paths(items: Sequence[str]) -> tuple[list[str], int]:
+    """Files, directories (every ``*.yaml``/``*.yml`` under them) and globs (``**`` allowed) ->
+    the suite files in order, and status 2 when an item names nothing (reported on stderr)."""
+    import glob
+
+    out: list[str] = []
+    status = 0
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
+        elif glob.has_magic(item):
+            found = sorted(f for f in glob.glob(item, recursive=True) if Path(f).is_file())
+        else:
+            found = [item]
+        if not found:
+            print(f"error: {item}: no suite file (*.yaml, *.yml) there", file=sys.stderr)
+            status = 2
+        out.extend(f for f in found if f not in out)
+    return out, status
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    schema = resources.files("leader_eval.schema").joinpath("suite.schema.json")
+    if args.path:
+        print(schema)
+    else:
+        print(schema.read_text(encoding="utf-8"), end="")
+    return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -193,6 +237,16 @@ def cmd_flaky(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    from leader_eval.merge import merge_runs
+    from leader_eval.report import format_summary
+
+    result = merge_runs(args.runs, args.out, suite=args.suite)
+    print(format_summary(result))
+    print(f"merged {len(args.runs)} shards into {args.out} (status {result.manifest.get('status')}): gate it once")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from leader_eval.report import write_report
 
@@ -272,37 +326,50 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from leader_eval import __version__
+
     p = OneLineParser(prog="leader-eval", description=__doc__)
+    p.add_argument("--version", action="version", version=f"leader-eval {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="sample a suite on a model, score it and record the run")
-    r.add_argument("suite")
+    r.add_argument("suite", help="suite YAML file")
     add_sampling_arguments(r)  # the same table as the pytest plugin's --le-* options
     r.add_argument("--tags", action="append", help="only cases with one of these tags (comma-separated)")
     r.add_argument("--case", action="append", help="only these case ids (comma-separated)")
     r.add_argument("--limit", type=positive_int, help="only the first N selected cases")
     r.add_argument("--out", help="run directory (re-running into it resumes)")
+    r.add_argument(
+        "--prices",
+        metavar="PROMPT,COMPLETION[,CURRENCY]",
+        help="prices per million prompt and completion tokens for the cost estimate (beats the suite's prices)",
+    )
+    r.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (deterministic by case id; needs --seed); merge the shards with leader-eval merge",
+    )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     r.set_defaults(func=cmd_run)
 
     li = sub.add_parser("lint", help="validate suites, render every case, count prompt tokens")
-    li.add_argument("suite", nargs="+")
+    li.add_argument("suite", nargs="+", help="suite files, directories (every *.yaml under them) or globs")
     li.add_argument("--model", default="local:smollm2", help="model whose chat template and tokenizer count tokens")
     li.add_argument("--no-tokens", action="store_true", help="skip the chat template and token counts")
-    li.add_argument("-v", "--verbose", action="store_true")
+    li.add_argument("-v", "--verbose", action="store_true", help="list every case with its line")
     li.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     li.set_defaults(func=cmd_lint)
 
     sh = sub.add_parser("show", help="print raw outputs (repr) with parsed calls and failed checks")
-    sh.add_argument("run")
-    sh.add_argument("--case")
+    sh.add_argument("run", help="run directory")
+    sh.add_argument("--case", help="only this case id")
     sh.add_argument("--failed", action="store_true", help="only samples that failed")
-    sh.add_argument("--limit", type=positive_int)
+    sh.add_argument("--limit", type=positive_int, help="at most this many samples")
     sh.set_defaults(func=cmd_show)
 
     g = sub.add_parser("gate", help="gate a run directory against its golden baseline (exit 1 on credible regression)")
-    g.add_argument("run")
+    g.add_argument("run", help="run directory")
     g.add_argument("--golden", default="golden", help="golden directory")
     g.add_argument("--label", help="golden label (default: derived from the run's model)")
     g.add_argument("--update-golden", action="store_true", help="rewrite the golden from this run if it is complete")
@@ -316,7 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="compare runs: paired differences, flips, verdict (exit 1 on credible regression)"
     )
     c.add_argument("runs", nargs="+", help="run directories; runs of one label+suite+sampling are pooled")
-    c.add_argument("--alpha", type=open_probability, default=0.05)
+    c.add_argument(
+        "--alpha", type=open_probability, default=0.05, help="significance level of the verdict (default 0.05)"
+    )
     c.add_argument(
         "--across-suites",
         action="store_true",
@@ -336,6 +405,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")
     pl.set_defaults(func=cmd_plan)
 
+    mg = sub.add_parser("merge", help="merge the shards of one run (run --shard I/N) into one run directory")
+    mg.add_argument("runs", nargs="+", help="the shard run directories, every shard 1..N once")
+    mg.add_argument("--out", required=True, help="new run directory for the merged run")
+    mg.add_argument("--suite", help="suite file to score with (default: the path the shards recorded)")
+    mg.set_defaults(func=cmd_merge)
+
     fl = sub.add_parser("flaky", help="flaky cases and run-to-run overdispersion over runs of one checkpoint")
     fl.add_argument("runs", nargs="+", help="run directories of one checkpoint and suite, different seeds")
     fl.add_argument("--alpha", type=float, default=0.05, help="level of the overdispersion test (Holm over cases)")
@@ -354,35 +429,40 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser(
         "stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart"
     )
-    st.add_argument("suite")
-    st.add_argument("--model", default="local:smollm2")
+    st.add_argument("suite", help="suite YAML file")
+    st.add_argument(
+        "--model", default="local:smollm2", help="local:smollm2 | gguf:PATH | openai:URL#MODEL | tinker://..."
+    )
     st.add_argument("--tokens", type=positive_int, default=40000, help="largest prompt length, in the model's tokens")
     st.add_argument(
         "--steps", action="append", type=int_list(), help="prompt lengths, e.g. 4000,8000,16000,32000,40000"
     )
     st.add_argument("--cases", action="append", help="case ids (default: the suite's stress cases)")
     st.add_argument("--depths", action="append", help="where the deciding fact goes: start,middle,end")
-    st.add_argument("--samples", type=positive_int)
-    st.add_argument("--seed", type=int)
-    st.add_argument("--out")
+    st.add_argument("--samples", type=positive_int, help="samples per case and length (default: the suite's)")
+    st.add_argument("--seed", type=int, help="run seed (default: fresh, recorded in the manifest)")
+    st.add_argument("--out", help="run directory of the sweep")
     st.add_argument("--context-length", type=positive_int, help="override the model's context length")
     _add_max_error_rate(st)
     st.set_defaults(func=cmd_stress)
 
     ca = sub.add_parser("cache", help="the content-addressed sample cache: info | prune")
-    ca.add_argument("action", choices=["info", "prune"])
+    ca.add_argument("action", choices=["info", "prune"], help="info: size and location; prune: delete old records")
     ca.add_argument(
         "--older-than-days", type=non_negative_float, help="prune only records cached before this many days ago"
     )
     ca.set_defaults(func=cmd_cache)
 
     ov = sub.add_parser("overlap", help="n-gram overlap of a suite's cases with a training set (held-out hygiene)")
-    ov.add_argument("suite")
+    ov.add_argument("suite", help="suite YAML file")
     ov.add_argument("--train", action="append", required=True, help="training JSONL (repeatable)")
     ov.add_argument("--n", type=positive_int, default=13, help="n-gram length in words")
     ov.add_argument("--threshold", type=probability, default=0.1, help="flag cases whose overlap fraction reaches this")
-    ov.add_argument("--json", action="store_true")
+    ov.add_argument("--json", action="store_true", help="print the report as JSON")
     ov.set_defaults(func=cmd_overlap)
+    sc = sub.add_parser("schema", help="print the suite JSON Schema (for editors: see docs/suite-format.md)")
+    sc.add_argument("--path", action="store_true", help="print the schema file's path instead of its content")
+    sc.set_defaults(func=cmd_schema)
     return p
 
 

@@ -467,12 +467,33 @@ def _groups_rows(c: Comparison) -> list[list[str]]:
                 _est(sc),
                 _spread(g, "score") or "-",
                 str(sum(pc.n_scored for pc in g.cases.values())),
+                _usage(g),
             ]
         )
     return rows
 
 
-_GROUP_HEADERS = ["run", "runs", "seeds", "score [95% CI]", "score spread", "samples"]
+def _usage(g: RunGroup) -> str:
+    """Latency p50/p95 and cost over the group's samples (from the runs' records)."""
+    from leader_eval.aggregate import usage_summary
+
+    samples = [s for r in g.runs for s in r.samples]
+    if not samples:
+        return "-"
+    prices = next((r.manifest.get("prices") for r in g.runs if r.manifest.get("prices")), None)
+    u = usage_summary(samples, prices)
+    lat = u["latency_s"]
+    text = f"{lat['p50']:.2f}/{lat['p95']:.2f}s" if lat else "-"
+    if "cost" in u:
+        text += f", {u['cost']['currency']} {u['cost']['total']:.4g}"
+    else:  # prices from the suite: each run's summary has its cost
+        costs: list[dict[str, Any]] = [(r.summary.get("usage") or {}).get("cost") or {} for r in g.runs]
+        if all(costs):
+            text += f", {costs[0]['currency']} {sum(float(c['total']) for c in costs):.4g}"
+    return text
+
+
+_GROUP_HEADERS = ["run", "runs", "seeds", "score [95% CI]", "score spread", "samples", "latency p50/p95, cost"]
 
 
 def _metric_rows(p: PairResult) -> list[list[str]]:

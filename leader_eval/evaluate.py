@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leader_eval.aggregate import case_results, summarize
+from leader_eval.aggregate import case_results, summarize, usage_summary
 from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache
@@ -21,6 +21,7 @@ from leader_eval.runner import (
     apply_recorded,
     build_manifest,
     check_out_dir,
+    check_protocol,
     check_run_options,
     default_label,
     default_out_dir,
@@ -34,10 +35,12 @@ from leader_eval.runner import (
 from leader_eval.score import ModelInfo, SampleScore, score_samples
 from leader_eval.store import (
     CASES,
+    LOCK,
     RESULTS,
     SUMMARY,
     RunDir,
     dumps,
+    lock_holder,
     run_dir_lock,
     write_json_atomic,
     write_lines_atomic,
@@ -75,6 +78,8 @@ def run(
         check_out_dir(Path(options.out))  # before a model is loaded or a server asked
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
+    # a protocol the parser does not know is refused before any backend is built or asked
+    check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
     backend = backend or resolve_backend(
         options.model, context_length=options.context_length, **options.backend_options
     )
@@ -194,6 +199,8 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     }
     # retries the backends needed (429/5xx/timeouts); a sample that still failed counts in n_errors
     summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
+    # latency and token quantiles, and the cost when the command or the suite gives prices
+    summary["usage"] = usage_summary(samples, manifest.get("prices") or getattr(suite, "prices", None))
     write_lines_atomic(rundir.path / RESULTS, (dumps(s.to_dict()) for s in scores))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)
@@ -211,6 +218,9 @@ def read_run(path: str | Path) -> Run:
     if not rundir.path.is_dir():
         raise RunDirError(f"{path}: not a run directory")
     manifest = rundir.read_manifest()
+    if manifest.get("status") == "running" and lock_holder(rundir.path / LOCK) is None:
+        # no process holds the run: it died without a word (SIGKILL, a full disk refused the update)
+        manifest["status"] = "interrupted"
     samples = rundir.read_samples()
     scores: list[SampleScore] = []
     results_path = rundir.path / RESULTS

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.error_rule import error_verdict, is_stress_manifest
 from leader_eval.errors import LeaderEvalError
+from leader_eval.formats import GOLDEN_FORMAT_VERSION
 from leader_eval.metrics import ALL_METRICS, METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from leader_eval.evaluate import Run
     from leader_eval.suite import Suite
 
-GOLDEN_FORMAT = 1
+GOLDEN_FORMAT = GOLDEN_FORMAT_VERSION
 DECIMALS = 4
 
 #: default tolerance per metric (absolute, on the 0..1 scale); a golden file's own value wins,
@@ -166,7 +167,7 @@ def build_golden(
                 rec[key] = _round(c[metric])
         cases[c["case_id"]] = rec
     return {
-        "format": GOLDEN_FORMAT,
+        "format_version": GOLDEN_FORMAT,
         "suite": ident["suite"],
         "suite_hash": ident["suite_hash"],
         "scorer_version": str(run.manifest.get("scorer_version", SCORER_VERSION)),
@@ -203,6 +204,12 @@ def load_golden(path: str | Path) -> dict[str, Any] | None:
         raise GoldenError(f"{p}:{getattr(exc, 'lineno', 1)}: unreadable golden file: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise GoldenError(f"{p}:1: not a golden file (no 'metrics' object)")
+    from leader_eval.formats import check_format
+
+    try:
+        check_format(p, data, "golden")
+    except LeaderEvalError as err:
+        raise GoldenError(str(err)) from None
     problem = golden_problem(data)
     if problem is not None:
         needle, what = problem
@@ -496,7 +503,8 @@ def gate(
     than the tolerance and the shortfall is credible at ``alpha`` (one-sided; see
     ``stats.regression_verdict``); ``improved`` when better by more than the tolerance; else
     ``pass``. The run must be complete and cover the golden's cases, and the golden must have
-    been made from the same suite content and scorer version, or the gate fails saying which.
+    been made from the same suite content, or the gate fails saying so (another scorer version
+    only warns: ``scorer_warning``).
     ``tolerances`` (e.g. from ``--tolerance``) override the golden file's. Cases on the golden's
     quarantine list (``active_quarantine``; ``today`` for its expiry, default the current date)
     are shown but cannot fail the gate.
@@ -522,6 +530,9 @@ def gate(
         result.status = "stale"
         result.messages.extend(stale)
         return result
+    warning = scorer_warning(run, golden)
+    if warning:
+        result.messages.append(warning)
     incomplete = _coverage_problem(run, golden)
     if incomplete:
         result.status = "incomplete"
@@ -625,7 +636,7 @@ class Quarantine:
 
     case: str
     reason: str
-    date: date
+    since: date  # the entry's "date"
     expires: date
 
 
@@ -680,7 +691,7 @@ def active_quarantine(
         if known and q.case not in known:
             notes.append(f"warning: quarantined case {q.case!r} is not a case of the golden")
         cases.add(q.case)
-        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.date}, until {q.expires}): shown, cannot fail")
+        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.since}, until {q.expires}): shown, cannot fail")
     return cases, notes
 
 
@@ -759,12 +770,21 @@ def staleness(run: Run, golden: Mapping[str, Any]) -> list[str]:
     out = []
     if golden.get("suite_hash") != ident["suite_hash"]:
         out.append(f"golden is stale: suite content changed (hash {golden.get('suite_hash')} -> {ident['suite_hash']})")
-    run_scorer = str(run.manifest.get("scorer_version", SCORER_VERSION))
-    if str(golden.get("scorer_version")) != run_scorer:
-        out.append(f"golden is stale: scorer version changed ({golden.get('scorer_version')} -> {run_scorer})")
     if out:
         out.append("re-run the suite and review a new golden with --update-golden")
     return out
+
+
+def scorer_warning(run: Run, golden: Mapping[str, Any]) -> str | None:
+    """A warning when the golden was scored by another scorer version than the run (the gate still
+    decides: a scorer change that moves scores comes with regenerated goldens; docs/gating.md)."""
+    run_scorer = str(run.manifest.get("scorer_version", SCORER_VERSION))
+    if str(golden.get("scorer_version")) == run_scorer:
+        return None
+    return (
+        f"warning: scorer version changed ({golden.get('scorer_version')} -> {run_scorer}): a difference may come "
+        "from the checks, not the model; review and re-create the golden with --update-golden"
+    )
 
 
 def gate_run_dir(
@@ -999,15 +1019,9 @@ def _signed(v: float | None) -> str:
 
 
 def _reported(result: GateResult) -> str:
-    parts = []
-    for name, e in result.reported.items():
-        if e.get("value") is None or math.isnan(float(e["value"])):
-            parts.append(f"{name} n/a ({e.get('n_cases_short', 0)} case(s) with fewer than {e.get('k')} samples)")
-            continue
-        short = f", {e['n_cases_short']} case(s) short of {e['k']} samples" if e.get("n_cases_short") else ""
-        one = ", within one case (Wilson over its samples)" if e.get("n_cases") == 1 else ""
-        parts.append(f"{name} {_f(e['value'])} [{_f(e['low'])}, {_f(e['high'])}]{short}{one}")
-    return "; ".join(parts)
+    from leader_eval.aggregate import format_pass_k
+
+    return format_pass_k(result.reported)
 
 
 def _rows(result: GateResult) -> list[list[str]]:

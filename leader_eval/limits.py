@@ -28,6 +28,7 @@ string methods, filters) is checked *before* it runs.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
 import re
@@ -147,9 +148,9 @@ def _binop_precheck(op: str, left: Any, right: Any) -> None:
             if n > MAX_RENDER_VALUE:
                 raise LimitExceeded(f"template: '+' would build a value of {n:,} items (limit {MAX_RENDER_VALUE:,})")
     elif op == "**":
-        if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0:
-            if left.bit_length() * right > MAX_INT_BITS:
-                raise LimitExceeded(f"template: '**' would build an integer over {MAX_INT_BITS} bits")
+        big = isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0
+        if big and left.bit_length() * right > MAX_INT_BITS:
+            raise LimitExceeded(f"template: '**' would build an integer over {MAX_INT_BITS} bits")
     elif op == "%" and isinstance(left, str):
         _check_percent_format(left, right, "template: '%'")
 
@@ -294,7 +295,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             raise LimitExceeded(f"template: '~' would build a value over {MAX_RENDER_VALUE:,} characters")
         return "".join(pieces)
 
-    def concat(self, parts: Iterable[str]) -> str:  # type: ignore[override]
+    def concat(self, parts: Iterable[str]) -> str:
         # every rendered output, captured block and macro result is joined here
         out: list[str] = []
         total = 0
@@ -311,7 +312,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         for name, func in list(self.filters.items()):
             if not getattr(func, "_leader_eval_bounded", False):
                 self.filters[name] = _wrap_filter(name, func)
-        return super()._generate(*args, **kwargs)  # type: ignore[no-any-return]
+        return str(super()._generate(*args, **kwargs))
 
 
 # --------------------------------------------------------------------------- time and memory
@@ -378,12 +379,9 @@ def run_bounded(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 # --------------------------------------------------------------------------- regular expressions
 
-try:  # Python 3.11+
-    from re import _constants as _sre_c
-    from re import _parser as _sre_parse
-except ImportError:  # pragma: no cover
-    import sre_constants as _sre_c  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+# the parser behind ``re`` (private, but the only parser that agrees with ``re`` exactly)
+_sre_c: Any = importlib.import_module("re._constants")
+_sre_parse: Any = importlib.import_module("re._parser")
 
 _PROBE = [chr(c) for c in range(32, 127)] + ["\t", "\n", "\u00a0", "\u00e9", "\u4e2d", "\u0661"]
 _REPEATS = {_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT}
@@ -502,8 +500,11 @@ def _first_chars(items: list[Any], flags: int) -> set[str] | None:
     if op is _sre_c.ANY:
         return set(probe)
     if op is _sre_c.IN:
-        rx = re.compile(_class_source(av), flags & re.IGNORECASE) if _class_source(av) else None
-        return {p for p in probe if rx.match(p)} if rx else None
+        source = _class_source(av)
+        if source is None:
+            return None
+        rx = re.compile(source, flags & re.IGNORECASE)
+        return {p for p in probe if rx.match(p)}
     if op is _sre_c.SUBPATTERN:
         return _first_chars(list(av[3]), flags)
     if op in _REPEATS and av[0] > 0:
@@ -530,7 +531,7 @@ _CATEGORY_SOURCE = {
 
 
 def _class_source(items: list[Any]) -> str | None:
-    parts = []
+    parts: list[str] = []
     for op, av in items:
         if op is _sre_c.NEGATE:
             parts.insert(0, "^")

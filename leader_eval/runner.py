@@ -23,8 +23,9 @@ from leader_eval import __version__
 from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard, is_context_overflow
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
+from leader_eval.formats import RUN_FORMAT_VERSION
 from leader_eval.render import RenderedCase, render_case
-from leader_eval.store import LOCK, MANIFEST, RunDir, sample_record_key
+from leader_eval.store import LOCK, MANIFEST, RunDir, lock_holder, sample_record_key
 from leader_eval.suite import Case, Suite
 from leader_eval.types import Sample
 
@@ -319,6 +320,7 @@ def build_manifest(
             "context_length": options.context_length or suite.context_length or backend.context_length,
             "special_tokens": list(backend.special_tokens),
         },
+        "format_version": RUN_FORMAT_VERSION,
         "scorer_version": SCORER_VERSION,
         "versions": _versions(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -385,11 +387,17 @@ class _Progress:
             print(file=sys.stderr)
 
 
-def check_out_dir(out: Path) -> None:
+def check_out_dir(out: Path, *, check_lock: bool = True) -> None:
     """Refuse an ``--out`` that is not ours to write: a file, or a directory that holds files but
     no manifest (another tool's output, a run's leftovers: adopting them would mix samples)."""
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{out}: --out names a file, not a run directory")
+    holder = lock_holder(out / LOCK) if check_lock else None
+    if holder is not None:  # asked early, before a model loads; the lock itself is taken later
+        raise RunDirError(
+            f"run directory {out} is in use by another leader-eval process (pid {holder or 'unknown'}); "
+            "wait for it to finish or choose another directory"
+        )
     if out.is_dir() and not RunDir(out).manifest_path.exists():
         try:
             foreign = sorted(p.name for p in out.iterdir() if p.name != LOCK)
@@ -404,7 +412,7 @@ def check_out_dir(out: Path) -> None:
 
 def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
     """The run directory for ``manifest``: new, or the same run's to resume (call under its lock)."""
-    check_out_dir(out)
+    check_out_dir(out, check_lock=False)
     run = RunDir(out)
     if run.exists():
         old = run.read_manifest()

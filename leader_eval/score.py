@@ -63,7 +63,8 @@ class ModelInfo:
 
     ``eot_tokens`` are the model's end-of-turn tokens, as its backend reports them (the first of
     ``special_tokens`` in a run manifest). Parsing, leak detection and the empty check all read
-    ``end_of_turn``: these tokens, or ``END_OF_TURN_TOKENS`` when the model named none.
+    ``end_of_turn``: these tokens and the common end tokens (``END_OF_TURN_TOKENS``) that are
+    among the model's special tokens; the common list itself when the model declares nothing.
     """
 
     special_tokens: tuple[str, ...] = ()
@@ -72,7 +73,12 @@ class ModelInfo:
 
     @property
     def end_of_turn(self) -> tuple[str, ...]:
-        return tuple(self.eot_tokens) or END_OF_TURN_TOKENS
+        if not self.eot_tokens and not self.special_tokens:
+            return END_OF_TURN_TOKENS
+        # a common end-of-turn/end-of-text token that is one of the model's own special tokens
+        # ends its turn too (SmolLM2 stops at <|endoftext|> as at <|im_end|>)
+        extra = tuple(t for t in END_OF_TURN_TOKENS if t in self.special_tokens and t not in self.eot_tokens)
+        return (*self.eot_tokens, *extra)
 
     @classmethod
     def from_manifest(cls, model: Mapping[str, Any]) -> ModelInfo:
@@ -171,6 +177,9 @@ class CaseScorer:
             eot_tokens=self.eot_tokens,
         )
         self.tools = {t.name: t.parameters for t in self.suite.tools}
+        # the suite's validators hold the $ref targets loaded with it, and never fetch
+        schemas = getattr(self.suite, "tool_schemas", None)
+        self.validators = {name: schemas.validator(name) for name in self.tools} if schemas is not None else None
         self.require = [re.compile(p) for p in self.case.expect.get("require", ())]
         self.goal = _goal_of(self.case)
         self.hard = set(self.case.hard_fail)
@@ -209,7 +218,9 @@ class CaseScorer:
         expect_no_call = bool(self.case.expect.get("no_call"))
         checks["format"] = _format_check(parsed, expect_no_call)
         if self.case.expect.get("calls") or expect_no_call:
-            for c in match_calls(parsed.calls, self.case.expect, self.tools, goal=self.goal):
+            for c in match_calls(
+                parsed.calls, self.case.expect, self.tools, goal=self.goal, validators=self.validators
+            ):
                 checks[c.check] = c
         findings = list(self._leaks(parsed))
         if checks["format"].reason == Reason.UNPARSEABLE:

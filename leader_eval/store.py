@@ -201,6 +201,8 @@ class RecordLog:
         # mid-write) is cut, so appends start clean. A bad line anywhere else is corruption, not
         # a crash: it is reported (file:line) and skipped, and every record after it is kept.
         try:
+            if not self.path.is_file():  # a FIFO or a device (/dev/zero) would never end
+                raise RunDirError(f"{self.path}: not a regular file")
             with self.path.open("rb") as f:
                 data = f.read()
         except OSError as exc:
@@ -261,7 +263,7 @@ class RecordLog:
             if self._fh is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._cut_torn_tail()
-                self._fh = self.path.open("a", encoding="utf-8")
+                self._fh = _open_append(self.path)
             self._fh.write(dumps(record) + "\n")
             # flush per record: once in the OS page cache the line survives SIGKILL of this process.
             # fsync (survives a machine crash) costs milliseconds, so it is rate-limited: at most one
@@ -318,6 +320,10 @@ class RecordLog:
                 with contextlib.suppress(OSError):
                     fh.close()
                 raise RunDirError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _open_append(path: Path) -> Any:
+    return path.open("a", encoding="utf-8")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -429,6 +435,9 @@ class RunDir:
         problem = _manifest_problem(data)
         if problem:
             raise RunDirError(f"{mp}:1: not a leader-eval manifest: {problem}")
+        from leader_eval.formats import check_format
+
+        check_format(mp, data, "run")  # an unknown layout: one line saying what to do
         return dict(data)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:

@@ -99,6 +99,8 @@ class Suite:
     gate: dict[str, int] = field(default_factory=dict)
     #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
     pass_k: tuple[int, ...] = ()
+    #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
+    prices: dict[str, Any] = field(default_factory=dict)
     world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.world)
 
     def tool(self, name: str) -> Tool | None:
@@ -136,6 +138,10 @@ def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
     if not base.is_dir():
         raise SuiteError(path, None, f"suite root {base} is not a folder")
     return _build(path, source, data, lines, base)
+
+
+#: the old name of the YAML reader, for modules that load their own files with it (world.py)
+_load_yaml_with_lines = load_yaml
 
 
 def _line(lines: dict[JsonPath, int], p: JsonPath) -> int:
@@ -270,6 +276,7 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         tool_schemas=schemas,
         gate=dict(data.get("gate", {})),
         pass_k=tuple(data.get("pass_k", ())),
+        prices=dict(data.get("prices", {})),
     )
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     from leader_eval.render import check_templates
@@ -287,9 +294,7 @@ def _check_regex(path: Path, line: int, pattern: str) -> None:
         raise SuiteError(path, line, str(exc)) from exc
 
 
-def _scaffold_message(
-    path: Path, root: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]
-) -> ScaffoldMessage:
+def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]) -> ScaffoldMessage:
     if "content" in m:
         # A block scalar's text starts on the line after the key.
         line = _line(lines, ("scaffold", "messages", i, "content"))

@@ -67,8 +67,14 @@ def resolve_in_root(
     return target
 
 
-def read_text(path: str | Path, *, limit: int = MAX_SUITE_BYTES, what: str = "suite", named_in: str | None = None,
-              line: int | None = None) -> str:
+def read_text(
+    path: str | Path,
+    *,
+    limit: int = MAX_SUITE_BYTES,
+    what: str = "suite",
+    named_in: str | None = None,
+    line: int | None = None,
+) -> str:
     """Read ``path`` as UTF-8 text with a size bound; any problem is a one-line ``SuiteError``.
 
     ``named_in``/``line``: where the file was referenced, for errors about a missing file.

@@ -50,6 +50,10 @@ class _Open:
     extra: dict[str, int] = field(default_factory=dict)
 
 
+def _line_of(ev: yaml.Event) -> int:
+    return ev.start_mark.line + 1 if ev.start_mark is not None else 1
+
+
 class _Builder:
     def __init__(self, path: Path):
         self.path = path
@@ -129,7 +133,7 @@ class _Builder:
     # -- events --------------------------------------------------------------------------------
 
     def scalar(self, ev: yaml.ScalarEvent) -> None:
-        line = ev.start_mark.line + 1
+        line = _line_of(ev)
         tag = ev.tag
         if tag is None or tag == "!":
             tag = self.constructor.resolve(yaml.ScalarNode, ev.value, ev.implicit)
@@ -145,7 +149,7 @@ class _Builder:
         self.place(value, line)
 
     def construct(self, tag: str, ev: yaml.ScalarEvent, line: int) -> Any:
-        node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, ev.style)
+        node = yaml.ScalarNode(tag, ev.value)
         c = self.constructor
         try:
             if tag == _TAG + "str":
@@ -172,7 +176,7 @@ class _Builder:
         raise self.fail(line, f"unsupported YAML tag {tag!r}; suites hold JSON data")
 
     def start(self, ev: yaml.CollectionStartEvent, kind: type) -> None:
-        line = ev.start_mark.line + 1
+        line = _line_of(ev)
         if self.expecting_key():
             raise self.fail(line, "mapping keys must be plain scalars")
         tags = _SEQ_TAGS if kind is list else _MAP_TAGS
@@ -192,7 +196,7 @@ class _Builder:
         self.place(frame.value, frame.line)
 
     def alias(self, ev: yaml.AliasEvent) -> None:
-        line = ev.start_mark.line + 1
+        line = _line_of(ev)
         if self.expecting_key():
             raise self.fail(line, "mapping keys must be plain scalars, not aliases")
         self.aliases += 1
@@ -217,7 +221,7 @@ def load_yaml(path: str | Path, source: str) -> tuple[Any, dict[JsonPath, int]]:
             if isinstance(ev, yaml.DocumentStartEvent):
                 documents += 1
                 if documents > 1:
-                    raise b.fail(ev.start_mark.line + 1, "a suite file holds one YAML document (found a second '---')")
+                    raise b.fail(_line_of(ev), "a suite file holds one YAML document (found a second '---')")
             elif isinstance(ev, yaml.ScalarEvent):
                 b.scalar(ev)
             elif isinstance(ev, yaml.SequenceStartEvent):

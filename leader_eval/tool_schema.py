@@ -52,7 +52,7 @@ JsonPath = tuple[str | int, ...]
 
 def refuse_retrieval(uri: str) -> Resource[Any]:
     """The registry's retrieve function: every URI not loaded at lint time is refused."""
-    raise NoSuchResource(ref=uri)
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 def empty_registry() -> Registry[Any]:
@@ -62,13 +62,36 @@ def empty_registry() -> Registry[Any]:
 def compile_validator(
     schema: Mapping[str, Any], *, registry: Registry[Any] | None = None, base_uri: str | None = None
 ) -> Draft202012Validator:
-    """A Draft 2020-12 validator (format checking on) that never retrieves a reference."""
-    contents = {**schema, "$id": base_uri} if base_uri else schema
-    return Draft202012Validator(
-        contents,
-        registry=registry if registry is not None else empty_registry(),
-        format_checker=Draft202012Validator.FORMAT_CHECKER,
-    )
+    """A Draft 2020-12 validator (format checking on) that never retrieves a reference.
+
+    ``validator.schema is schema`` holds, so callers may cache by identity.
+    """
+    registry = registry if registry is not None else empty_registry()
+    checker = Draft202012Validator.FORMAT_CHECKER
+    if not base_uri:
+        return Draft202012Validator(schema, registry=registry, format_checker=checker)
+    try:
+        # resolve relative refs against the document's URI without rewriting the schema
+        return Draft202012Validator(
+            schema, registry=registry, format_checker=checker, _resolver=registry.resolver(base_uri=base_uri)
+        )
+    except TypeError:  # a jsonschema without the _resolver field: give the root its base URI instead
+        return Draft202012Validator({**schema, "$id": base_uri}, registry=registry, format_checker=checker)
+
+
+_BOUND: dict[int, tuple[Mapping[str, Any], ToolSchemas, str]] = {}
+
+
+def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
+    """The retrieval-free validator for ``schema``: bound to its suite's files if a suite loaded it.
+
+    ``checks/toolcall.py`` calls this with a tool's ``parameters`` dict; a schema no suite loaded
+    (the Python API, tests) gets ``compile_validator(schema)``: same rules, no files.
+    """
+    entry = _BOUND.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[1].validator(entry[2])
+    return compile_validator(schema)
 
 
 @dataclass(frozen=True)
@@ -182,7 +205,12 @@ def load_tool_schemas(
     for doc in [*docs, *files.values()]:
         _check_refs(doc, registry)
     _check_cycles(docs, registry, [*docs, *files.values()])
-    return ToolSchemas(registry, uris, {name: params for name, params, _ in tools})
+    result = ToolSchemas(registry, uris, {name: params for name, params, _ in tools})
+    if len(_BOUND) > 4096:  # a long-lived process loading many suites
+        _BOUND.clear()
+    for name, params, _ in tools:
+        _BOUND[id(params)] = (params, result, name)
+    return result
 
 
 def _check_schema(path: Path, contents: Any, lines: Mapping[JsonPath, int]) -> None:
@@ -219,8 +247,8 @@ def _check_cycles(roots: list[_Doc], registry: Registry[Any], all_docs: list[_Do
         if not isinstance(schema, Mapping) or id(schema) in safe:
             return
         if id(schema) in on_path:
-            file, line, ref = site.get(id(schema), site.get(on_path[-1], (roots[0].file, 1, "?")))
-            raise SuiteError(file, line, f"$ref {ref!r} is part of a reference cycle that never consumes input")
+            file, line, closing = site.get(id(schema), site.get(on_path[-1], (roots[0].file, 1, "?")))
+            raise SuiteError(file, line, f"$ref {closing!r} is part of a reference cycle that never consumes input")
         on_path.append(id(schema))
         ref = schema.get("$ref")
         if isinstance(ref, str):

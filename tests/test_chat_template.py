@@ -72,8 +72,19 @@ def _transformers_render(template: str, messages, tools) -> str:
 
 def test_corpus_holds_the_families_the_issue_names() -> None:
     names = " ".join(p.name for p in TEMPLATES).lower()
-    for family in ("qwen2.5", "qwen3", "llama-3.1", "llama-3.2", "mistral", "hermes-2-pro", "hermes-3",
-                   "deepseek", "kimi-k2", "gpt-oss", "smollm2"):
+    for family in (
+        "qwen2.5",
+        "qwen3",
+        "llama-3.1",
+        "llama-3.2",
+        "mistral",
+        "hermes-2-pro",
+        "hermes-3",
+        "deepseek",
+        "kimi-k2",
+        "gpt-oss",
+        "smollm2",
+    ):
         assert family in names, family
     assert len(TEMPLATES) >= 40
     readme = (CORPUS / "README.md").read_text()
@@ -160,7 +171,7 @@ def test_time_bound_holds_in_a_worker_thread(monkeypatch) -> None:
     monkeypatch.setattr(limits, "MAX_RENDER_SECONDS", 0.5)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         future = pool.submit(render_chat_template, HOSTILE_CHAT_TEMPLATES["nested_loops"], MESSAGES)
-        with pytest.raises(ChatTemplateError, match="longer than 0.5 s"):
+        with pytest.raises(ChatTemplateError, match=r"longer than 0\.5 s"):
             future.result(timeout=30)
 
 
@@ -187,8 +198,36 @@ def test_local_backend_tokens_are_the_renderers_text(local_backend) -> None:
     smollm2 = (CORPUS / "HuggingFaceTB-SmolLM2-135M-Instruct.jinja").read_text(encoding="utf-8")
     assert local_backend.chat_template == smollm2  # the fixture is the GGUF's own template
     prompt = local_backend.apply_chat_template(MESSAGES, TOOLS)
-    text = render_chat_template(
-        smollm2, MESSAGES, bos_token=local_backend.bos_token, eos_token=local_backend.eos_token
-    )
+    text = render_chat_template(smollm2, MESSAGES, bos_token=local_backend.bos_token, eos_token=local_backend.eos_token)
     assert prompt.text == text == _transformers_render(smollm2, MESSAGES, None)  # SmolLM2's uses no bos/eos
     assert prompt.token_ids == local_backend.tokenize(text)
+
+
+def _spy_renders(monkeypatch) -> list[str]:
+    """Record every template the one renderer compiles-and-renders, whoever calls it."""
+    import leader_eval.chat_template as ct
+
+    seen: list[str] = []
+    real = ct.run_bounded
+
+    def spy(fn, *args, **kwargs):
+        if "chat_template" in kwargs:
+            seen.append(kwargs["chat_template"])
+        return real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(ct, "run_bounded", spy)
+    return seen
+
+
+def test_openai_completions_mode_renders_through_the_one_renderer(monkeypatch) -> None:
+    seen = _spy_renders(monkeypatch)
+    backend = OpenAICompatBackend("http://127.0.0.1:1/v1", "m", chat_template=SEPARATORS)
+    backend.apply_chat_template(MESSAGES, TOOLS)
+    assert seen == [SEPARATORS]
+
+
+@pytest.mark.model
+def test_local_backend_renders_through_the_one_renderer(monkeypatch, local_backend) -> None:
+    seen = _spy_renders(monkeypatch)
+    local_backend.apply_chat_template(MESSAGES, TOOLS)
+    assert seen and seen[0] == local_backend.chat_template

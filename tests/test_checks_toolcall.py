@@ -319,3 +319,23 @@ def test_normalize_bfcl_drops_what_bfcl_drops(got: str, answer: str) -> None:
     folded = {"calls": [{"tool": "f", "args": {"x": {"one_of": [answer], "normalize": True}}}]}
     assert all(c.passed for c in match_calls([call], bfcl, tools))
     assert not match_calls([call], folded, tools)[2].passed  # case and whitespace folding is not enough
+
+
+def test_schema_validation_never_fetches_a_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import urllib.request
+
+    def refuse(*a: Any, **k: Any) -> Any:
+        raise AssertionError("schema validation tried to reach the network")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    tools = {
+        "f": {"type": "object", "properties": {"x": {"$ref": "https://example.org/x.json"}}},
+        "g": {"type": "object", "properties": {"x": {"$ref": "file:///etc/passwd"}}},
+    }
+    for name in tools:
+        call = ToolCall(name, {"x": "anything"}, "json")
+        schema = match_calls([call], {"calls": [{"tool": name}]}, tools)[1]
+        assert not schema.passed and schema.reason == "schema_violation"
+        assert "not resolvable (nothing is fetched)" in schema.detail

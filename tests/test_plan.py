@@ -71,7 +71,12 @@ def test_plan_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
     d = tmp_path / "g" / "leader_core"
     d.mkdir(parents=True)
     (d / "a.json").write_text(GOLDEN.read_text(encoding="utf-8"), encoding="utf-8")
-    (d / "b.json").write_text(json.dumps({"metrics": {}, "cases": {}}), encoding="utf-8")
+    one = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    first = sorted(one["cases"])[0]
+    one["cases"] = {first: one["cases"][first]}
+    for m in one["metrics"].values():
+        m["n_cases"] = 1
+    (d / "b.json").write_text(json.dumps(one), encoding="utf-8")
     out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(tmp_path / "g"))
     assert out.returncode == 2 and "a, b" in out.stderr
     out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(tmp_path / "g"), "--label", "b")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -120,3 +121,36 @@ def test_the_documented_workflow_gates_a_checkpoint(pytester: pytest.Pytester) -
     assert "gate PASS (suite minimal" in gated.stdout
     assert "gate PASS" in (pytester.path / "summary.md").read_text()
     assert (pytester.path / "leader-eval.xml").exists() and list((pytester.path / "runs").iterdir())
+
+
+def test_docs_show_the_tested_workflow_and_every_option() -> None:
+    doc = (ROOT / "docs" / "pytest.md").read_text()
+    workflow = (ROOT / "docs" / "examples" / "leader-eval.yml").read_text()
+    assert f"```yaml\n{workflow.rstrip()}\n```" in doc
+    from leader_eval.options import SAMPLING_OPTIONS
+    from leader_eval.pytest_plugin.config import CMDLINE_ONLY, PLUGIN_OPTIONS
+
+    for opt in (*SAMPLING_OPTIONS, *PLUGIN_OPTIONS):
+        assert f"`--le-{opt.name}`" in doc and f"`leader_eval_{opt.dest}`" in doc, opt.name
+    for name in CMDLINE_ONLY:
+        assert f"`--le-{name}" in doc
+    assert "`leader_eval_suites`" in doc
+
+
+def test_strict_mode_reports_a_quarantined_failing_case_as_xfail(pytester: pytest.Pytester) -> None:
+    from datetime import date, timedelta
+
+    shutil.copy(DATA / "minimal.yaml", pytester.path / "mini.yaml")  # the suite the golden was made from
+    shutil.copytree(DATA / "golden", pytester.path / "golden")
+    gp = pytester.path / "golden" / "minimal" / "local-smollm2.json"
+    golden = json.loads(gp.read_text())
+    today = date.today()
+    golden["quarantine"] = [
+        {"case": "greets_team", "reason": "flaky greeting", "date": str(today), "expires": str(today + timedelta(30))}
+    ]
+    gp.write_text(json.dumps(golden))
+    res = pytester.runpytest_subprocess(
+        "mini.yaml", f"--le-model={REPLAY}", "--le-samples=1", "--le-eval-mode=strict", "-rfx", "-p", "no:cacheprovider"
+    )
+    res.stdout.fnmatch_lines(["*FAILED mini.yaml::states_goal*", "*XFAIL mini.yaml::greets_team*quarantined*"])
+    assert res.ret == 1  # the case that is not quarantined still fails strict mode

@@ -15,8 +15,17 @@ from typing import Any
 import pytest
 
 from leader_eval.cli import main
+from leader_eval.errors import RunDirError
 from leader_eval.golden import golden_path
 from tests.test_golden import make_run, make_suite, write_run_dir
+
+
+def _one_error(err: str) -> str:
+    """The one ``error:`` line a refused command printed (llama.cpp may log its own lines too)."""
+    assert "Traceback" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("error")]
+    assert len(lines) == 1, err
+    return lines[0]
 
 
 def _closed_port() -> int:
@@ -226,3 +235,259 @@ def test_replay_takes_the_recorded_sampling_and_allows_a_subset(
     for ln in (out / "samples.jsonl").read_text().splitlines():
         rec = json.loads(ln)
         assert rec["outcome"] == "ok" and rec["text"] == recorded_text[(rec["case_id"], rec["index"])]
+
+
+# ---------------------------------------------------------------------------------------------
+# --out: never adopt, never share
+
+
+def test_out_naming_a_file_is_refused(mini_suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("keep me\n")
+    assert main(["run", str(mini_suite), "--out", str(target), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "names a file" in err
+    assert target.read_text() == "keep me\n"
+
+
+def test_out_into_a_foreign_non_empty_directory_is_refused(
+    mini_suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "other"
+    out.mkdir()
+    (out / "summary.json").write_text('{"mine": true}\n')
+    (out / "samples.jsonl").write_text('{"slot": "hello#0", "text": "not from this run"}\n')
+    assert main(["run", str(mini_suite), "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "without a manifest.json" in err
+    assert sorted(p.name for p in out.iterdir()) == ["samples.jsonl", "summary.json"]
+    assert (out / "summary.json").read_text() == '{"mine": true}\n'
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from leader_eval.store import run_dir_lock
+with run_dir_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.mark.model
+def test_second_run_into_a_locked_directory_exits_2_naming_the_holder(
+    mini_suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+    import sys
+
+    from leader_eval.store import LOCK, lock_holder
+
+    out = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        assert lock_holder(out / LOCK) == holder.pid
+        argv = ["run", str(mini_suite), "--out", str(out), "--samples", "1", "--max-tokens", "4", "--seed", "1", "-q"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"pid {holder.pid}" in err  # refused before the model loads
+        assert not (out / "samples.jsonl").exists() and not (out / "manifest.json").exists()
+    finally:
+        holder.communicate("", timeout=30)
+    # the holder is gone (the kernel dropped its lock): the same command now runs
+    assert lock_holder(out / LOCK) is None
+    assert main(argv) == 0
+    assert len((out / "samples.jsonl").read_text().splitlines()) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# a full disk, a read-only directory, broken run files: one line, nothing half-written
+
+
+@pytest.mark.model
+def test_disk_full_while_appending_samples_is_one_line_and_marks_the_run(
+    mini_suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import leader_eval.store as store
+    from leader_eval.evaluate import read_run
+
+    out = tmp_path / "run"
+    argv = ["run", str(mini_suite), "--out", str(out), "--samples", "1", "--max-tokens", "4", "--seed", "1", "-q"]
+    assert main([*argv, "--max-samples", "0"]) == 1  # creates the run, samples nothing
+    capsys.readouterr()
+    # every append goes to /dev/full: each write fails with ENOSPC, from the kernel
+    monkeypatch.setattr(store, "_open_append", lambda path: open("/dev/full", "a", encoding="utf-8"))  # noqa: SIM115
+    assert main(argv) == 2
+    err = _one_error(capsys.readouterr().err)
+    assert "samples.jsonl" in err and "No space left" in err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    assert not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))
+    monkeypatch.undo()
+    assert main(argv) == 0  # room again: the same command finishes the run
+    assert read_run(out).manifest["status"] == "complete"
+
+
+@pytest.mark.model
+def test_disk_full_while_writing_results_leaves_no_tmp_and_no_running_status(
+    mini_suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+    import os
+
+    import leader_eval.store as store
+    from leader_eval.evaluate import read_run
+
+    real_fsync = os.fsync
+
+    def full_for_new_files(fd: int) -> None:
+        # the disk fills after the last sample: writing results.jsonl (atomically, via a temp file) fails
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).name.startswith(".results.jsonl."):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    out = tmp_path / "run"
+    argv = ["run", str(mini_suite), "--out", str(out), "--samples", "1", "--max-tokens", "4", "--seed", "1", "-q"]
+    assert main([*argv, "--max-samples", "0"]) == 1  # the manifest exists before the disk fills
+    capsys.readouterr()
+    monkeypatch.setattr(store.os, "fsync", full_for_new_files)
+    assert main(argv) == 2
+    assert "No space left" in _one_error(capsys.readouterr().err)
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert len((out / "samples.jsonl").read_text().splitlines()) == 2  # no finished sample lost
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    assert read_run(out).manifest["status"] == "failed"
+    monkeypatch.setattr(store.os, "fsync", real_fsync)
+    assert main(argv) == 0
+
+
+def test_read_only_run_or_golden_directory_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+    import os
+
+    import leader_eval.store as store
+
+    run_dir, _ = _good_run_dir(tmp_path)
+    golden_dir = tmp_path / "golden"
+    real_mkstemp, real_open = store.tempfile.mkstemp, store.os.open
+
+    def read_only(*args: Any, **kw: Any) -> Any:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(store.tempfile, "mkstemp", read_only)
+    assert main(["gate", str(run_dir), "--golden", str(golden_dir), "--update-golden"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Read-only file system" in err
+    monkeypatch.setattr(store.tempfile, "mkstemp", real_mkstemp)
+
+    def no_create(path: Any, flags: int, *a: Any) -> int:
+        if flags & os.O_CREAT:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(store.os, "open", no_create)
+    lock = store.run_dir_lock(run_dir)
+    with pytest.raises(RunDirError, match=r"cannot lock run directory .*Read-only file system"):
+        lock.acquire()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expect"),
+    [
+        ("manifest.json", b"\xff\xfe\x00", "not UTF-8"),
+        ("manifest.json", b"[]", "not an object"),
+        ("manifest.json", b'{"identity": {"suite": "s"}}', "identity.suite_hash"),
+        ("manifest.json", b'{"identity": 3}', "no 'identity' object"),
+        ("manifest.json", b'{\n  "identity": {,\n}', "manifest.json:2:"),
+        ("summary.json", b"[1]", "expected a JSON object"),
+        ("cases.json", b"{bad", "unreadable JSON"),
+    ],
+)
+def test_unreadable_or_wrong_shape_run_files_are_one_line_exit_2(
+    name: str, content: bytes, expect: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir, _ = _good_run_dir(tmp_path)
+    (run_dir / name).write_bytes(content)
+    for argv in (["show", str(run_dir)], ["gate", str(run_dir), "--golden", str(tmp_path / "g")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and expect in err and "Traceback" not in err
+
+
+def test_a_non_gguf_file_as_gguf_model_is_one_line(
+    mini_suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = tmp_path / "model.gguf"
+    fake.write_bytes(b"PK\x03\x04 this is a zip, not a GGUF")
+    assert main(["run", str(mini_suite), "--model", f"gguf:{fake}", "--out", str(tmp_path / "run"), "-q"]) == 2
+    assert "not a GGUF file" in _one_error(capsys.readouterr().err)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_running_status_without_a_live_holder_reads_as_interrupted(tmp_path: Path) -> None:
+    from leader_eval.evaluate import read_run
+    from leader_eval.store import run_dir_lock
+
+    run_dir, run = _good_run_dir(tmp_path)
+    manifest = {**run.manifest, "status": "running"}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    assert read_run(run_dir).manifest["status"] == "interrupted"  # its process died without a word
+    with run_dir_lock(run_dir):  # a live run holds its directory: it is running
+        assert read_run(run_dir).manifest["status"] == "running"
+
+
+# ---------------------------------------------------------------------------------------------
+# the rule as a library function (the pytest plugin's verdicts use it)
+
+
+def test_error_verdict_and_case_verdict_never_pass_an_error() -> None:
+    from leader_eval.error_rule import case_verdict, error_verdict
+
+    def overall(n: int, scored: int, errors: int, overflow: int = 0) -> dict[str, Any]:
+        return {"overall": {"n_samples": n, "n_scored": scored, "n_errors": errors, "n_context_overflow": overflow}}
+
+    assert not error_verdict(overall(10, 10, 0)).failed
+    assert error_verdict(overall(10, 9, 1)).failed  # default: any error fails
+    assert not error_verdict(overall(10, 9, 1), 0.1).failed  # allowed
+    assert error_verdict(overall(10, 8, 2), 0.1).failed
+    assert error_verdict(overall(4, 0, 4), 1.0).failed  # nothing measured: never green
+    assert error_verdict(overall(0, 0, 0), 1.0).failed
+    assert error_verdict(overall(10, 8, 0, overflow=2)).failed  # an overflow is an error in a run ...
+    assert not error_verdict(overall(10, 8, 0, overflow=2), overflow_is_error=False).failed  # ... not in a sweep
+    with pytest.raises(ValueError):
+        error_verdict(overall(1, 1, 0), float("nan"))
+
+    def case(scored: int, passed: int, errors: int, overflow: int = 0) -> dict[str, Any]:
+        return {"n_scored": scored, "n_passed": passed, "n_errors": errors, "n_context_overflow": overflow}
+
+    assert case_verdict(case(2, 2, 0)) == "pass"
+    assert case_verdict(case(0, 0, 2)) == "error"  # only errored samples: never a pass
+    assert case_verdict(case(1, 1, 1)) == "error"
+    assert case_verdict(case(2, 1, 1)) == "fail"
+    assert case_verdict(case(0, 0, 0, overflow=2)) == "error"
+
+
+def test_unknown_protocol_is_refused_before_any_request(
+    mini_suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import leader_eval.backends as backends
+    from leader_eval.errors import LeaderEvalError
+    from leader_eval.evaluate import run
+    from leader_eval.runner import RunOptions
+
+    def no_backend(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a backend was built before the protocol was checked")
+
+    monkeypatch.setattr(backends, "resolve_backend", no_backend)
+    monkeypatch.setattr("leader_eval.evaluate.resolve_backend", no_backend)
+    with pytest.raises(LeaderEvalError, match="unknown protocol 'bogus'"):
+        run(mini_suite, RunOptions(model="openai:http://127.0.0.1:9/v1#m", protocol="bogus", out=tmp_path / "r"))
+    bad_suite = tmp_path / "bogus.yaml"
+    bad_suite.write_text(mini_suite.read_text().replace("protocol: json", "protocol: bogus"))
+    with pytest.raises(LeaderEvalError, match="bogus"):
+        run(bad_suite, RunOptions(model="openai:http://127.0.0.1:9/v1#m", out=tmp_path / "r"))
+    assert not (tmp_path / "r").exists()

@@ -394,3 +394,42 @@ def test_an_echo_of_a_non_ascii_tool_description_is_a_scaffold_leak(tmp_path: Pa
     said = "Publie un message dans le café du village où les élèves et les aînés discutent de la récolte"
     s = scorer.score(_sample(_call(said), case_id="c"))
     assert s.leak_classes == ["leak_scaffold"]
+
+
+REF_SUITE = """\
+name: refs
+protocol: json
+scaffold:
+  messages:
+    - {role: system, content: "Post to the room."}
+tools:
+  - name: send_message_to_chat
+    description: Post to the room.
+    parameters:
+      type: object
+      properties:
+        message: {$ref: "common.json#/$defs/message"}
+      required: [message]
+cases:
+  - id: c
+    expect: {calls: [{tool: send_message_to_chat}]}
+"""
+
+
+def test_a_tool_schema_ref_to_a_suite_file_is_validated_with_the_suites_own_registry(tmp_path: Path) -> None:
+    (tmp_path / "common.json").write_text(json.dumps({"$defs": {"message": {"type": "string", "maxLength": 10}}}))
+    (tmp_path / "refs.yaml").write_text(REF_SUITE)
+    scorer = _scorer(load_suite(tmp_path / "refs.yaml"), "c")
+    assert scorer.score(_sample(_call("short"), case_id="c")).passed
+    long = scorer.score(_sample(_call("far too long for the schema"), case_id="c"))
+    assert long.reason == "schema_violation" and "too long" in _failed(long)["arguments_schema"]["detail"]
+
+
+def test_a_common_end_token_the_model_owns_ends_its_turn_too(suite: Suite) -> None:
+    # SmolLM2 lists <|endoftext|> among its special tokens: alone (or after <|im_end|>) it is empty
+    for text in ("<|endoftext|>", "<|im_end|><|endoftext|>"):
+        assert _scorer(suite).score(_sample(text)).reason == "empty"
+    # a model that does not own <|endoftext|>: it is a special-token leak, not an end of turn
+    other = ModelInfo(special_tokens=("<|eot|>",), eot_tokens=("<|eot|>",))
+    s = _scorer(suite, model=other).score(_sample(_call("Today we build the windmill by the river") + "<|endoftext|>"))
+    assert s.leak_classes == ["leak_special_token"]

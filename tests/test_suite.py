@@ -164,3 +164,209 @@ def test_schema_is_published_and_is_draft_2020_12() -> None:
 def test_suite_error_is_one_line() -> None:
     err = SuiteError("a.yaml", 3, "bad\nthing")
     assert str(err) == "a.yaml:3: bad thing"
+
+
+# --- files a suite references stay inside the suite root (issue 9 item 1) --------------------
+
+SYSTEM_LINE = "      content: |\n        You are {{ agent_name }}. Current goal: {{ current_goal }}.\n"
+TOOLS_LINES = (
+    '        Tools: {{ tools_json }}\n        Reply with one JSON object like {"tool": "send_message_to_chat", '
+    '"arguments": {"message": "hi"}}.\n'
+)
+
+
+def _with_system_file(ref: str) -> str:
+    return MINIMAL_SUITE.replace(SYSTEM_LINE, f"      file: {ref}\n").replace(TOOLS_LINES, "")
+
+
+def _lint(capsys, *argv: str) -> tuple[int, str]:
+    status = main(["lint", "--no-tokens", *argv])
+    return status, capsys.readouterr().err.strip()
+
+
+def test_proc_self_environ_is_refused_at_lint(tmp_path: Path, capsys) -> None:
+    """Regression: ``file: /proc/self/environ`` put the environment (API keys) into the prompt."""
+    path = tmp_path / "s.yaml"
+    path.write_text(_with_system_file("/proc/self/environ"))
+    status, err = _lint(capsys, str(path))
+    assert status == 2
+    assert err.startswith(f"error: {path}:8: ") and "absolute path" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("ref", ["../../../../../../../../proc/self/environ", "../outside.j2", "sub/../../outside.j2"])
+def test_relative_paths_out_of_the_root_are_refused(tmp_path: Path, capsys, ref: str) -> None:
+    (tmp_path / "outside.j2").write_text("You are {{ agent_name }}.")
+    suite_dir = tmp_path / "project"
+    suite_dir.mkdir()
+    (suite_dir / "sub").mkdir()
+    path = suite_dir / "s.yaml"
+    path.write_text(_with_system_file(ref))
+    status, err = _lint(capsys, str(path))
+    assert status == 2 and "outside the suite root" in err, err
+
+
+def test_a_symlink_out_of_the_root_is_refused(tmp_path: Path, capsys) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("API_KEY=sk-canary")
+    project = tmp_path / "project"
+    (project / "templates").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("")
+    (project / "templates" / "sys.j2").symlink_to(secret)
+    path = project / "s.yaml"
+    path.write_text(_with_system_file("templates/sys.j2"))
+    status, err = _lint(capsys, str(path))
+    assert status == 2 and "outside the suite root" in err and "sk-canary" not in err
+
+
+def test_flagship_variant_reads_templates_from_the_project(capsys) -> None:
+    """suites/variants/*.yaml reads ../templates/...: inside the project root (pyproject.toml)."""
+    suite = load_suite(SUITES / "variants" / "leader_core_v4_nogoal.yaml")
+    assert suite.root == SUITES.parent.resolve()
+    assert suite.scaffold[0].path.endswith("suites/templates/leader_system.j2")
+    status, _ = _lint(capsys, str(SUITES / "variants" / "leader_core_v4_nogoal.yaml"))
+    assert status == 0
+
+
+def test_a_top_level_fixtures_folder_is_inside_the_root(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "sys.j2").write_text("You are {{ agent_name }}. Goal: {{ current_goal }}.")
+    (tmp_path / "fixtures" / "common.json").write_text('{"$defs": {"msg": {"type": "string", "minLength": 1}}}')
+    (tmp_path / "suites").mkdir()
+    path = tmp_path / "suites" / "s.yaml"
+    path.write_text(
+        _with_system_file("../fixtures/sys.j2").replace(
+            "message: {type: string, minLength: 1}", "message: {$ref: '../fixtures/common.json#/$defs/msg'}"
+        )
+    )
+    suite = load_suite(path)
+    assert suite.root == tmp_path.resolve()
+    assert suite.scaffold[0].template.startswith("You are")
+    validator = suite.tool_schemas.validator("send_message_to_chat")
+    assert validator.is_valid({"message": "hi"})
+    assert not validator.is_valid({"message": ""})
+
+
+def test_suite_root_option_widens_and_narrows(tmp_path: Path, capsys) -> None:
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "sys.j2").write_text("You are {{ agent_name }}. Goal: {{ current_goal }}.")
+    (tmp_path / "suites").mkdir()
+    path = tmp_path / "suites" / "s.yaml"
+    path.write_text(_with_system_file("../shared/sys.j2"))
+    status, err = _lint(capsys, str(path))  # no pyproject/.git: the root is the suite's folder
+    assert status == 2 and "outside the suite root" in err and "--suite-root" in err
+    assert _lint(capsys, "--suite-root", str(tmp_path), str(path))[0] == 0
+    assert load_suite(path, root=tmp_path).scaffold[0].template.startswith("You are")
+
+
+def test_resolve_in_root_is_the_one_rule_for_every_reference(tmp_path: Path) -> None:
+    from leader_eval.suite import resolve_in_root
+
+    (tmp_path / "pyproject.toml").write_text("")
+    suite = tmp_path / "suites" / "s.yaml"
+    suite.parent.mkdir()
+    assert resolve_in_root(suite, "../fixtures/episode.jsonl", 3) == tmp_path.resolve() / "fixtures" / "episode.jsonl"
+    for bad in ("/etc/passwd", "../../etc/passwd", "~/x", ""):
+        with pytest.raises(SuiteError) as err:
+            resolve_in_root(suite, bad, 3, what="episode fixture")
+        assert err.value.line == 3 and "episode fixture" in str(err.value)
+
+
+# --- tool-contract $ref (issue 9 item 3, item 13) ---------------------------------------------
+
+MESSAGE = "message: {type: string, minLength: 1}"
+
+
+def _with_message_schema(schema: str) -> str:
+    return MINIMAL_SUITE.replace(MESSAGE, schema)
+
+
+REF_ERRORS = [
+    ("https", "message: {$ref: 'https://example.com/s.json'}", 20, "remote or absolute"),
+    ("http_userinfo", "message: {$ref: 'http://user:pw@127.0.0.1:1/s.json'}", 20, "remote or absolute"),
+    ("file_url", "message: {$ref: 'file:///etc/passwd'}", 20, "remote or absolute"),
+    ("urn", "message: {$ref: 'urn:example:x'}", 20, "remote or absolute"),
+    ("protocol_relative", "message: {$ref: '//example.com/s.json'}", 20, "remote or absolute"),
+    ("absolute_path", "message: {$ref: '/etc/passwd'}", 20, "absolute path"),
+    ("traversal", "message: {$ref: '../../../../../../../etc/passwd#/x'}", 20, "outside the suite root"),
+    ("missing_file", "message: {$ref: 'nope.json'}", 20, "not found"),
+    ("missing_pointer", "message: {$ref: '#/$defs/nope'}", 20, "points to nothing"),
+    ("missing_anchor", "message: {$ref: '#nope'}", 20, "points to nothing"),
+    ("id_escape", "message: {$ref: 'x.json'}\n      $id: 'https://example.com/'", 21, "$id is not supported"),
+    ("dynamic_ref", "message: {$dynamicRef: '#meta'}", 20, "$dynamicRef is not supported"),
+    (
+        "cycle",
+        "message: {$ref: '#/$defs/a'}\n      $defs:\n        a: {$ref: '#/$defs/b'}\n        b: {$ref: '#/$defs/a'}",
+        (22, 23),
+        "reference cycle",
+    ),
+    ("cycle_through_allof", "message: {allOf: [{$ref: '#/properties/message'}]}", 20, "reference cycle"),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "line", "words"), REF_ERRORS, ids=[r[0] for r in REF_ERRORS])
+def test_tool_schema_ref_errors_are_lint_errors(tmp_path: Path, capsys, name, schema, line, words) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(_with_message_schema(schema))
+    status, err = _lint(capsys, str(path))
+    assert status == 2
+    m = re.match(rf"error: {re.escape(str(path))}:(\d+): ", err)
+    assert m and int(m.group(1)) in ((line,) if isinstance(line, int) else line), err
+    assert words in err and len(err.splitlines()) == 1, err
+
+
+def test_refs_in_a_referenced_file_name_that_file_and_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "common.yaml").write_text(
+        "$defs:\n  msg:\n    type: string\n  bad:\n    $ref: 'https://evil.example/x'\n"
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(_with_message_schema("message: {$ref: 'common.yaml#/$defs/msg'}"))
+    status, err = _lint(capsys, str(path))
+    assert status == 2 and err.startswith(f"error: {tmp_path / 'common.yaml'}:5: ") and "remote" in err, err
+
+
+def test_recursive_schema_that_consumes_input_is_fine(tmp_path: Path) -> None:
+    schema = (
+        "message: {$ref: '#/$defs/node'}\n      $defs:\n        node:\n          type: object\n"
+        "          properties:\n            children: {type: array, items: {$ref: '#/$defs/node'}}"
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(_with_message_schema(schema).replace("message: {mentions_goal: true}", "message: {present: true}"))
+    suite = load_suite(path)
+    v = suite.tool_schemas.validator("send_message_to_chat")
+    assert v.is_valid({"message": {"children": [{"children": []}]}})
+    assert not v.is_valid({"message": {"children": [1]}})
+
+
+def test_validators_never_retrieve(monkeypatch) -> None:
+    """The registry refuses every URI it was not given: no network, no file, at scoring time."""
+    import urllib.request
+
+    from referencing.exceptions import Unresolvable
+
+    from leader_eval.tool_schema import compile_validator
+
+    def no_network(*a, **k):
+        raise AssertionError("a schema reference was fetched")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    for ref in ("https://example.com/s.json", "file:///etc/passwd", "other.json"):
+        v = compile_validator({"properties": {"x": {"$ref": ref}}})
+        with pytest.raises(Unresolvable):
+            v.is_valid({"x": 1})
+
+
+def test_scoring_validates_against_the_files_lint_loaded(tmp_path: Path) -> None:
+    """A file $ref resolves at scoring to what lint loaded (no retrieval: before, 'common.json' was fetched)."""
+    from leader_eval.api import score_output
+
+    (tmp_path / "common.json").write_text('{"$defs": {"msg": {"type": "string", "minLength": 3}}}')
+    path = tmp_path / "s.yaml"
+    path.write_text(_with_message_schema("message: {$ref: 'common.json#/$defs/msg'}"))
+    ok = score_output(path, '{"tool": "send_message_to_chat", "arguments": {"message": "hello"}}', case="hello")
+    short = score_output(path, '{"tool": "send_message_to_chat", "arguments": {"message": "hi"}}', case="hello")
+    checks_ok = {c["check"]: c for c in ok.checks}
+    checks_short = {c["check"]: c for c in short.checks}
+    assert checks_ok["arguments_schema"]["passed"] is True
+    assert checks_short["arguments_schema"]["passed"] is False
+    assert checks_short["arguments_schema"]["reason"] == "schema_violation"

@@ -38,6 +38,7 @@ def _build_backend(spec: str, **options: Any) -> Backend:
         path = Path(spec.split(":", 1)[1]).expanduser()
         if not path.is_file():
             raise LeaderEvalError(f"--model {spec}: no such GGUF file")
+        _check_gguf_magic(spec, path)
         # the model id names the file, not the machine-specific directory it sits in
         return LocalBackend(path, f"gguf:{path.name}", n_ctx=options.get("context_length"))
     if spec.startswith("replay:"):
@@ -61,3 +62,14 @@ def _build_backend(spec: str, **options: Any) -> Backend:
     raise LeaderEvalError(
         f"--model {spec!r}: unknown model spec (use local:smollm2, gguf:PATH, replay:RUN_DIR, openai:URL#MODEL, tinker://...)"
     )
+
+
+def _check_gguf_magic(spec: str, path: Path) -> None:
+    """A file that does not start with the GGUF magic is refused before llama.cpp parses it."""
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise LeaderEvalError(f"--model {spec}: cannot read: {exc.strerror or exc}") from None
+    if magic != b"GGUF":
+        raise LeaderEvalError(f"--model {spec}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")

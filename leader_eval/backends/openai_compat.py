@@ -566,7 +566,7 @@ class OpenAICompatBackend:
                 raw = await _read_body(resp, self.max_response_bytes)
                 retry_after = resp.headers.get("Retry-After") if status != 200 else None
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise _Failure(f"timeout after {limit_s:g} s", retryable=True) from exc
+            raise _Failure(f"timeout after {limit_s:.3g} s", retryable=True) from exc
         except aiohttp.ClientError as exc:
             # str(ClientResponseError) may quote request info: keep only the type and a safe text
             raise _Failure(f"connection error: {type(exc).__name__}: {_safe_exc_text(exc)}", retryable=True) from exc
@@ -703,7 +703,8 @@ def _count(value: Any, where: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_COUNT:
-        raise _Shape(f"{where} {str(value)[:30]} is not a token count")
+        shown = f"{value:.6g}" if isinstance(value, int | float) else _kind(value)
+        raise _Shape(f"{where} {shown} is not a token count")
     return value
 
 

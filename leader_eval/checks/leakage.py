@@ -25,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse
 
-from leader_eval.checks.placeholders import PLACEHOLDER_SHAPES, name_shapes
+from leader_eval.checks.placeholders import PLACEHOLDER_SHAPES, SLOT_CANDIDATE, is_slot_phrase, name_shapes
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -230,6 +230,8 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         entries.append(("marker", first, rest))
     entries.extend(_BUILTIN)
     entries.extend(("ph", first, rest) for first, rest in name_shapes(cfg.placeholder_names))
+    # last among "[" candidates: bracketed words, a placeholder only if is_slot_phrase says so
+    entries.append(("slot", "[", SLOT_CANDIDATE))
     scanner = re.compile(_group_by_first_char(entries))
     extra = tuple((Reason.LEAK_PLACEHOLDER, re.compile(p)) for p in cfg.placeholder_patterns) + tuple(
         (Reason.FORBIDDEN_PATTERN, re.compile(p)) for p in cfg.forbid
@@ -548,6 +550,15 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
         if kind in ("special", "tok") and _TOOLISH.search(m.group()):
             spans.append((Reason.LEAK_TOOL_MARKUP, start, end))
             continue
+        if kind == "slot":
+            if m.group() in cfg.allowed or not is_slot_phrase(m.group()[1:-1]):
+                continue
+            if code is None:
+                code = _CodeSpans(text, lo, hi)
+            if code.contains(start, end):
+                continue
+            spans.append((Reason.LEAK_PLACEHOLDER, start, end))
+            continue
         if kind in ("marker", "ph") and m.group() in cfg.allowed:
             continue
         spans.append((_KIND_REASON[kind], start, end))
@@ -585,6 +596,8 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
 def _outermost(spans: list[tuple[Reason, int, int]]) -> list[tuple[Reason, int, int]]:
     """Sorted by position, without a span inside another span of the same reason (a suite's
     ``${GOAL}`` pattern and the built-in ``{GOAL}`` shape find one placeholder, not two)."""
+    if len(spans) < 2:
+        return list(spans)
     out: list[tuple[Reason, int, int]] = []
     reach: dict[Reason, int] = {}
     for r, s, e in sorted(set(spans), key=lambda t: (t[1], -t[2], t[0])):

@@ -13,9 +13,13 @@ What counts (docs/leakage.md):
 - a bracketed or angled name: snake case with at least one underscore (``[AGENT_NAME]``,
   ``<CURRENT_GOAL>``, ``[current_goal]``) or one of ``PLACEHOLDER_WORDS`` (``[GOAL]``,
   ``<NAME>``); and ``[INSERT ...]``, ``[FILL IN ...]``, ``[YOUR NAME]``, ``[TODO: ...]``;
+- a slot written in words, in brackets, any letter case: up to three prefix words (``your``,
+  ``insert``, ``current``, ``agent's``, ...) and a slot noun (``SLOT_NOUNS``), optionally
+  ``here``: ``[Your Name]``, ``[Agent Name]``, ``[insert goal here]``, ``[Date]``;
 - a name of the suite's own template variables in any of those brackets (``[EVENTS]``).
 
-Near misses that are not placeholders: other single bracketed words (``[OK]``, ``[UPDATE]``),
+Near misses that are not placeholders: other bracketed words (``[OK]``, ``[UPDATE]``,
+``[insert coin]``, ``[Todo]``),
 numbers and letters (``[1]``, ``[x]``, ``[ ]``), Markdown links and references (``[GOAL](url)``,
 ``[GOAL][1]``), citations (``[Smith 2020]``), Mistral control words (``[TOOL_CALLS]``, which are
 tool markup), and anything inside a code span (judged by the leak detector).
@@ -47,6 +51,45 @@ PLACEHOLDER_WORDS = (
     "TBD",
 )
 _WORDS = "|".join(PLACEHOLDER_WORDS)
+#: what a template slot written in words names (``[Your Name]``, ``[insert goal here]``)
+SLOT_NOUNS = frozenset(
+    (
+        *("name", "goal", "task", "room", "agent", "user", "topic", "target", "location", "place", "date", "time"),
+        *("message", "team", "project", "company", "city", "email"),
+    )
+)
+#: words that may come before the slot noun (at most three of them)
+SLOT_PREFIXES = frozenset(
+    (
+        *("insert", "fill", "in", "enter", "add", "your", "the", "current", "agent", "agent's", "team", "team's"),
+        *("user", "user's", "first", "last", "full", "player", "new", "target", "project", "company", "meeting"),
+        *("start", "end", "due"),
+    )
+)
+
+
+def is_slot_phrase(inner: str) -> bool:
+    """Is the text between brackets a slot written in words: up to three ``SLOT_PREFIXES``, a
+    ``SLOT_NOUNS`` word, optionally "here" (any letter case)? ``[insert coin]`` is not."""
+    words = inner.lower().split()
+    if words and words[-1] == "here":
+        words.pop()
+    return 1 <= len(words) <= 4 and words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1])
+
+
+def _alternation(words: frozenset[str]) -> str:
+    return "|".join(sorted(words, key=lambda w: (-len(w), w)))
+
+
+# the same rule as a regex, for render-time checks (the leak detector runs the cheaper
+# ``SLOT_CANDIDATE`` and ``is_slot_phrase``: a case-insensitive alternation tried at every "["
+# cost it a microsecond per bracket)
+_SLOT_PHRASE = (
+    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)})\s{{1,3}}){{0,3}}(?:{_alternation(SLOT_NOUNS)})(?:\s{{1,3}}here)?)"
+)
+#: what the leak detector matches after "[" before asking ``is_slot_phrase``
+SLOT_CANDIDATE = r"(?=[A-Za-z])[A-Za-z' ]{1,60}+\](?![\[(])"
+
 _UPPER_SNAKE = r"[A-Z][A-Z0-9]{0,40}(?:_[A-Z0-9]{1,40}){1,8}"
 _LOWER_SNAKE = r"[a-z][a-z0-9]{0,40}(?:_[a-z0-9]{1,40}){1,8}"
 # Mistral's control words are bracketed upper snake case too; they are tool markup
@@ -71,8 +114,12 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}|{_WORDS}|{_UPPER_SNAKE})>"),
 )
 
-#: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for)
-PLACEHOLDER_PATTERNS: tuple[str, ...] = tuple(re.escape(first) + rest for first, rest in PLACEHOLDER_SHAPES)
+#: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for), and
+#: the slot-in-words rule of ``is_slot_phrase`` as a regex
+PLACEHOLDER_PATTERNS: tuple[str, ...] = (
+    *(re.escape(first) + rest for first, rest in PLACEHOLDER_SHAPES),
+    rf"\[{_SLOT_PHRASE}\]{_NOT_LINK}",
+)
 
 
 def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
@@ -83,6 +130,7 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
     usable = sorted({n for n in names if len(n) >= 3 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", n)})
     if not usable:
         return ()
-    alt = "(?i:" + "|".join(usable) + ")"
+    # the guard keeps the case-insensitive alternation from being tried after every bracket
+    alt = "(?=[A-Za-z_])(?i:" + "|".join(usable) + ")"
     upper = "(?:" + "|".join(n.upper() for n in usable) + ")"
     return (("[", alt + r"\]" + _NOT_LINK), ("<", upper + ">"), ("{", alt + r"\}"))

@@ -24,7 +24,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+from referencing.exceptions import Unresolvable
 
+from leader_eval.tool_schema import validator_for
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
@@ -62,7 +64,7 @@ def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
         key = id(schema)
     v = _VALIDATORS.get(key)
     if v is None:
-        v = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        v = validator_for(schema)  # never fetches a $ref; a suite's file refs resolve to what lint loaded
         if len(_VALIDATORS) > 4096:  # a long-lived process scoring many suites
             _VALIDATORS.clear()
         _VALIDATORS[key] = v
@@ -495,13 +497,17 @@ def _result(check: str, failure: _Failure | None, detail: str, data: dict[str, A
     return CheckResult(check, False, failure.reason, detail, data=data)
 
 
-def _schema_check(calls: Sequence[ToolCall], tools: Mapping[str, Mapping[str, Any]]) -> CheckResult:
+def _schema_check(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Mapping[str, Any]],
+    validators: Mapping[str, Draft202012Validator] | None = None,
+) -> CheckResult:
     failures: list[_Failure] = []
     for i, call in enumerate(calls):
         schema = tools.get(call.name)
         if schema is None:
             continue  # an unknown tool is tool_choice's finding
-        validator = _validator(schema)
+        validator = validators[call.name] if validators and call.name in validators else _validator(schema)
         try:
             if validator.is_valid(call.arguments):
                 continue
@@ -509,6 +515,12 @@ def _schema_check(calls: Sequence[ToolCall], tools: Mapping[str, Mapping[str, An
         except RecursionError:
             failures.append(
                 _Failure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", "shallower arguments", "too deep")
+            )
+            continue
+        except Unresolvable as exc:  # only a schema handed in directly: a suite's refs are checked at load
+            why = f"the tool schema's $ref {getattr(exc, 'ref', '')!r} is not resolvable (nothing is fetched)"
+            failures.append(
+                _Failure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", {"schema": "$ref", "message": why}, None)
             )
             continue
         if err is None:
@@ -558,13 +570,18 @@ def match_calls(
     tools: Mapping[str, Mapping[str, Any]],
     *,
     goal: str | None = None,
+    validators: Mapping[str, Draft202012Validator] | None = None,
 ) -> list[CheckResult]:
     """Score ``calls`` against a case's ``expect``; ``tools`` maps tool name -> its parameters
-    JSON Schema. Returns the checks tool_choice, arguments_schema, arguments (in that order)."""
+    JSON Schema. Returns the checks tool_choice, arguments_schema, arguments (in that order).
+
+    ``validators`` (tool name -> validator) are used where given: a suite's, whose ``$ref``
+    targets were loaded with the suite. Otherwise each schema is compiled once with a registry
+    that refuses every reference it does not hold: nothing is ever fetched."""
     calls = list(calls)
     expected: list[Mapping[str, Any]] = list(expect.get("calls") or [])
     count_rule = expect.get("count", "exact")
-    schema_result = _schema_check(calls, tools)
+    schema_result = _schema_check(calls, tools, validators)
 
     if not expect.get("no_call") and not expected:
         # The case says nothing about calls (it may only check the text): nothing to fail here.

@@ -155,22 +155,14 @@ def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
 
 def lenient(scan: Scan) -> Iterator[ToolCall]:
     text, hi, budget = scan.text, len(scan.text), scan.budget()
-    if _TU_OPEN in text:
-        for s in find_all(text, _TU_OPEN, scan.start):
+    for tag, block in ((_TU_OPEN, _tool_use_block), ("<invoke", _invoke_block)):
+        if tag not in text:
+            continue
+        for s in find_all(text, tag, scan.start):
             if budget.spent:
                 break
             try:
-                name, args, e = _tool_use_block(text, s, hi, strict=False, budget=budget)
-            except Fail:
-                budget.fail()
-                continue
-            yield ToolCall(name, args, "anthropic_xml", (s, e), text[s:e])
-    if "<invoke" in text:
-        for s in find_all(text, "<invoke", scan.start):
-            if budget.spent:
-                break
-            try:
-                name, args, e = _invoke_block(text, s, hi, strict=False, budget=budget)
+                name, args, e = block(text, s, hi, strict=False, budget=budget)
             except Fail:
                 budget.fail()
                 continue

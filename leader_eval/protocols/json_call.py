@@ -5,18 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from leader_eval.protocols import _scan
 from leader_eval.protocols._base import StrictOut, ToolCallProtocol
-from leader_eval.protocols._scan import (
-    MAX_CALLS,
-    NO_CALL_ERROR,
-    TOO_MANY_CALLS_ERROR,
-    Fail,
-    Memo,
-    Scan,
-    call_from_object,
-    decode,
-    skip_ws,
-)
 from leader_eval.types import ToolCall
 
 NAME_KEYS = ("tool", "name")
@@ -25,44 +15,44 @@ ARGS_KEYS = ("arguments", "parameters")
 JSON_OPENING = r"[\[{][\s\[{]*(?:\"|\}|\])"
 
 
-def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
+def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
     if text[lo] not in "{[":
-        raise Fail(NO_CALL_ERROR)
+        raise _scan.Fail(_scan.NO_CALL_ERROR)
     calls: list[ToolCall] = []
     if text[lo] == "{":
-        obj, end = decode(text, lo, memo)
+        obj, end = _scan.decode(text, lo, memo)
         if end != hi:
-            raise Fail(f"text after the JSON object at offset {end}")
-        name, args = call_from_object(obj, name_keys=NAME_KEYS, args_keys=ARGS_KEYS, strict=True)
+            raise _scan.Fail(f"text after the JSON object at offset {end}")
+        name, args = _scan.call_from_object(obj, name_keys=NAME_KEYS, args_keys=ARGS_KEYS, strict=True)
         calls.append(ToolCall(name, args, "json", (lo, end), text[lo:end]))
         return calls, [(lo, end)]
-    # An array of call objects: decode element by element so each call keeps its own span.
-    pos = skip_ws(text, lo + 1)
+    # An array of call objects: _scan.decode element by element so each call keeps its own span.
+    pos = _scan.skip_ws(text, lo + 1)
     if pos < hi and text[pos] == "]":
-        raise Fail("empty array of tool calls")
+        raise _scan.Fail("empty array of tool calls")
     while True:
-        if len(calls) == MAX_CALLS:
-            raise Fail(TOO_MANY_CALLS_ERROR)
-        obj, end = decode(text, pos, memo)
-        name, args = call_from_object(obj, name_keys=NAME_KEYS, args_keys=ARGS_KEYS, strict=True)
+        if len(calls) == _scan.MAX_CALLS:
+            raise _scan.Fail(_scan.TOO_MANY_CALLS_ERROR)
+        obj, end = _scan.decode(text, pos, memo)
+        name, args = _scan.call_from_object(obj, name_keys=NAME_KEYS, args_keys=ARGS_KEYS, strict=True)
         calls.append(ToolCall(name, args, "json", (pos, end), text[pos:end]))
-        pos = skip_ws(text, end)
+        pos = _scan.skip_ws(text, end)
         if pos < hi and text[pos] == ",":
-            pos = skip_ws(text, pos + 1)
+            pos = _scan.skip_ws(text, pos + 1)
             continue
         if pos < hi and text[pos] == "]":
             break
-        raise Fail(f"expected ',' or ']' in the array of tool calls at offset {pos}")
+        raise _scan.Fail(f"expected ',' or ']' in the array of tool calls at offset {pos}")
     if pos + 1 != hi:
-        raise Fail(f"text after the JSON array at offset {pos + 1}")
+        raise _scan.Fail(f"text after the JSON array at offset {pos + 1}")
     return calls, [(lo, hi)]
 
 
-def lenient(scan: Scan) -> Iterator[ToolCall]:
+def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
     for obj, s, e in scan.call_objects():
         try:
-            name, args = call_from_object(obj, name_keys=NAME_KEYS, args_keys=ARGS_KEYS, strict=False)
-        except Fail:
+            name, args = _scan.call_from_object(obj, name_keys=NAME_KEYS, args_keys=ARGS_KEYS, strict=False)
+        except _scan.Fail:
             continue
         yield ToolCall(name, args, "json", (s, e), scan.text[s:e])
 

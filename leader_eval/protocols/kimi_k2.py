@@ -8,19 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from leader_eval.protocols import _scan
 from leader_eval.protocols._base import StrictOut, ToolCallProtocol
-from leader_eval.protocols._scan import (
-    MAX_CALLS,
-    NO_CALL_ERROR,
-    TOO_MANY_CALLS_ERROR,
-    Fail,
-    Memo,
-    Scan,
-    decode,
-    find_all,
-    object_arguments,
-    skip_ws,
-)
 from leader_eval.types import ToolCall, json_type
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
@@ -36,67 +25,67 @@ _ID_STRICT = re.compile(r"functions\.([^\s:<>|]+):(\d+)")
 _ID_LENIENT = re.compile(r"(?:functions\.)?([^\s:<>|]+):(\d+)")
 
 
-def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
+def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
     if not text.startswith(SECTION_BEGIN, lo):
         if text.startswith(SECTION_BEGIN_ALT, lo):
-            raise Fail(f"section opened with {SECTION_BEGIN_ALT}, expected {SECTION_BEGIN}")
-        raise Fail(NO_CALL_ERROR)
+            raise _scan.Fail(f"section opened with {SECTION_BEGIN_ALT}, expected {SECTION_BEGIN}")
+        raise _scan.Fail(_scan.NO_CALL_ERROR)
     calls: list[ToolCall] = []
-    pos = skip_ws(text, lo + len(SECTION_BEGIN))
+    pos = _scan.skip_ws(text, lo + len(SECTION_BEGIN))
     while text.startswith(CALL_BEGIN, pos):
-        if len(calls) == MAX_CALLS:
-            raise Fail(TOO_MANY_CALLS_ERROR)
+        if len(calls) == _scan.MAX_CALLS:
+            raise _scan.Fail(_scan.TOO_MANY_CALLS_ERROR)
         start = pos
-        pos = skip_ws(text, pos + len(CALL_BEGIN))
+        pos = _scan.skip_ws(text, pos + len(CALL_BEGIN))
         m = _ID_STRICT.match(text, pos)
         if not m:
-            raise Fail(f"expected a call id functions.NAME:INDEX at offset {pos}")
+            raise _scan.Fail(f"expected a call id functions.NAME:INDEX at offset {pos}")
         name = m.group(1)
-        pos = skip_ws(text, m.end())
+        pos = _scan.skip_ws(text, m.end())
         if not text.startswith(ARG_BEGIN, pos):
-            raise Fail(f"expected {ARG_BEGIN} at offset {pos}")
-        pos = skip_ws(text, pos + len(ARG_BEGIN))
-        obj, end = decode(text, pos, memo)
+            raise _scan.Fail(f"expected {ARG_BEGIN} at offset {pos}")
+        pos = _scan.skip_ws(text, pos + len(ARG_BEGIN))
+        obj, end = _scan.decode(text, pos, memo)
         if not isinstance(obj, dict):
-            raise Fail(f"arguments must be a JSON object, got {json_type(obj)}")
-        pos = skip_ws(text, end)
+            raise _scan.Fail(f"arguments must be a JSON object, got {json_type(obj)}")
+        pos = _scan.skip_ws(text, end)
         if not text.startswith(CALL_END, pos):
-            raise Fail(f"expected {CALL_END} at offset {pos}")
+            raise _scan.Fail(f"expected {CALL_END} at offset {pos}")
         pos += len(CALL_END)
         calls.append(ToolCall(name, obj, "kimi_k2", (start, pos), text[start:pos]))
-        pos = skip_ws(text, pos)
+        pos = _scan.skip_ws(text, pos)
     if not calls:
-        raise Fail(f"expected {CALL_BEGIN} at offset {pos}")
+        raise _scan.Fail(f"expected {CALL_BEGIN} at offset {pos}")
     if not text.startswith(SECTION_END, pos):
-        raise Fail(f"expected {CALL_BEGIN} or {SECTION_END} at offset {pos}")
+        raise _scan.Fail(f"expected {CALL_BEGIN} or {SECTION_END} at offset {pos}")
     pos += len(SECTION_END)
     if pos != hi:
-        raise Fail(f"text after {SECTION_END} at offset {pos}")
+        raise _scan.Fail(f"text after {SECTION_END} at offset {pos}")
     # The section tokens are markup too: consume the whole section.
     return calls, [(lo, hi)]
 
 
-def lenient(scan: Scan) -> Iterator[ToolCall]:
+def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
     text, budget = scan.text, scan.budget()
-    for s in find_all(text, CALL_BEGIN, scan.start):
+    for s in _scan.find_all(text, CALL_BEGIN, scan.start):
         if budget.spent:
             return
-        pos = skip_ws(text, s + len(CALL_BEGIN))
+        pos = _scan.skip_ws(text, s + len(CALL_BEGIN))
         m = _ID_LENIENT.match(text, pos)
         if not m:
             budget.fail()
             continue
-        pos = skip_ws(text, m.end())
+        pos = _scan.skip_ws(text, m.end())
         if not text.startswith(ARG_BEGIN, pos):
             budget.fail()
             continue
-        got = scan.decode(skip_ws(text, pos + len(ARG_BEGIN)), budget)
+        got = scan.decode(_scan.skip_ws(text, pos + len(ARG_BEGIN)), budget)
         if got is None:
             budget.fail()
             continue
         try:
-            args = object_arguments(got[0], strict=False)
-        except Fail:
+            args = _scan.object_arguments(got[0], strict=False)
+        except _scan.Fail:
             budget.fail()
             continue
         e = scan.close_after(got[1], CALL_END)

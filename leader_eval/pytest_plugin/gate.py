@@ -26,7 +26,6 @@ from leader_eval.aggregate import summarize
 from leader_eval.errors import LeaderEvalError
 from leader_eval.evaluate import Run
 from leader_eval.golden import (
-    CASE_FIELDS,
     GateResult,
     format_gate_table,
     gate,
@@ -82,28 +81,15 @@ def session_run(suite_name: str, state: PluginState) -> tuple[Run, list[str]]:
 
 
 def subset_golden(golden: dict[str, Any], case_ids: set[str], weights: dict[str, float]) -> dict[str, Any] | None:
-    """The golden restricted to ``case_ids``: per-case records kept, each metric's value the
-    weighted mean of its per-case values over them (None when the golden has no per-case values)."""
-    gcases = {cid: rec for cid, rec in (golden.get("cases") or {}).items() if cid in case_ids}
-    if not gcases:
+    """The golden restricted to ``case_ids`` (the same restriction the gate applies to quarantined
+    cases: per-case records kept, paired metrics' values their weighted mean over the kept cases),
+    or None when the golden has no per-case values for them."""
+    from leader_eval.golden import _golden_without
+
+    gcases = golden.get("cases") or {}
+    if not set(gcases) & case_ids:
         return None
-    field_of = {metric: key for key, metric in CASE_FIELDS.items()}
-    metrics = {}
-    for name, m in golden["metrics"].items():
-        key = field_of.get(name)
-        vals = [(weights.get(cid, 1.0), rec[key]) for cid, rec in gcases.items() if key and rec.get(key) is not None]
-        total = sum(w for w, _ in vals)
-        if not vals or total <= 0:
-            continue  # a metric with no per-case values cannot be restricted to a subset
-        metrics[name] = {
-            **m,
-            "value": sum(w * float(v) for w, v in vals) / total,
-            "low": None,
-            "high": None,
-            "n_cases": len(vals),
-            "n_samples": sum(int(gcases[cid].get("n_samples", 0)) for cid in gcases),
-        }
-    return {**golden, "metrics": metrics, "cases": gcases}
+    return _golden_without(golden, set(gcases) - case_ids, weights)
 
 
 def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> str | None:
@@ -114,9 +100,7 @@ def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> 
     from leader_eval.error_rule import error_verdict
 
     def total(key: str, stress: bool | None = None) -> int:
-        return sum(
-            int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress
-        )
+        return sum(int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress)
 
     counts = {
         "n_samples": total("n_samples"),
@@ -152,8 +136,9 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         run, problems = session_run(suite_name, state)
     except LeaderEvalError as err:
         return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: {err}"])
-    if not run.manifest:
-        return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: no case was scored"])
+    if not state.records.get(suite_name) or "identity" not in run.manifest:
+        why = "; ".join(problems) or "its cases failed before scoring (see their reports)"
+        return SuiteGate(suite_name, meta["path"], 1, [f"gate FAIL (suite {suite_name}): no case was scored: {why}"])
     if run.path != Path("."):
         # what the controller aggregated: must equal the worker's summary.json for the same samples
         write_json_atomic(run.path / "session_summary.json", run.summary)

@@ -73,6 +73,12 @@ def format_summary(run: Run) -> str:
             f"cache hits {st.get('cache_hits', 0)}, misses {st.get('cache_misses', 0)}"
             + (f"; {st['capped']} slots left unsampled by --max-samples" if st.get("capped") else "")
         )
+    from leader_eval.aggregate import format_pass_k, format_usage
+
+    if o.get("pass_k"):  # reported, never gated (leader_eval.metrics)
+        lines.append("reported, not gated: " + format_pass_k(o["pass_k"]))
+    if s.get("usage"):
+        lines.append("usage: " + format_usage(s["usage"]))
     tok = s.get("tokens")
     if tok:
         lines.append(f"tokens: prompt {tok['prompt']}, completion {tok['completion']}; retries {s.get('retries', 0)}")

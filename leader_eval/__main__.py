@@ -1,0 +1,7 @@
+"""``python -m leader_eval``: the ``leader-eval`` command."""
+
+import sys
+
+from leader_eval.cli import main
+
+sys.exit(main())
