@@ -144,6 +144,8 @@ def build_golden(
     metrics = run.summary["overall"]["metrics"]
     out_metrics: dict[str, Any] = {}
     for name, spec in ALL_METRICS.items():  # episode metrics only when the run has episodes
+        if spec.episode_key and not spec.gating:
+            continue  # reported only (steps to goal is a count of steps, not a rate)
         m = metrics.get(name)
         if m is None or m.get("value") is None:
             continue
