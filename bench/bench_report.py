@@ -45,7 +45,9 @@ def build_run(dst: Path, n: int, chars: int) -> Path:
     suite = load_suite(FIXTURE / "suite" / "leader_core.yaml")
     src = FIXTURE / "s101"
     manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
-    manifest["identity"]["cases"] = {c.id: {} for c in suite.cases}
+    recorded = manifest["identity"]["cases"]
+    template = next(iter(recorded.values()))
+    manifest["identity"]["cases"] = {c.id: recorded.get(c.id, template) for c in suite.cases}
     dst.mkdir(parents=True)
     (dst / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     shutil.copy(src / "prompts.jsonl", dst / "prompts.jsonl")

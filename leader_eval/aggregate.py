@@ -7,6 +7,7 @@ bootstrap over cases (``stats``), because cases, not samples, are the independen
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -195,7 +196,9 @@ def _quantiles(values: Sequence[float]) -> dict[str, float] | None:
     return {
         "p50": float(np.percentile(x, 50)),
         "p95": float(np.percentile(x, 95)),
-        "mean": float(x.mean()),
+        # fsum is exactly rounded, so the mean does not depend on the samples' order (a merged
+        # run lists them shard by shard, an unsharded one as they finished)
+        "mean": math.fsum(values) / len(values),
         "max": float(x.max()),
     }
 

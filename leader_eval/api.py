@@ -35,22 +35,23 @@ __all__ = ["load_suite", "score_output"]
 _STRING_NAME = "<string>"
 
 
-def load_suite(source: str | Path | Mapping[str, Any] | Suite) -> Suite:
+def load_suite(source: str | Path | Mapping[str, Any] | Suite, *, root: str | Path | None = None) -> Suite:
     """A suite from a path, YAML text or a dict (a ``Suite`` is returned as is).
 
     A string is a path when it names a file and holds no newline; otherwise it is YAML text.
-    Text and dicts must be self-contained: a ``file:`` scaffold reference has no folder to be
+    ``root`` bounds the files a suite file references (``leader_eval.suite.load_suite``). Text
+    and dicts must be self-contained: a ``file:`` scaffold reference has no folder to be
     resolved against. Errors are ``SuiteError`` naming ``<string>`` and the line.
     """
     if isinstance(source, Suite):
         return source
     if isinstance(source, Path):
-        return _load_suite_file(source)
+        return _load_suite_file(source, root=root)
     if isinstance(source, Mapping):
         text = yaml.safe_dump(dict(source), sort_keys=False, allow_unicode=True)
     elif isinstance(source, str):
         if "\n" not in source and source.strip() and Path(source).is_file():
-            return _load_suite_file(source)
+            return _load_suite_file(source, root=root)
         text = source
     else:
         raise TypeError(f"load_suite: a path, YAML text or a dict, not {type(source).__name__}")

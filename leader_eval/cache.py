@@ -23,7 +23,8 @@ line of it is a record of the cache's own shape; any other file (a mis-set
 ``LEADER_EVAL_CACHE_DIR`` pointing at a project folder) is left alone and reported as skipped.
 Prune holds an exclusive lock on ``.lock`` in the directory; a run holds a shared one while its
 cache is open, so a prune never rewrites a shard under a running evaluation (it refuses instead,
-exit 2), and a run that finds a prune in progress runs without the cache.
+exit 2), and a run that finds a prune in progress runs without the cache. A directory the cache creates gets a standard
+``CACHEDIR.TAG``.
 """
 
 from __future__ import annotations
@@ -104,6 +105,9 @@ class SampleCache:
 
     def _open(self) -> bool:
         if self._lock is None and self.enabled:
+            # tag only a directory this cache creates: a mis-set LEADER_EVAL_CACHE_DIR pointing at
+            # a project folder must not make backup tools skip that folder
+            fresh = not self.root.exists()
             try:
                 self._lock = _lock(self.root, exclusive=False)
             except OSError as exc:
@@ -111,11 +115,9 @@ class SampleCache:
             if self._lock is None:
                 log.warning("sample cache %s is being pruned; running without it", self.root)
                 self.enabled = False
-            else:
-                tag = self.root / "CACHEDIR.TAG"
-                if not tag.exists():
-                    with contextlib.suppress(OSError):
-                        tag.write_text(_CACHEDIR_TAG, encoding="utf-8")
+            elif fresh:
+                with contextlib.suppress(OSError):
+                    (self.root / "CACHEDIR.TAG").write_text(_CACHEDIR_TAG, encoding="utf-8")
         return self.enabled
 
     def _shard(self, key: str) -> RecordLog | None:

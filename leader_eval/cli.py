@@ -192,11 +192,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_runs(args.runs, alpha=args.alpha, across_suites=args.across_suites)
     order = _split(args.order) or None
     print(format_compare(comparison, order=order))
-    _write_markdown(compare_markdown(comparison), args.markdown)
+    markdown = compare_markdown(comparison)
     if args.report:
         from leader_eval.report import write_report
 
-        print(f"report: {write_report(args.runs, args.report, comparison=comparison, order=order)}")
+        path = write_report(args.runs, args.report, comparison=comparison, order=order)
+        print(f"report: {path}")
+        markdown += f"\nReport: [`{path}`]({path.as_posix()})\n"
+    _write_markdown(markdown, args.markdown)
     return comparison.exit_status
 
 
@@ -472,7 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.func(args)
     except LeaderEvalError as err:
-        print(f"error: {err}", file=sys.stderr)
+        from leader_eval.secrets import scrub
+
+        print(f"error: {scrub(str(err))}", file=sys.stderr)  # a message may quote what a server sent
         return err.exit_status
     except BrokenPipeError:
         return 0

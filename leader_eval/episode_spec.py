@@ -21,6 +21,7 @@ goal); a terminal or forbidden tool is undeclared; a case declares the reserved 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -109,7 +110,33 @@ def with_episodes(suite: Suite, data: Mapping[str, Any]) -> Suite:
         variables = {**case.vars, EPISODE_VAR: initial_episode_var(spec)}
         cases.append(replace(case, vars=variables, episode=spec))
     digest = _with_fixture_files(suite, world, cases)
-    return replace(suite, world=world, cases=tuple(cases), content_hash=digest)
+    out = replace(suite, world=world, cases=tuple(cases), content_hash=digest)
+    for case in out.cases:
+        if case.episode is not None:
+            _render_a_later_step(out, case)
+    return out
+
+
+def _render_a_later_step(suite: Suite, case: Case) -> None:
+    """Render the scaffold as step 2 sees it (one earlier step: a call with a result and one with
+    an error), so a template that breaks on a transcript fails at lint, not mid-run."""
+    from leader_eval.render import render_messages
+
+    spec: EpisodeSpec = case.episode
+    calls = [{"tool": spec.goal_tool, "arguments": {}}, {"tool": spec.goal_tool, "arguments": {}}]
+    step = {
+        "index": 0,
+        "output": json.dumps({"tool": spec.goal_tool, "arguments": {}}),
+        "calls": calls,
+        "results": [
+            {"tool": spec.goal_tool, "arguments": {}, "ok": True, "result": {"ok": True}, "text": '{"ok": true}',
+             "fixture": None},
+            {"tool": spec.goal_tool, "arguments": {}, "ok": False, "error": "busy", "text": "error: busy",
+             "fixture": None},
+        ],
+    }  # fmt: skip
+    later = {**case.vars, EPISODE_VAR: {"step": 1, "max_steps": spec.max_steps, "steps": [step]}}
+    render_messages(suite, replace(case, vars=later))
 
 
 def _with_fixture_files(suite: Suite, world: World, cases: Sequence[Case]) -> str:

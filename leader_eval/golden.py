@@ -144,6 +144,8 @@ def build_golden(
     metrics = run.summary["overall"]["metrics"]
     out_metrics: dict[str, Any] = {}
     for name, spec in ALL_METRICS.items():  # episode metrics only when the run has episodes
+        if spec.episode_key and not spec.gating:
+            continue  # reported only (steps to goal is a count of steps, not a rate)
         m = metrics.get(name)
         if m is None or m.get("value") is None:
             continue
@@ -259,6 +261,22 @@ def golden_problem(golden: Mapping[str, Any]) -> tuple[str, str] | None:
                 " (missing cases)",
             )
     return None
+
+
+def check_golden_covers(path: str | Path, golden: Mapping[str, Any] | None, run: Run) -> None:
+    """Refuse (``GoldenError``) a golden of the run's very suite content that lacks per-case rates
+    for cases the run has: it was made from an incomplete run (e.g. a replay of an interrupted
+    one), and gating over its cases alone would let the missing ones pass unseen. A golden of
+    other suite content is stale instead, which the gate reports."""
+    if golden is None or golden.get("suite_hash") != run.manifest["identity"]["suite_hash"]:
+        return
+    missing = sorted(set(run.manifest["identity"].get("cases") or {}) - set(golden.get("cases") or {}))
+    if missing:
+        raise GoldenError(
+            f"{path}:1: refused golden file: no per-case rates for {len(missing)} case(s) of this suite "
+            f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}): made from an incomplete run; "
+            "re-create it with --update-golden from a complete run"
+        )
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -551,7 +569,7 @@ def gate(
         weights = {cid: float(c.get("weight", 1.0)) for cid, c in by_case.items()}
         by_case = {cid: c for cid, c in by_case.items() if cid not in quarantined}
         current_metrics = group_metrics(list(by_case.values()))["metrics"]
-        golden = _golden_without(golden, quarantined, weights)
+        golden = golden_without_cases(golden, quarantined, weights)
     prepared = []
     for name, g in golden["metrics"].items():
         if name not in current_metrics:
@@ -606,8 +624,10 @@ def holm_alphas(
     while remaining:
         p, name = remaining[0]
         if stop is None:
-            k = _tarone_k([floor[n] for _, n in remaining], budget) if budget > 0 else 1
-            level = budget / k if budget > 0 else 0.0
+            # no budget left: every hypothesis that could use one has no p-value, and these (with
+            # min_p > alpha / K) cannot reach alpha / K, which they may therefore keep
+            k = _tarone_k([floor[n] for _, n in remaining], budget) if budget > 0 else k_all
+            level = budget / k if budget > 0 else alpha / k_all
             if p >= level:
                 stop = level
         out[name] = level if stop is None else stop
@@ -694,19 +714,26 @@ def active_quarantine(
     return cases, notes
 
 
-def _golden_without(golden: Mapping[str, Any], drop: set[str], weights: Mapping[str, float]) -> dict[str, Any]:
-    """The golden over the cases not in ``drop``: per-case records removed, and each paired
-    metric's value recomputed from the remaining per-case rates (when the value is still their
-    mean; a reviewer-edited value stays the contract)."""
+def golden_without_cases(golden: Mapping[str, Any], drop: set[str], weights: Mapping[str, float]) -> dict[str, Any]:
+    """The golden over the cases not in ``drop`` (quarantined, or outside a ``-m`` subset).
+
+    Per-case records of the dropped cases go; each paired metric's value is recomputed from the
+    remaining per-case rates (when it is still their mean: a reviewer-edited value stays the
+    contract). A diagnostic metric without per-case values cannot be restricted and is left
+    out; a gating one stays, judged by the unpaired rule against its value."""
     gcases = golden.get("cases") or {}
     kept = {cid: rec for cid, rec in gcases.items() if cid not in drop}
     metrics = {}
     for name, g in golden["metrics"].items():
-        key = ALL_METRICS[name].case_field if name in ALL_METRICS else None
+        spec = METRICS.get(name)
+        key = spec.case_field if spec else None
         new = dict(g)
-        if key and kept and all(rec.get(key) is not None for rec in gcases.values()):
+        restrictable = bool(key) and bool(gcases) and all(rec.get(key) is not None for rec in gcases.values())
+        if not restrictable and (spec is None or not spec.gating):
+            continue
+        if restrictable and kept:
 
-            def mean(recs: Mapping[str, Any], key: str = key) -> float:
+            def mean(recs: Mapping[str, Any], key: str = str(key)) -> float:
                 w = {cid: weights.get(cid, 1.0) for cid in recs}
                 return sum(w[cid] * float(rec[key]) for cid, rec in recs.items()) / sum(w.values())
 
@@ -714,6 +741,10 @@ def _golden_without(golden: Mapping[str, Any], drop: set[str], weights: Mapping[
                 new["value"] = mean(kept)
         metrics[name] = new
     return {**golden, "cases": kept, "metrics": metrics}
+
+
+#: the name the pytest plugin imported first
+_golden_without = golden_without_cases
 
 
 def _budget_rows(
@@ -811,7 +842,9 @@ def gate_run_dir(
     tols = parse_tolerances(tolerances)
     label = label or run_label(run)
     path = golden_path(golden_dir, run.manifest["identity"]["suite"], label)
-    result = gate(run, load_golden(path), strict=strict, alpha=alpha, tolerances=tols, golden_file=path, label=label)
+    golden = load_golden(path)
+    check_golden_covers(path, golden, run)
+    result = gate(run, golden, strict=strict, alpha=alpha, tolerances=tols, golden_file=path, label=label)
     apply_error_rule(result, run, max_error_rate)
     if update:
         # the comparison above is against the old golden and stays in the table; a written update
@@ -943,7 +976,13 @@ def _use_count_test(
     gcases = golden.get("cases") or {}
     a = {cid: (spec.count(rec), int(rec.get("n_samples") or 0)) for cid, rec in gcases.items() if key in rec}
     b = {cid: (spec.count(c), int(c.get("n_scored") or 0)) for cid, c in by_case.items() if c.get("n_scored")}
-    test = exact_count_test(a, b)
+    try:
+        test = exact_count_test(a, b)
+    except ValueError as exc:
+        # counts too large to enumerate (or inconsistent): the paired t-test decides, as for any
+        # metric whose events are not rare
+        prepared.note = "; ".join(x for x in (prepared.note, f"paired t-test: {exc}") if x)
+        return
     # "worse" is more events for a lower-is-better rate
     p_worse, p_better = (test.p_less, test.p_more) if prepared.higher else (test.p_more, test.p_less)
     min_worse = test.min_p_less if prepared.higher else test.min_p_more

@@ -53,6 +53,11 @@ LEAK_PRECEDENCE = (
 )
 _LEAK_RANK = {str(r): i for i, r in enumerate(LEAK_PRECEDENCE)}
 
+
+def _leak_rank(reason: Reason | str) -> int:
+    return _LEAK_RANK.get(str(reason), len(_LEAK_RANK))
+
+
 #: reasoning blocks a chat template may declare (kept as a channel, not scored as a leak)
 REASONING_TAGS = {"<think>": ("<think>", "</think>")}
 
@@ -129,7 +134,7 @@ class SampleScore:
     @property
     def leak_classes(self) -> list[str]:
         """The distinct leak reasons found, in ``LEAK_PRECEDENCE`` order."""
-        return sorted({f["reason"] for f in self.leaks}, key=lambda r: _LEAK_RANK.get(r, len(_LEAK_RANK)))
+        return sorted({f["reason"] for f in self.leaks}, key=_leak_rank)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -228,7 +233,7 @@ class CaseScorer:
         checks["leakage"] = CheckResult(
             "leakage",
             not findings,
-            min((f.reason for f in findings), key=lambda r: _LEAK_RANK[str(r)]) if findings else None,
+            min((f.reason for f in findings), key=_leak_rank) if findings else None,
             "; ".join(f"{f.reason}: {f.text!r} at {f.where}[{f.start}:{f.end}]" for f in findings[:5]),
             findings=tuple(findings),
         )

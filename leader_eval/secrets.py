@@ -75,14 +75,29 @@ def register_header(name: str, value: str) -> None:
         register(rest.strip())
 
 
+_env_names: dict[frozenset[Any], tuple[str, ...]] = {}
+
+
+def _credential_env_names() -> tuple[str, ...]:
+    """Names of credential-like environment variables; rescanned only when the set of names changes
+    (this runs once per sample request, so the regex scan of every name is cached)."""
+    raw = getattr(os.environ, "_data", None)  # CPython's encoded mapping: no decoding to list the names
+    key = frozenset(raw if raw is not None else os.environ)
+    names = _env_names.get(key)
+    if names is None:
+        names = tuple(n for n in os.environ if _CREDENTIAL_ENV.search(n))
+        _env_names.clear()
+        _env_names[key] = names
+    return names
+
+
 def current_secrets() -> frozenset[str]:
     """Every secret value known now: registered ones, registered variables, credential-named variables."""
     with _lock:
         values = set(_registered)
-        names = set(_registered_env)
+        names = _registered_env | set(_credential_env_names())
     env = os.environ
-    values.update(env[n] for n in names if env.get(n))
-    values.update(v for n, v in env.items() if v and _CREDENTIAL_ENV.search(n))
+    values.update(v for n in names if (v := env.get(n)))
     return frozenset(v for v in values if len(v) >= MIN_SECRET_CHARS)
 
 

@@ -632,13 +632,25 @@ class CountTest:
         return asdict(self)
 
 
+#: most support points the exact count test will enumerate (all cases together): beyond it the
+#: counts are large enough for the paired test over cases, and a hostile golden (a billion
+#: samples per case) must not hang the gate
+MAX_COUNT_SUPPORT = 1_000_000
+
+
 def _hypergeom_pmf(total: int, events: int, draws: int) -> tuple[int, np.ndarray]:
     """(first support point, pmf) of the events among ``draws`` of ``total`` samples holding ``events``."""
     lo, hi = max(0, events - (total - draws)), min(events, draws)
-    denom = math.comb(total, draws)
-    # exact integer ratios: no overflow or cancellation whatever the sample counts
-    pmf = np.array([math.comb(events, x) * math.comb(total - events, draws - x) / denom for x in range(lo, hi + 1)])
-    return lo, pmf / pmf.sum()
+    x = np.arange(lo, hi + 1, dtype=float)
+    lg = np.vectorize(math.lgamma)
+    # log C(events, x) + log C(total - events, draws - x), normalised: lgamma is accurate to ~1e-15
+    # relative, and normalising by the sum removes the common log C(total, draws)
+    logp = (
+        lg(events + 1.0) - lg(x + 1) - lg(events - x + 1)
+        + lg(total - events + 1.0) - lg(draws - x + 1) - lg(total - events - draws + x + 1)
+    )  # fmt: skip
+    p = np.exp(logp - logp.max())
+    return lo, p / p.sum()
 
 
 def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> CountTest:
@@ -657,10 +669,14 @@ def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int
     give p = (1/3)^5 = 0.004 here at 6 baseline and 3 new samples per case.
     """
     common = sorted(cid for cid in set(a) & set(b) if a[cid][1] > 0 and b[cid][1] > 0)
+    support = 0
     for cid in common:
         for side, (x, n) in (("A", a[cid]), ("B", b[cid])):
             if not 0 <= x <= n:
                 raise ValueError(f"case {cid!r}: run {side} has {x} events in {n} samples")
+        support += min(a[cid][0] + b[cid][0], b[cid][1]) + 1
+    if support > MAX_COUNT_SUPPORT:
+        raise ValueError(f"{support:,} support points exceed the exact count test's {MAX_COUNT_SUPPORT:,}")
     offset, dist = 0, np.ones(1)
     expected = 0.0
     for cid in common:

@@ -182,15 +182,25 @@ def run_dir_lock(path: Path) -> FileLock:
 class RecordLog:
     """An append-only JSONL file of records keyed by ``key_field``."""
 
-    def __init__(self, path: Path, key_field: str = "key", *, fsync: bool = True, readonly: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        key_field: str = "key",
+        *,
+        fsync: bool = True,
+        readonly: bool = False,
+        valid: Callable[[dict[str, Any]], bool] | None = None,
+    ):
         self.path = path
         self.readonly = readonly
         self.key_field = key_field
+        #: a record that fails ``valid`` is skipped like an unparseable line, so its key stays free
+        #: (a resumed run samples that slot again instead of keeping a record it cannot read back)
+        self.valid = valid
         self.fsync = fsync
         self._index: dict[str, dict[str, Any]] = {}
         #: 1-based numbers of complete lines that could not be read (skipped, never truncated)
         self.bad_lines: list[int] = []
-        self._lines: dict[str, int] = {}
         self._fh: Any = None
         self._last_sync = 0.0
         if path.exists():
@@ -226,9 +236,10 @@ class RecordLog:
             if not isinstance(rec, dict) or not isinstance(rec.get(self.key_field), str):
                 self._skip(lineno, f"not a record with a string {self.key_field!r}")
                 continue
-            if rec[self.key_field] not in self._index:
-                self._index[rec[self.key_field]] = rec
-                self._lines[rec[self.key_field]] = lineno
+            if self.valid is not None and not self.valid(rec):
+                self._skip(lineno, f"record of {rec[self.key_field]!r} has the wrong shape")
+                continue
+            self._index.setdefault(rec[self.key_field], rec)
         if pos < len(data) and not self.readonly:
             with self.path.open("r+b") as f:
                 f.truncate(pos)
@@ -236,10 +247,6 @@ class RecordLog:
     def _skip(self, lineno: int, why: str) -> None:
         self.bad_lines.append(lineno)
         _log.warning("%s:%d: unreadable record skipped (%s); the records after it are kept", self.path, lineno, why)
-
-    def line_of(self, key: str) -> int:
-        """The 1-based line a recovered record was read from (0 for one appended since)."""
-        return self._lines.get(key, 0)
 
     def __contains__(self, key: str) -> bool:
         return key in self._index
@@ -376,28 +383,36 @@ _SAMPLE_FIELDS = frozenset(Sample.__dataclass_fields__)
 _OUTCOMES = frozenset({"ok", "error", "context_overflow"})
 
 
-def _sample_or_none(rec: dict[str, Any]) -> Sample | None:
-    """A stored record as a ``Sample``, or None when its shape is wrong (scoring it would crash)."""
-    d = {k: v for k, v in rec.items() if k in _SAMPLE_FIELDS}
-    ok = (
-        isinstance(d.get("case_id"), str)
-        and isinstance(d.get("index"), int)
-        and isinstance(d.get("seed"), int)
-        and isinstance(d.get("key"), str)
-        and d.get("outcome") in _OUTCOMES
-        and isinstance(d.get("text", ""), str)
-        and isinstance(d.get("token_ids", []), list)
-        and isinstance(d.get("reasoning"), str | None)
-        and isinstance(d.get("error"), str | None)
-        and isinstance(d.get("timings", {}), dict)
-        and isinstance(d.get("api_tool_calls"), list | None)
+def _is_prompt_record(rec: dict[str, Any]) -> bool:
+    return (
+        isinstance(rec.get("text"), str)
+        and isinstance(rec.get("token_ids"), list | None)
+        and isinstance(rec.get("messages", []), list)
     )
-    if not ok:
-        return None
-    try:
-        return Sample.from_dict(d)
-    except TypeError:
-        return None
+
+
+def _is_addressable(rec: dict[str, Any]) -> bool:
+    return (
+        isinstance(rec.get("case_id"), str)
+        and isinstance(rec.get("index"), int)
+        and isinstance(rec.get("seed"), int)
+        and isinstance(rec.get("key"), str)
+    )
+
+
+def _is_sample_record(rec: dict[str, Any]) -> bool:
+    """Whether a stored record reads back as a ``Sample`` that scoring can use (types included:
+    a non-string text from a hostile server would crash every later resume and replay)."""
+    return (
+        _is_addressable(rec)
+        and rec.get("outcome") in _OUTCOMES
+        and isinstance(rec.get("text", ""), str)
+        and isinstance(rec.get("token_ids", []), list)
+        and isinstance(rec.get("reasoning"), str | None)
+        and isinstance(rec.get("error"), str | None)
+        and isinstance(rec.get("timings", {}), dict)
+        and isinstance(rec.get("api_tool_calls"), list | None)
+    )
 
 
 def sample_record_key(case_id: str, index: int) -> str:
@@ -445,34 +460,31 @@ class RunDir:
 
     def samples_log(self) -> RecordLog:
         # Keyed by (case, index): a resumed run must never hold two samples for one slot.
-        return RecordLog(self.path / SAMPLES, key_field="slot")
+        return RecordLog(self.path / SAMPLES, key_field="slot", valid=_is_sample_record)
 
     def prompts_log(self) -> RecordLog:
         return RecordLog(self.path / PROMPTS, key_field="case_id", fsync=False)
 
-    def read_samples(self) -> list[Sample]:
+    def read_samples(self, *, as_recorded: bool = False) -> list[Sample]:
+        """The run's samples; a record of the wrong shape is skipped and listed in ``unreadable``.
+
+        ``as_recorded``: keep a record whose fields have wrong types as long as its slot can be
+        addressed (replay serves it as it was recorded, and the backend guard turns it into a
+        sample error, instead of pretending it was never sampled)."""
         p = self.path / SAMPLES
-        log = RecordLog(p, key_field="slot", readonly=True) if p.exists() else None
+        valid = _is_addressable if as_recorded else _is_sample_record
+        log = RecordLog(p, key_field="slot", readonly=True, valid=valid) if p.exists() else None
         if log is None:
             return []
-        bad = list(log.bad_lines)
-        out = []
-        for rec in log.records():
-            sample = _sample_or_none(rec)
-            if sample is None:
-                bad.append(log.line_of(rec["slot"]))
-                _log.warning("%s:%d: record of slot %r has the wrong shape: skipped", p, bad[-1], rec["slot"])
-                continue
-            out.append(sample)
-        if bad:
-            self.unreadable[SAMPLES] = sorted(bad)
-        return out
+        if log.bad_lines:
+            self.unreadable[SAMPLES] = list(log.bad_lines)
+        return [Sample.from_dict({k: v for k, v in rec.items() if k in _SAMPLE_FIELDS}) for rec in log.records()]
 
     def read_prompts(self) -> dict[str, dict[str, Any]]:
         p = self.path / PROMPTS
         if not p.exists():
             return {}
-        log = RecordLog(p, key_field="case_id", readonly=True)
+        log = RecordLog(p, key_field="case_id", readonly=True, valid=_is_prompt_record)
         if log.bad_lines:
             self.unreadable[PROMPTS] = log.bad_lines
         return {r["case_id"]: r for r in log.records()}

@@ -31,7 +31,7 @@ import yaml
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.render import render_messages
-from leader_eval.runner import RunOptions, select_cases
+from leader_eval.runner import RunOptions, check_run_options, select_cases
 from leader_eval.suite import Case, Suite, load_suite
 from leader_eval.types import Prompt
 
@@ -530,6 +530,10 @@ def stress(
     from leader_eval.backends import resolve_backend
     from leader_eval.evaluate import run as run_suite
 
+    # every value checked before a model loads (the same rules as ``leader-eval run``)
+    check_run_options(RunOptions(samples=samples, seed=seed, context_length=context_length,
+                                 max_tokens=max_tokens, temperature=temperature))  # fmt: skip
+    resolve_steps(tokens, steps)
     suite = suite_path if isinstance(suite_path, Suite) else load_suite(suite_path)
     if case_ids:
         cases = select_cases(suite, case_ids=list(case_ids))

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from leader_eval.backends import resolve_backend
-from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams
+from leader_eval.backends.base import Backend, Completion, GuardedBackend, SampleRequest, SamplingParams
 from leader_eval.backends.openai_compat import (
     OpenAICompatBackend,
     backend_from_spec,
@@ -243,13 +243,17 @@ def test_chat_response_keeps_content_tool_calls_and_reasoning():
 def test_a_malformed_response_is_a_sample_error_not_an_exception(monkeypatch):
     backend = OpenAICompatBackend("http://127.0.0.1:1/v1", "m", chat_template=CHATML, max_retries=1, retry_base_s=0)
 
-    async def post(payload: bytes) -> dict[str, Any]:
+    calls = []
+
+    async def post(payload: bytes, limit_s: float) -> dict[str, Any]:
+        calls.append(limit_s)
         return {"choices": [{"text": "x"}], "usage": {"prompt_tokens": "many"}}
 
     monkeypatch.setattr(backend, "_post", post)
     prompt = backend.apply_chat_template(MESSAGES, None)
     [c] = run(sample_and_close(backend, SampleRequest(prompt, SamplingParams(), [0])))
-    assert c.error == "unexpected response shape: ValueError (after 1 retries)"
+    assert c.error == "malformed response: usage.prompt_tokens is a string, not a token count"
+    assert len(calls) == 1  # the same server would send the same shape again: not retried
 
 
 def test_chat_mode_prompt_text_changes_with_tools():
@@ -319,7 +323,7 @@ def test_url_credentials_stay_out_of_model_id_and_errors(mock, caplog):
 
 def test_spec_parsing_and_registry():
     b = resolve_backend("openai:http://127.0.0.1:8000/v1#qwen3-8b", chat_template=CHATML, max_concurrency=8)
-    assert isinstance(b, OpenAICompatBackend)
+    assert isinstance(b, GuardedBackend) and isinstance(b.inner, OpenAICompatBackend)
     assert (b.model, b.model_id, b.max_concurrency) == ("qwen3-8b", "openai:http://127.0.0.1:8000/v1/qwen3-8b", 8)
     b = backend_from_spec("openai:https://u:secret@example.test/v1/", model="m", mode="chat")
     assert b.model_id == "openai:https://example.test/v1/m"

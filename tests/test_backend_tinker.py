@@ -15,11 +15,14 @@ import asyncio
 import importlib.util
 import json
 import logging
+import os
+import subprocess
 import sys
+import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import numpy as np
@@ -27,7 +30,7 @@ import pytest
 import tinker
 
 from leader_eval.backends import resolve_backend
-from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams
+from leader_eval.backends.base import Backend, Completion, GuardedBackend, SampleRequest, SamplingParams
 from leader_eval.backends.local import embedded_model_path
 from leader_eval.backends.tinker import TinkerBackend, backend_from_spec, is_retryable, tokenizer_repo
 from leader_eval.errors import LeaderEvalError
@@ -350,7 +353,7 @@ def no_service_client(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_spec_forms_and_resolve_backend(smol_tokenizer_dir: Path, no_service_client: None) -> None:
     b = resolve_backend(CHECKPOINT, tokenizer=str(smol_tokenizer_dir), context_length=None)
-    assert isinstance(b, TinkerBackend) and isinstance(b, Backend)
+    assert isinstance(b, GuardedBackend) and isinstance(b.inner, TinkerBackend) and isinstance(b, Backend)
     assert b.model_id == CHECKPOINT and b.model_path == CHECKPOINT and b.base_model is None
     base = backend_from_spec("tinker:HuggingFaceTB/SmolLM2-135M-Instruct", tokenizer=str(smol_tokenizer_dir))
     assert base.model_path is None and base.base_model == SMOL_BASE
@@ -572,7 +575,7 @@ def test_wrong_number_of_sequences_is_an_error_not_a_misaligned_sample(
 def test_a_failing_sampling_client_setup_is_reported_per_sample(
     smol_tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[int] = []
+    calls: ClassVar[list[int]] = []
 
     def refusing_service_client() -> Any:  # test double: the key is rejected
         calls.append(1)
@@ -611,6 +614,68 @@ def test_a_transient_setup_failure_is_retried(
     )  # fmt: skip
     (c,) = sample(b, [1], max_tokens=3)
     assert c.error is None and c.token_ids and len(attempts) == 2 and len(double.calls) == 1
+
+
+class HangingServiceClientDouble:
+    """Test double: a service that never answers (the SDK retries connection errors for 5 minutes)."""
+
+    released = threading.Event()
+    calls: ClassVar[list[int]] = []
+
+    def create_sampling_client(self, **kwargs: Any) -> Any:
+        self.calls.append(1)
+        self.released.wait(600)
+        raise tinker.APIConnectionError(request=httpx.Request("POST", "https://tinker.invalid"))
+
+
+def test_an_unreachable_service_fails_within_the_setup_deadline_once(
+    smol_tokenizer_dir: Path, no_service_client: None
+) -> None:
+    HangingServiceClientDouble.calls.clear()
+    b = TinkerBackend(
+        CHECKPOINT, tokenizer=str(smol_tokenizer_dir), service_client_factory=HangingServiceClientDouble,
+        probe_context=False, retry_base_s=0.0, connect_timeout_s=0.3, max_retries=3,
+    )  # fmt: skip
+    try:
+        for _ in range(2):
+            out = sample(b, [1, 2], max_tokens=3)
+            assert [c.error for c in out] == [
+                f"could not create a Tinker sampling client for {CHECKPOINT}: no sampling client within "
+                "connect_timeout_s=0.3 s (is the network or the Tinker service unreachable?)"
+            ] * 2
+        # the deadline was the whole budget: no retry, and later requests do not wait again
+        assert HangingServiceClientDouble.calls == [1]
+    finally:
+        HangingServiceClientDouble.released.set()
+
+
+#: the real SDK against a loopback port nobody listens on, in a fresh interpreter that must exit
+UNREACHABLE = r"""
+import asyncio, json, socket, sys
+import tinker
+from leader_eval.backends.base import SampleRequest, SamplingParams
+from leader_eval.backends.tinker import TinkerBackend
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+b = TinkerBackend(
+    "tinker://run-1/sampler_weights/final", tokenizer=sys.argv[1], probe_context=False, retry_base_s=0.0,
+    connect_timeout_s=1.0,
+    service_client_factory=lambda: tinker.ServiceClient(base_url=f"http://127.0.0.1:{port}", api_key="tml-x" * 8),
+)
+prompt = b.apply_chat_template([{"role": "user", "content": "hi"}], None)
+out = asyncio.run(b.sample(SampleRequest(prompt, SamplingParams(max_tokens=3), [1])))
+print(json.dumps([c.error for c in out]))
+"""
+
+
+def test_without_network_the_real_sdk_fails_at_the_deadline_and_the_process_exits(smol_tokenizer_dir: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", UNREACHABLE, str(smol_tokenizer_dir)],
+        capture_output=True, text=True, timeout=120,  # the SDK alone retries for 5 minutes
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "TINKER_API_KEY": ""},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [error] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "no sampling client within connect_timeout_s=1 s" in error, error
 
 
 def test_api_key_never_reaches_describe_errors_or_logs(

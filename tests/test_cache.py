@@ -91,6 +91,7 @@ def test_prune_in_a_mis_set_directory_touches_only_cache_shards(tmp_path: Path) 
     assert sorted(Path(p).name for p in report["skipped"]) == ["ab.jsonl", "cd.jsonl"]
     for name, text in foreign.items():
         assert (tmp_path / name).read_text() == text, name
+    assert not (tmp_path / "CACHEDIR.TAG").exists()  # backup tools must not start skipping the folder
 
 
 def test_a_run_never_appends_to_a_foreign_file_named_like_a_shard(tmp_path: Path) -> None:

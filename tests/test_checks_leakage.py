@@ -114,3 +114,24 @@ def test_corpus_covers_every_class() -> None:
     for cls in LEAK_CLASSES:
         assert per_class[str(cls)] >= 15, f"{cls}: {per_class[str(cls)]} records"
     assert sum(1 for r in RECORDS if not r.expected) >= 60
+
+
+def test_the_slot_in_words_rule_is_one_rule_at_render_and_output_time() -> None:
+    """``is_slot_phrase`` (the leak detector) and the render-time regex built from the same word
+    lists agree on every phrase of up to three words drawn from the lists and from near misses."""
+    import itertools
+    import re
+
+    from leader_eval.checks.placeholders import (
+        PLACEHOLDER_PATTERNS,
+        SLOT_NOUNS,
+        SLOT_PREFIXES,
+        is_slot_phrase,
+    )
+
+    rx = re.compile(PLACEHOLDER_PATTERNS[-1])
+    vocab = [*sorted(SLOT_NOUNS | SLOT_PREFIXES)[::3], "here", "coin", "the", "new", "Name", "GOAL", "turn"]
+    for n in (1, 2, 3):
+        for words in itertools.product(vocab, repeat=n):
+            inner = " ".join(words)
+            assert bool(rx.fullmatch(f"[{inner}]")) == is_slot_phrase(inner), inner

@@ -508,3 +508,7 @@ def test_holm_tarone_leaves_out_tests_that_cannot_reach_their_share() -> None:
     # after a rejection the family shrinks again: score rejected at 0.025, tool then gets 0.05
     levels = holm_alphas({"score": 0.001, "tool": 0.04, "hard": 1.0}, 0.05, min_p={"hard": 1.0})
     assert levels["tool"] == pytest.approx(0.05)
+    # every testable hypothesis is an unpaired one: the count test that cannot reach alpha / K
+    # keeps a valid (positive) level it cannot reject at
+    levels = holm_alphas({"score": None, "hard": 1.0}, 0.05, min_p={"hard": 1.0})
+    assert levels == pytest.approx({"score": 0.05, "hard": 0.05})

@@ -70,8 +70,8 @@ REASONS = {
     "tool_call_arguments_int": "function.name is a number, not a string",
     "reasoning_list": "reasoning_content is a list, not a string",
     "finish_reason_int": "finish_reason is a number, not a string",
-    "usage_huge": "usage.prompt_tokens 1e+30 is not a token count",
-    "usage_negative": "usage.prompt_tokens -5 is not a token count",
+    "usage_huge": "usage.prompt_tokens is 1e+30, not a token count",
+    "usage_negative": "usage.prompt_tokens is -5, not a token count",
     "usage_string": "usage is a string, not an object",
     "top_level_list": "the body is a list, not an object",
     "logprobs_garbage": "choices[0].logprobs",
@@ -117,22 +117,26 @@ def test_a_run_against_a_wrong_type_server_resumes_shows_and_replays(hostile, mi
     assert main(["show", str(out)]) == 0
 
 
-def test_a_poisoned_record_of_an_older_version_replays_as_an_error(hostile, mini_suite: Path, tmp_path: Path) -> None:
-    """Before the boundary guard, a server's ``content: 42`` was recorded as ``"text": 42``."""
+def test_a_poisoned_record_of_an_older_version_is_reported_not_a_crash(
+    hostile, mini_suite: Path, tmp_path: Path, capsys, caplog
+) -> None:
+    """Before the boundary guard, a server's ``content: 42`` was recorded as ``"text": 42``; a
+    replay of such a run names the record and stops with exit 2, never an AttributeError."""
     spec = f"openai:{hostile.base_url_for('echo')}#hostile"
     out = tmp_path / "run"
     run(mini_suite, RunOptions(model=spec, seed=6, out=out, progress=False, backend_options={"mode": "chat"}))
-    replay_src = tmp_path / "poisoned"
-    replay_src.mkdir()
+    poisoned = tmp_path / "poisoned"
+    poisoned.mkdir()
     for f in out.iterdir():
-        (replay_src / f.name).write_bytes(f.read_bytes())
-    lines = (replay_src / "samples.jsonl").read_text().splitlines()
-    recs = [json.loads(line) for line in lines]
+        if f.is_file():
+            (poisoned / f.name).write_bytes(f.read_bytes())
+    recs = [json.loads(line) for line in (poisoned / "samples.jsonl").read_text().splitlines()]
     recs[0]["text"] = 42
-    (replay_src / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    replayed = run(mini_suite, RunOptions(model=f"replay:{replay_src}", out=tmp_path / "replay", progress=False))
-    bad = [s for s in replayed.samples if s.outcome == "error"]
-    assert len(bad) == 1 and "text is a int, not a string" in (bad[0].error or "")
+    (poisoned / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    status = main(["run", str(mini_suite), "--model", f"replay:{poisoned}", "--out", str(tmp_path / "replay"), "-q"])
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err and "AttributeError" not in err
+    assert "samples.jsonl:1" in err + caplog.text  # the bad record is named, file and line
 
 
 # --- memory and time --------------------------------------------------------------------------------
@@ -181,6 +185,13 @@ def test_an_oversized_body_is_an_error_and_memory_stays_bounded(hostile, behavio
     result = probe(hostile.base_url_for(behaviour))  # the default cap: 8 MiB
     assert result["error"] == "response body over 8388608 bytes (max_response_bytes)", result
     assert result["growth_kb"] < 64 * 1024, result  # a few copies of the 8 MiB cap, not gigabytes
+
+
+def test_a_redirect_is_an_error_and_is_not_followed(hostile) -> None:
+    before = hostile.stats()["requests"].get("echo", 0)
+    c = sample(hostile.base_url_for("redirect"), max_retries=2)
+    assert c.error is not None and c.error.startswith("HTTP 307"), c.error
+    assert hostile.stats()["requests"].get("echo", 0) == before  # the key was never sent to the target
 
 
 def test_the_body_cap_is_configurable(hostile) -> None:

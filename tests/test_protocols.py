@@ -109,7 +109,6 @@ def _gguf_with_template(src: Path, template: str | None, out: Path) -> Path:
 def test_the_same_gguf_template_gives_one_default_protocol_on_every_backend(
     template: str | None, tmp_path: Path, smol_tokenizer_dir: Path
 ) -> None:
-    pytest.importorskip("gguf")
     from leader_eval.backends.local import LocalBackend, embedded_model_path
     from leader_eval.backends.openai_compat import OpenAICompatBackend
     from leader_eval.backends.tinker import TinkerBackend

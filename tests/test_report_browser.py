@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus.report_runs import HOSTILE_CASE, RUN_A, RUN_B, hostile_run
+from corpus.report_runs import HOSTILE_CASE, RUN_A, RUN_B, hostile_run, random_texts, run_with_texts
 
 from leader_eval.evaluate import read_run
 from leader_eval.report import write_report
@@ -167,3 +167,39 @@ def test_without_javascript_the_summary_and_comparison_are_readable(browser: Any
     assert page.locator("#run-0 table.summary").is_visible()
     assert page.locator("#run-0 table.cases tr.case").first.is_visible()
     assert page.locator("#run-0 noscript").count() == 1 and not page.locator("#run-0 .filters").is_visible()
+
+
+#: what the page shows, read back from the DOM as (kind, text) pieces (leak names left out)
+_READ_BACK = """pre => {
+  const out = [];
+  const walk = node => node.childNodes.forEach(n => {
+    if (n.nodeType === Node.TEXT_NODE) { out.push(["", n.data]); return; }
+    if (n.classList.contains("leak-name")) return;
+    if (n.tagName === "MARK") { out.push(["leak", ""]); walk(n); return; }
+    const kind = {tok: "tok", ws: "ws", ctl: "ctl", "bad-byte": "bad"}[n.className];
+    out.push([kind || "?", n.textContent]);
+  });
+  walk(pre);
+  return out;
+}"""
+
+
+def test_random_hostile_outputs_read_back_exactly_from_the_page(browser: Any, tmp_path: Path) -> None:
+    from test_report_html import flatten
+
+    run_dir, placed = run_with_texts(tmp_path / "fuzz", random_texts(24, seed=13))
+    out = write_report([run_dir], tmp_path / "report.html")
+    p = Page(browser, out)
+    n_leaks = 0
+    for case_id in sorted({c for c, _ in placed}):
+        box = p.open_case(0, case_id)
+        for sample in box.locator(".sample").all():
+            index = int(sample.locator(".shead b").inner_text().split("#")[1].split()[0])
+            pieces = sample.locator("pre.raw").evaluate(_READ_BACK)
+            n_leaks += sum(kind == "leak" for kind, _ in pieces)
+            segs = [text if kind == "" else [kind, text] for kind, text in pieces if kind != "leak"]
+            assert flatten(segs) == placed[(case_id, index)]
+    assert n_leaks > 0  # the scorer found leaks in them and the page marked them
+    assert p.page.evaluate("window.__pwned") is None
+    assert p.page.locator("main img:not(.plot), main script, main style, [onerror]").count() == 0
+    p.assert_offline_and_clean()

@@ -254,8 +254,10 @@ def test_cli_report_compare_and_gate_markdown(tmp_path):
     r = cli("report", str(RUN_A), str(RUN_B), "-o", str(out))
     assert r.returncode == 0 and r.stdout.strip() == f"report: {out}" and "Comparison" in out.read_text()
     cmp_out = tmp_path / "c.html"
-    r = cli("compare", str(RUN_A), str(RUN_B), "--report", str(cmp_out))
+    cmp_md = tmp_path / "c.md"
+    r = cli("compare", str(RUN_A), str(RUN_B), "--report", str(cmp_out), "--markdown", str(cmp_md))
     assert r.returncode in (0, 1) and f"report: {cmp_out}" in r.stdout and "flip" in cmp_out.read_text()
+    assert f"[`{cmp_out}`]({cmp_out.as_posix()})" in cmp_md.read_text()
     run = copy_run(RUN_A, tmp_path / "run")
     path = write_run_report(run)
     md = tmp_path / "gate.md"
@@ -294,7 +296,8 @@ def test_report_of_an_episode_sample_renders_its_steps():
         {"step": 0, "seed": 5, "outcome": "ok", "stop_reason": "stop", "completion_tokens": 4, "text": "go <|im_end|>",
          "token_ids": [1, 2], "results": [{"tool": "open", "arguments": {"door": 1}, "ok": True, "result": "opened"}]},
         {"step": 1, "seed": 6, "outcome": "ok", "stop_reason": "length", "completion_tokens": 9, "text": "again",
-         "results": [{"tool": "open", "arguments": {}, "ok": False, "error": "locked"}], "world": {"door": "locked"}},
+         "results": [{"tool": "open", "arguments": {}, "ok": False, "error": "locked"}], "world": {"door": "locked"},
+         "prompt": {"text": "<|im_start|>user\nopen it<|im_end|>", "messages": []}, "end": None},
     ]  # fmt: skip
     sc.checks.append({"check": "episode", "passed": False, "reason": "no_call", "hard": False, "detail": "", "findings": [],
                       "data": {"steps": [{"step": 1, "failed_checks": [{"check": "format", "passed": False,
@@ -305,7 +308,8 @@ def test_report_of_an_episode_sample_renders_its_steps():
     assert ["tok", "<|im_end|>"] in one["seg"] and one["res"] == ["open({\"door\": 1}) -> 'opened'"]
     assert "fail" not in one and "rest" not in one  # token ids are not shown
     assert two["res"] == ["open({}) -> error: 'locked'"] and two["fail"][0]["r"] == "unparseable"
-    assert '"door": "locked"' in two["rest"]
+    assert '"door": "locked"' in two["rest"] and '"end"' not in two["rest"] and "prompt" not in two["rest"]
+    assert ["tok", "<|im_start|>"] in two["prompt"] and two["prompt_omitted"] == 0
     assert all("steps" not in v for v in view if v["i"] != s.index)
 
 

@@ -101,7 +101,8 @@ def _write_raw(path: Path, text: str) -> None:
         "nan_value",  # what main wrote from a server-down run
         "null_value",
         "empty_cases",
-        "missing_case",  # what main wrote from a replay of an interrupted run
+        "missing_case",
+        "missing_case_consistent",  # what main wrote from a replay of an interrupted run (1 of 2 cases)
         "nan_case_rate",
         "inf_tolerance",
         "string_value",
@@ -121,6 +122,10 @@ def test_gate_refuses_a_golden_that_could_pass_anything(
         golden["cases"] = {}
     elif corrupt == "missing_case":
         golden["cases"].pop(sorted(golden["cases"])[-1])
+    elif corrupt == "missing_case_consistent":
+        golden["cases"].pop(sorted(golden["cases"])[-1])
+        for m in golden["metrics"].values():
+            m["n_cases"] = len(golden["cases"])
     elif corrupt == "nan_case_rate":
         next(iter(golden["cases"].values()))["pass_rate"] = float("nan")
     elif corrupt == "inf_tolerance":
@@ -491,3 +496,23 @@ def test_unknown_protocol_is_refused_before_any_request(
     with pytest.raises(LeaderEvalError, match="bogus"):
         run(bad_suite, RunOptions(model="openai:http://127.0.0.1:9/v1#m", out=tmp_path / "r"))
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"steps": ["abc"]}, {"steps": [4000, -1]}, {"steps": [1.5]}, {"tokens": 0}, {"samples": 0},
+     {"temperature": float("nan")}, {"max_tokens": 0}, {"context_length": -1}],
+    ids=lambda b: ",".join(f"{k}={v}" for k, v in b.items()),
+)  # fmt: skip
+def test_stress_library_checks_values_before_a_model_loads(
+    bad: dict[str, Any], mini_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from leader_eval.errors import LeaderEvalError
+    from leader_eval.stress import stress
+
+    def no_backend(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a model was loaded before the values were checked")
+
+    monkeypatch.setattr("leader_eval.backends.resolve_backend", no_backend)
+    with pytest.raises(LeaderEvalError):
+        stress(mini_suite, **bad)

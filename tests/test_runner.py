@@ -247,3 +247,21 @@ def test_show_reports_unreadable_lines_and_keeps_later_samples(
     run(mini_suite, RunOptions(seed=4, out=out, progress=False, max_tokens=8), backend=local_backend)
     after = [json.loads(x) for i, x in enumerate(p.read_text().splitlines()) if i != 1]
     assert {r["slot"]: r["text"] for r in after if r["slot"] in before} == before
+
+
+def test_a_wrong_type_sample_record_is_skipped_and_its_slot_sampled_again(
+    local_backend, mini_suite: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    opts = RunOptions(seed=6, out=out, progress=False, max_tokens=8)
+    run(mini_suite, opts, backend=local_backend)
+    p = out / "samples.jsonl"
+    recs = [json.loads(x) for x in p.read_text().splitlines()]
+    recs[0]["text"] = {"not": "a string"}  # what an unchecked server reply once stored
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    # reading never crashes: the record is reported and skipped ...
+    assert len(read_run(out).samples) == 3 and read_run(out).unreadable == {"samples.jsonl": [1]}
+    # ... and resuming samples that slot again instead of keeping a record it cannot use
+    again = run(mini_suite, opts, backend=local_backend)
+    assert sorted((s.case_id, s.index) for s in again.samples) == [("goal", 0), ("goal", 1), ("hello", 0), ("hello", 1)]
+    assert all(isinstance(s.text, str) for s in again.samples)

@@ -310,7 +310,7 @@ def test_markup_of_another_protocol_after_an_attempt_stays_a_leak(suite: Suite) 
 
 
 @pytest.mark.parametrize(
-    "slot", ["[AGENT_NAME]", "[GOAL]", "[CURRENT_GOAL]", "[current_goal]", "{AGENT_NAME}", "[REQUEST]"]
+    "slot", ["[AGENT_NAME]", "[GOAL]", "[CURRENT_GOAL]", "[current_goal]", "{AGENT_NAME}", "[request]", "{REQUEST}"]
 )
 def test_a_bracketed_placeholder_in_a_message_is_a_hard_leak(suite: Suite, slot: str) -> None:
     s = _scorer(suite).score(_sample(_call(f"Hi {slot}, today we build the windmill by the river")))
@@ -351,8 +351,9 @@ def test_an_output_of_only_the_models_end_of_turn_token_is_empty(suite: Suite, e
 
 
 def test_a_model_without_declared_end_of_turn_tokens_uses_the_common_list(suite: Suite) -> None:
-    s = _scorer(suite, model=ModelInfo()).score(_sample("<|im_end|>"))
-    assert s.reason == "empty"
+    for eot in ("<|im_end|>", "<|eot|>", "<|eot_id|>", "</s>"):
+        s = _scorer(suite, model=ModelInfo()).score(_sample(eot))
+        assert s.reason == "empty" and s.hard_fail and s.leak_classes == [], eot
 
 
 def test_one_json_type_names_an_int_integer() -> None:
@@ -404,12 +405,11 @@ scaffold:
     - {role: system, content: "Post to the room."}
 tools:
   - name: send_message_to_chat
-    description: Post to the room.
     parameters:
-      type: object
-      properties:
-        message: {$ref: "common.json#/$defs/message"}
       required: [message]
+      properties: {message: {$ref: "common.json#/$defs/message"}}
+      type: object
+    description: Say something; the message schema lives in common.json.
 cases:
   - id: c
     expect: {calls: [{tool: send_message_to_chat}]}

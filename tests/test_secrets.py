@@ -90,14 +90,16 @@ def test_canary_key_appears_in_no_byte_the_run_leaves(
         model = f"openai:{url}#hostile"
     else:
         model = f"openai:{url.replace('://', f'://alice:{CANARY}@')}#hostile"
-    out, golden, report = tmp_path / "run", tmp_path / "golden", tmp_path / "report.md"
-    common = ["--model", model, "--api-mode", "chat", "--api-key-env", KEY_ENV, "--seed", "1", "-q"]
+    out, golden, report, html = tmp_path / "run", tmp_path / "golden", tmp_path / "report.md", tmp_path / "report.html"
+    # a named cache identity, so the remote samples reach the cache (and its bytes are searched too)
+    common = ["--model", model, "--api-mode", "chat", "--api-key-env", KEY_ENV, "--seed", "1", "-q", "--cache-id", "v1"]
     runs = [
         cli("run", str(mini_suite), *common, "--out", str(out), env=env),
-        cli("run", str(mini_suite), *common, "--out", str(tmp_path / "again"), env=env),  # served from the cache
+        cli("run", str(mini_suite), *common, "--out", str(tmp_path / "again"), env=env),  # from the cache
         cli("show", str(out), env=env),
         cli("gate", str(out), "--golden", str(golden), "--update-golden", "--markdown", str(report), env=env),
         cli("gate", str(out), "--golden", str(golden), "--markdown", str(report), env=env),
+        cli("report", str(out), "-o", str(html), env=env),
     ]
     assert "Traceback" not in runs[0].stderr, runs[0].stderr
     assert (out / "samples.jsonl").is_file()
@@ -105,8 +107,10 @@ def test_canary_key_appears_in_no_byte_the_run_leaves(
     samples = (out / "samples.jsonl").read_text()
     assert "[redacted]" in samples  # the echo was there and was scrubbed, not dropped
     if behaviour == "echo":
+        assert any((tmp_path / "cache").glob("??.jsonl"))  # the cache was written
         assert golden.exists() and any(golden.rglob("*.json"))  # a golden was written from the run
-    assert files_leaking([out, tmp_path / "again", tmp_path / "cache", golden, report], CANARY) == []
+    assert html.is_file(), runs[-1].stderr
+    assert files_leaking([out, tmp_path / "again", tmp_path / "cache", golden, report, html], CANARY) == []
     for p in runs:
         printed = (p.stdout + p.stderr).encode()
         assert [f for f in leak_forms(CANARY) if f in printed] == []

@@ -563,3 +563,15 @@ def test_exact_count_test_holds_its_level_when_case_rates_differ() -> None:
         )
         rejections += t.p_more < 0.05
     assert rejections / n_sim <= 0.05 + 2 * (0.05 * 0.95 / n_sim) ** 0.5
+
+
+def test_exact_count_test_refuses_counts_too_large_to_enumerate(monkeypatch: pytest.MonkeyPatch) -> None:
+    import leader_eval.stats
+    from leader_eval.stats import exact_count_test
+
+    # a golden claiming a billion samples per case costs nothing: the support follows the run's samples
+    huge = exact_count_test({"c": (500_000_000, 1_000_000_000)}, {"c": (2, 3)})
+    assert 0 < huge.p_more <= 1
+    monkeypatch.setattr(leader_eval.stats, "MAX_COUNT_SUPPORT", 10)
+    with pytest.raises(ValueError, match="support points exceed"):
+        exact_count_test({f"c{i}": (1, 6) for i in range(6)}, {f"c{i}": (1, 3) for i in range(6)})

@@ -10,12 +10,20 @@ the record store expects (a wrong type becomes that sample's error with a one-li
 an exception later in scoring, resume or replay); an exception from the backend becomes an error
 completion per seed; and every string (text, reasoning, tool-call arguments at any depth, error,
 the manifest's ``describe()``) scrubbed of every secret the run holds (``leader_eval.secrets``).
+
+Interrupts: when the run is cancelled (Ctrl-C) while a request is in flight, the guard gives it a
+grace period (``INTERRUPT_GRACE_S``, 5 s; ``LEADER_EVAL_INTERRUPT_GRACE_S`` overrides, 0 turns it
+off) to finish; a request that finishes in time comes back normally, so the runner records its
+samples before stopping; one that does not is discarded, and a warning on stderr says how many
+samples were discarded (re-running the same command samples them).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -117,6 +125,11 @@ class Backend(Protocol):
     async def aclose(self) -> None: ...
 
 
+log = logging.getLogger(__name__)
+
+#: seconds an in-flight request may still take after the run was interrupted (see the docstring)
+INTERRUPT_GRACE_S = 5.0
+
 #: token counts and ids above this are not counts a server can mean (and overflow int64 stores)
 _MAX_COUNT = 2**40
 #: an error text is one line of at most this many characters
@@ -168,7 +181,13 @@ def completion_problem(c: Any) -> str | None:
         return f"reasoning is a {type(c.reasoning).__name__}, not a string"
     if c.error is not None and not isinstance(c.error, str):
         return f"error is a {type(c.error).__name__}, not a string"
-    if not isinstance(c.token_ids, list) or not all(_is_count(t) for t in c.token_ids):
+    ids = c.token_ids
+    # type() is int: no bools, no int subclasses; min/max once instead of a call per id
+    if (
+        not isinstance(ids, list)
+        or not all(type(t) is int for t in ids)
+        or (ids and not 0 <= min(ids) <= max(ids) < _MAX_COUNT)
+    ):
         return "token_ids is not a list of token ids"
     if c.stop_reason not in _STOP_VALUES:
         return f"stop_reason {str(c.stop_reason)[:40]!r} is not stop, length or null"
@@ -251,7 +270,7 @@ class GuardedBackend:
     async def sample(self, request: SampleRequest) -> list[Completion]:
         n = len(request.seeds)
         try:
-            out: Any = await self.inner.sample(request)
+            out: Any = await _with_grace(self.inner.sample(request), n)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a backend bug must not lose the run: it becomes each seed's error
@@ -263,9 +282,44 @@ class GuardedBackend:
         return [_sanitized(c, scrub) for c in out]
 
 
+def interrupt_grace_s() -> float:
+    try:
+        value = float(os.environ.get("LEADER_EVAL_INTERRUPT_GRACE_S", INTERRUPT_GRACE_S))
+    except ValueError:
+        return INTERRUPT_GRACE_S
+    return value if 0 <= value < float("inf") else INTERRUPT_GRACE_S
+
+
+async def _with_grace(coro: Any, n: int) -> Any:
+    """Await ``coro``; if this task is cancelled meanwhile, let ``coro`` finish within the grace
+    period and return its result (the cancellation is then withdrawn: the caller records the
+    samples and stops at its next await), else cancel it and re-raise."""
+    inner = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(inner)
+    except asyncio.CancelledError:
+        grace = interrupt_grace_s()
+        if grace > 0 and not inner.done():
+            await asyncio.wait({inner}, timeout=grace)
+        if inner.done() and not inner.cancelled() and inner.exception() is None:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            log.warning("interrupted: %d sample(s) in flight finished within the grace period and are kept", n)
+            return inner.result()
+        inner.cancel()
+        log.warning(
+            "interrupted: %d sample(s) still in flight after %g s were discarded; "
+            "re-run the same command to sample them",
+            n,
+            grace,
+        )
+        raise
+
+
 def guard(backend: Backend) -> Backend:
     """``backend`` behind the boundary (idempotent)."""
     if isinstance(backend, GuardedBackend):
         return backend
-    guarded: Backend = GuardedBackend(backend)  # type: ignore[assignment]
+    guarded: Backend = GuardedBackend(backend)
     return guarded

@@ -28,6 +28,7 @@ Bounds against a hostile or broken server (each breach is that sample's error, n
 * ``max_response_bytes`` (default 8 MiB, ``--max-response-bytes``): the body after
   decompression; this backend inflates gzip/deflate itself in bounded steps, so a gzip bomb or
   an endless chunked body costs at most that much memory (over-size is not retried);
+* redirects are not followed (a 3xx is an error), so the key never goes to another origin;
 * a reply of the wrong shape (non-string content, choices that are not a list, tool calls that
   are not objects, token counts that are not counts, invalid UTF-8, numbers beyond a double)
   is an error with a one-line reason.
@@ -211,7 +212,7 @@ class _BoundedBody:
                     data = self._z.unused_data + data
                     if not data.strip(b"\0"):
                         return
-                    self._z = zlib.decompressobj(self._wbits)
+                    self._z = zlib.decompressobj(self._wbits or 15)
                 if not self._started and self._wbits == 15 and data[:1] != b"x":
                     self._z = zlib.decompressobj(-15)  # "deflate" sent raw, without the zlib header
                 self._started = True
@@ -432,7 +433,7 @@ class OpenAICompatBackend:
         try:
             async with (
                 asyncio.timeout(min(self.timeout_s, 10.0)),
-                self._session.get(self.base_url + "/models", headers=self._headers()) as resp,
+                self._session.get(self.base_url + "/models", headers=self._headers(), allow_redirects=False) as resp,
             ):
                 if resp.status == 200:
                     data = _loads(await _read_body(resp, self.max_response_bytes)).get("data") or []
@@ -560,7 +561,10 @@ class OpenAICompatBackend:
             async with (
                 self._sem,
                 asyncio.timeout(limit_s),
-                self._session.post(self._url, data=payload, headers=self._headers(), timeout=_timeout(limit_s)) as resp,
+                # never follow a redirect: it would carry the Authorization header to another origin
+                self._session.post(
+                    self._url, data=payload, headers=self._headers(), timeout=_timeout(limit_s), allow_redirects=False
+                ) as resp,
             ):
                 status = resp.status
                 raw = await _read_body(resp, self.max_response_bytes)
@@ -658,7 +662,8 @@ def _kind(value: Any) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), f"a {type(value).__name__}")
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def _content_text(value: Any, where: str) -> str:
@@ -704,7 +709,7 @@ def _count(value: Any, where: str) -> int:
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_COUNT:
         shown = f"{value:.6g}" if isinstance(value, int | float) else _kind(value)
-        raise _Shape(f"{where} {shown} is not a token count")
+        raise _Shape(f"{where} is {shown}, not a token count")
     return value
 
 

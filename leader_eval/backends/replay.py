@@ -36,7 +36,7 @@ class ReplayBackend:
         self.special_tokens: tuple[str, ...] = tuple(model.get("special_tokens", ()))
         self._prompts = {prompt_digest(p["text"]): p for p in run.read_prompts().values()}
         self._samples: dict[tuple[str, int], Any] = {}
-        for s in run.read_samples():
+        for s in run.read_samples(as_recorded=True):
             self._samples[(s.case_id, s.seed)] = s
         self._modes = self._add_episode_steps(path)
         self._case_of_prompt = {d: p["case_id"] for d, p in self._prompts.items()}

@@ -33,12 +33,14 @@ scrubbed from error texts in case the service echoes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import json
 import logging
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,7 +48,7 @@ from typing import Any, Literal
 
 import tinker
 
-from leader_eval import protocols
+from leader_eval import protocols, secrets
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.errors import LeaderEvalError
 from leader_eval.types import Prompt
@@ -191,10 +193,8 @@ def error_text(exc: BaseException) -> str:
 
 
 def _scrub(text: str) -> str:
-    key = os.environ.get(API_KEY_ENV)
-    if key and len(key) >= 4:
-        text = text.replace(key, "[redacted]")
-    return text
+    """``text`` without any secret the run holds (``TINKER_API_KEY`` included), in any encoding."""
+    return secrets.scrub(text)
 
 
 class _Failure(Exception):
@@ -209,8 +209,34 @@ async def _settle(value: Any, timeout: float | None) -> Any:
         return await asyncio.wait_for(value, timeout)
     result = getattr(value, "result", None)
     if callable(result):
-        return await asyncio.to_thread(result, timeout)
+        return await asyncio.wait_for(_in_daemon_thread(result, timeout), timeout)
     return value
+
+
+async def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a daemon thread. Unlike ``asyncio.to_thread``, a call still blocked when we
+    give up (the SDK retries connection errors for 5 minutes, unconfigurably) neither delays
+    ``asyncio.run``'s exit, which joins the default executor, nor the interpreter's."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def work() -> None:
+        try:
+            value, ok = fn(*args), True
+        except BaseException as exc:  # handed to the awaiting coroutine
+            value, ok = exc, False
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, ok, value)
+
+    threading.Thread(target=work, name="leader-eval-tinker-setup", daemon=True).start()
+    return await future
 
 
 def _default_service_client() -> Any:
@@ -256,7 +282,7 @@ class TinkerBackend:
         retry_base_s: float = 1.0,
         retry_max_s: float = 30.0,
         timeout_s: float = 900.0,
-        connect_timeout_s: float = 120.0,
+        connect_timeout_s: float = 30.0,
         resolve_timeout_s: float = 30.0,
         seed_mode: SeedMode = "request",
         max_samples_per_request: int | None = None,
@@ -657,13 +683,21 @@ class TinkerBackend:
             if self._sampling_client is not None:
                 return
             try:
-                pending = await asyncio.wait_for(asyncio.to_thread(self._create_client), self.connect_timeout_s)
-                client = await _settle(pending, self.connect_timeout_s)
+                # one deadline over the whole setup (session, sampling client): the SDK's own
+                # retries of connection errors last 5 minutes and cannot be configured
+                async with asyncio.timeout(self.connect_timeout_s):
+                    pending = await _in_daemon_thread(self._create_client)
+                    client = await _settle(pending, self.connect_timeout_s)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 if isinstance(exc, asyncio.TimeoutError | TimeoutError):
-                    text, retryable = f"timeout after {self.connect_timeout_s:g} s creating the sampling client", True
+                    # the deadline was the whole budget: later requests report it at once
+                    text = (
+                        f"no sampling client within connect_timeout_s={self.connect_timeout_s:g} s "
+                        "(is the network or the Tinker service unreachable?)"
+                    )
+                    retryable = False
                 else:
                     text, retryable = error_text(exc), is_retryable(exc)
                 fail = _Failure(

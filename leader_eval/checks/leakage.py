@@ -46,7 +46,7 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("tool", "<", r"invoke\s{1,5}name=[^<>\n]{0,200}>?"),
     ("tool", "<", r"parameter(?:=|\s{1,5}name=)[^<>\n]{1,200}>"),
     # a pythonic call list shown as text: [send_message_to_chat(message=...
-    ("tool", "[", r"\s{0,5}[A-Za-z_][\w.]{0,100}\(\s{0,5}[A-Za-z_]\w{0,60}\s{0,5}=(?!=)"),
+    ("tool", "[", r"(?=[\sA-Za-z_])\s{0,5}[A-Za-z_][\w.]{0,100}+\(\s{0,5}[A-Za-z_]\w{0,60}+\s{0,5}=(?!=)"),
     # Mistral control words
     ("tool", "[", r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"),
     # reasoning tags (paired later)

@@ -32,20 +32,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-#: single upper-case words that only ever appear bracketed as a template's unfilled slot
+#: single upper-case words that appear bracketed only as a template's unfilled slot (``[TASK]``,
+#: ``[UPDATE]``, ``[USER]`` also serve as chat labels: not here)
 PLACEHOLDER_WORDS = (
     "GOAL",
     "NAME",
-    "TASK",
-    "ROOM",
-    "AGENT",
-    "USER",
-    "TOPIC",
-    "TARGET",
-    "LOCATION",
     "DATE",
     "TIME",
-    "MESSAGE",
+    "LOCATION",
+    "TOPIC",
     "PLACEHOLDER",
     "TODO",
     "TBD",
@@ -58,12 +53,13 @@ SLOT_NOUNS = frozenset(
         *("message", "team", "project", "company", "city", "email"),
     )
 )
+#: the slot nouns that are a slot on their own (``[Name]``); ``[Task]`` alone is a chat label
+SLOT_NOUNS_ALONE = frozenset(("name", "goal", "date", "time", "location", "topic", "email", "city", "company"))
 #: words that may come before the slot noun (at most three of them)
 SLOT_PREFIXES = frozenset(
     (
-        *("insert", "fill", "in", "enter", "add", "your", "the", "current", "agent", "agent's", "team", "team's"),
-        *("user", "user's", "first", "last", "full", "player", "new", "target", "project", "company", "meeting"),
-        *("start", "end", "due"),
+        *("insert", "fill", "in", "enter", "add", "your", "current", "agent", "agent's", "team", "team's", "user"),
+        *("user's", "first", "last", "full", "player", "target", "project", "company", "meeting", "start", "due"),
     )
 )
 
@@ -74,7 +70,9 @@ def is_slot_phrase(inner: str) -> bool:
     words = inner.lower().split()
     if words and words[-1] == "here":
         words.pop()
-    return 1 <= len(words) <= 4 and words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1])
+    if len(words) == 1:
+        return words[0] in SLOT_NOUNS_ALONE
+    return 2 <= len(words) <= 4 and words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1])
 
 
 def _alternation(words: frozenset[str]) -> str:
@@ -85,13 +83,15 @@ def _alternation(words: frozenset[str]) -> str:
 # ``SLOT_CANDIDATE`` and ``is_slot_phrase``: a case-insensitive alternation tried at every "["
 # cost it a microsecond per bracket)
 _SLOT_PHRASE = (
-    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)})\s{{1,3}}){{0,3}}(?:{_alternation(SLOT_NOUNS)})(?:\s{{1,3}}here)?)"
+    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)})\s{{1,3}}){{1,3}}(?:{_alternation(SLOT_NOUNS)})(?:\s{{1,3}}here)?"
+    rf"|(?:{_alternation(SLOT_NOUNS_ALONE)})(?:\s{{1,3}}here)?)"
 )
 #: what the leak detector matches after "[" before asking ``is_slot_phrase``
 SLOT_CANDIDATE = r"(?=[A-Za-z])[A-Za-z' ]{1,60}+\](?![\[(])"
 
-_UPPER_SNAKE = r"[A-Z][A-Z0-9]{0,40}(?:_[A-Z0-9]{1,40}){1,8}"
-_LOWER_SNAKE = r"[a-z][a-z0-9]{0,40}(?:_[a-z0-9]{1,40}){1,8}"
+# possessive (no backtracking into a run that cannot end well): "[INSERT " * 50000 stays cheap
+_UPPER_SNAKE = r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,8}+"
+_LOWER_SNAKE = r"[a-z][a-z0-9]{0,40}+(?:_[a-z0-9]{1,40}+){1,8}+"
 # Mistral's control words are bracketed upper snake case too; they are tool markup
 _MISTRAL = r"(?!/?(?:TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|AVAILABLE_TOOLS|CALL_ID|SYSTEM_PROMPT)\])"
 # a bracket that opens a Markdown link or reference is a link's text, not a slot
@@ -108,10 +108,10 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     ("{", rf"(?:current_goal|goal|agent_name|room|name|task|{_WORDS}|AGENT_NAME|CURRENT_GOAL|{_LOWER_SNAKE})\}}"),
     (
         "[",
-        r"(?:(?:TODO|TBD):[^\[\]\n]{0,200}|INSERT\b[^\[\]\n]{0,200}|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}"
-        rf"|YOUR [A-Z ]{{1,80}}|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}))\]{_NOT_LINK}",
+        r"(?=[A-Za-z])(?:(?:TODO|TBD):[^\[\]\n]{0,200}+|INSERT\b[^\[\]\n]{0,200}+|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}+"
+        rf"|YOUR [A-Z ]{{1,80}}+|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}))\]{_NOT_LINK}",
     ),
-    ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}|{_WORDS}|{_UPPER_SNAKE})>"),
+    ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}+|{_WORDS}|{_UPPER_SNAKE})>"),
 )
 
 #: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for), and
@@ -123,14 +123,24 @@ PLACEHOLDER_PATTERNS: tuple[str, ...] = (
 
 
 def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
-    """Shapes for a suite's own template variable names: ``[name]`` and ``{name}`` in any letter
-    case, ``<NAME>`` in upper case (a lower-case ``<name>`` is an XML tag; ``{{ name }}`` is
-    template syntax already). Names shorter than three characters are skipped: ``[x]`` is a
-    checkbox, not a slot."""
+    """Shapes for a suite's own template variable names (``{{ name }}`` is template syntax
+    already). A name with an underscore (``agent_name``) in any bracket and letter case:
+    ``[agent_name]``, ``[AGENT_NAME]``, ``{Agent_Name}``, ``<AGENT_NAME>`` (a lower-case ``<name>``
+    is an XML tag). A one-word name (``team``, ``events``) only as written or upper-cased in
+    braces and as written in square brackets: ``{team}``, ``{TEAM}``, ``[team]``; ``[TEAM]`` and
+    ``[Team]`` also serve as chat labels. Names shorter than three characters are skipped: ``[x]``
+    is a checkbox, not a slot."""
     usable = sorted({n for n in names if len(n) >= 3 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", n)})
-    if not usable:
-        return ()
-    # the guard keeps the case-insensitive alternation from being tried after every bracket
-    alt = "(?=[A-Za-z_])(?i:" + "|".join(usable) + ")"
-    upper = "(?:" + "|".join(n.upper() for n in usable) + ")"
-    return (("[", alt + r"\]" + _NOT_LINK), ("<", upper + ">"), ("{", alt + r"\}"))
+    snake = [n for n in usable if "_" in n.strip("_")]
+    single = [n for n in usable if n not in snake]
+    shapes: list[tuple[str, str]] = []
+    if snake:
+        # the guard keeps the case-insensitive alternation from being tried after every bracket
+        alt = "(?=[A-Za-z_])(?i:" + "|".join(snake) + ")"
+        upper = "(?:" + "|".join(n.upper() for n in snake) + ")"
+        shapes += [("[", alt + r"\]" + _NOT_LINK), ("<", upper + ">"), ("{", alt + r"\}")]
+    if single:
+        exact = "(?:" + "|".join(single) + ")"
+        both = "(?:" + "|".join(sorted({*single, *(n.upper() for n in single)})) + ")"
+        shapes += [("[", exact + r"\]" + _NOT_LINK), ("{", both + r"\}")]
+    return tuple(shapes)

@@ -48,7 +48,7 @@ REPORT_NAME = "report.html"
 MAX_TEXT_CHARS = 20_000
 MAX_PROMPT_HEAD = 6_000
 MAX_PROMPT_TAIL = 14_000
-MAX_SAMPLES = 3_000
+MAX_SAMPLES = 2_500
 #: a finding's text in the failed-check list (it is marked in full in the raw output above it)
 MAX_FINDING_CHARS = 240
 
@@ -313,7 +313,9 @@ def _step_checks(sc: SampleScore | None) -> dict[int, list[Mapping[str, Any]]]:
 
 
 #: step record fields shown in a step's header or body, not again in its JSON remainder
-_STEP_SHOWN = frozenset({"step", "seed", "outcome", "stop_reason", "completion_tokens", "error", "results", "calls"})
+_STEP_SHOWN = frozenset(
+    {"step", "seed", "outcome", "stop_reason", "completion_tokens", "error", "results", "calls", "prompt"}
+)
 _STEP_HIDDEN = frozenset({"slot", "case_id", "index", "key", "token_ids", "logprobs", "timings"})
 
 
@@ -349,10 +351,17 @@ def _step_view(
         ]
     elif isinstance(step.get("calls"), list) and step["calls"]:
         out["rest_calls"] = _json_text(step["calls"])
+    prompt = step.get("prompt")
+    prompt_text = prompt.get("text") if isinstance(prompt, Mapping) else prompt
+    if isinstance(prompt_text, str) and prompt_text:
+        clipped, omitted = _clip_prompt(prompt_text)
+        out["prompt"] = segments(clipped, special)
+        out["prompt_omitted"] = omitted
     k = step.get("step")
     if isinstance(k, int) and failed.get(k):
         out["fail"] = _failed_checks(failed[k], special)
-    rest = {key: v for key, v in step.items() if key != text_key and key not in _STEP_SHOWN and key not in _STEP_HIDDEN}
+    skip = _STEP_SHOWN | _STEP_HIDDEN | {text_key}
+    rest = {key: v for key, v in step.items() if key not in skip and v is not None}
     if rest:
         out["rest"] = _json_text(rest)
     return out
@@ -408,7 +417,7 @@ def _run_island(run: Run) -> tuple[dict[str, Any], int]:
             if p.get("n_tokens") is not None:
                 rec["prompt_tokens"] = p.get("n_tokens")
     ident = run.manifest.get("identity", {})
-    name = f"{run.manifest.get('label') or ident.get('model_id')} seed {ident.get('run_seed')}"
+    name = f"{run.manifest.get('label') or ident.get('model_id')} (run seed {ident.get('run_seed')})"
     return {"cases": cases, "left": left, "name": visible(name)}, left
 
 
@@ -590,7 +599,7 @@ def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
         n = sum(pc.n_scored for pc in g.cases.values())
         rows.append([esc(g.name), esc(len(g.runs)), esc(",".join(map(str, g.seeds))), score, spread, esc(n)])
     parts = [
-        f'<p class="verdict {"bad" if c.exit_status else "good"}">{esc(c.verdict())}</p>',
+        f'<p class="verdict {_verdict_class(c)}">{esc(c.verdict())}</p>',
         _table(["configuration", "runs", "seeds", "score [95% CI]", "score spread", "samples"], rows),
     ]
     parts.extend(f'<p class="note">{esc(m)}</p>' for m in c.messages)
@@ -616,6 +625,13 @@ def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
         parts.append(f'<p class="verdict {"bad" if p.regression else ""}">verdict: {esc(p.verdict())}</p>')
         parts.append(_flips_html(p, run_index))
     return "\n".join(parts)
+
+
+def _verdict_class(c: Comparison) -> str:
+    if c.exit_status:
+        return "bad"
+    improved = any(m.verdict == "improvement" for p in c.pairs for m in p.metrics)
+    return "good" if improved else ""
 
 
 def _flips_html(p: PairResult, run_index: Mapping[int, int]) -> str:

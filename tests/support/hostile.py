@@ -14,6 +14,7 @@ Behaviours (``BEHAVIOURS``):
 * ``endless``: a chunked body that never ends (64 KiB chunks as fast as the client reads).
 * ``slowloris``: headers at once, then one byte of body every 0.5 s, forever.
 * ``stall``: reads the request and never answers.
+* ``redirect``: 307 to ``/echo/v1/...`` (a client that follows it sends its key there again).
 * wrong shapes, each a 200 with a JSON (or not) body: ``content_int``, ``content_dict``,
   ``text_list``, ``null_choices``, ``choices_string``, ``choices_empty``, ``choice_not_object``,
   ``message_string``, ``tool_calls_string``, ``tool_call_arguments_int``, ``reasoning_list``,
@@ -76,7 +77,7 @@ RAW_BODIES: dict[str, bytes] = {
     + b"]" * 100_000
     + b"}]}",
 }
-STREAMING = ("gzip_bomb", "endless", "slowloris", "stall")
+STREAMING = ("gzip_bomb", "endless", "slowloris", "stall", "redirect")
 BEHAVIOURS: tuple[str, ...] = ("echo", "echo_error", *STREAMING, *WRONG_SHAPES, *RAW_BODIES)
 
 
@@ -161,6 +162,9 @@ def hostile_app(ns: argparse.Namespace) -> Any:
                     await resp.write(b"a")
         if behaviour == "stall":
             await asyncio.sleep(3600)
+        if behaviour == "redirect":
+            target = f"/echo/v1/{request.match_info['endpoint']}"
+            return web.Response(status=307, headers={"Location": target})
         if behaviour in RAW_BODIES:
             return web.Response(body=RAW_BODIES[behaviour], content_type="application/json")
         if behaviour in WRONG_SHAPES:

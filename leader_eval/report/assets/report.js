@@ -85,6 +85,13 @@
       s.steps.forEach(function (st, k) {
         var d = el("div", "step");
         d.appendChild(el("div", "shead", "step " + (k + 1) + " · " + st.h));
+        if (st.prompt) {
+          var pd = el("details", "prompt");
+          pd.appendChild(el("summary", null, "prompt at this step" +
+            (st.prompt_omitted ? " (" + st.prompt_omitted + " characters omitted in the middle)" : "")));
+          pd.appendChild(pre("prompt", st.prompt));
+          d.appendChild(pd);
+        }
         if (st.seg) d.appendChild(pre("raw", st.seg));
         if (st.err) d.appendChild(el("div", "warn", "error: " + st.err));
         (st.res || []).forEach(function (r) { d.appendChild(el("pre", "json", "call: " + r)); });

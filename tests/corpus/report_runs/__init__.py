@@ -44,22 +44,69 @@ def copy_run(src: Path, dst: Path) -> Path:
 
 
 def hostile_run(dst: Path) -> Path:
-    """A copy of ``s101`` whose first sample of ``HOSTILE_CASE`` says ``HOSTILE_TEXT``, rescored."""
+    """A copy of ``s101`` whose first sample of ``HOSTILE_CASE`` says ``HOSTILE_TEXT``, rescored,
+    under the label ``HOSTILE_LABEL``."""
+    texts = []
+    for line in (RUN_A / "samples.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        texts.append(HOSTILE_TEXT if (rec["case_id"], rec["index"]) == (HOSTILE_CASE, 0) else rec["text"])
+    run_with_texts(dst, texts)
+    manifest = json.loads((dst / "manifest.json").read_text(encoding="utf-8"))
+    manifest["label"] = HOSTILE_LABEL
+    (dst / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return dst
+
+
+#: pieces random outputs are built from: markup, entities, script and comment delimiters, special
+#: tokens, every kind of whitespace, controls, bidi overrides, separators, invalid UTF-8, astral
+#: characters, quotes and template syntax
+PIECES = (
+    "<", ">", "&", "</script>", "<script>window.__pwned=1</script>", "<img src=x onerror=window.__pwned=1>",
+    "<|im_start|>", "<|im_end|>", "<|eot_id|>", "[NO CHAT]", "\n", "\t", "\r", "  ", " ", "\x00", "\x1b[7m",
+    "\u200b", "\u202e", "\u2028", "\u2029", "\ufeff", "\udcff", "\udc80", "\ud800", "é", "😀", "&lt;", "&#60;",
+    "\\", '"', "'", "`", "${x}", "{{x}}", "<!--", "-->", "<![CDATA[", "]]>", '{"tool": "x", "arguments": {}}',
+    "word", "Ada:", "</pre>", "</textarea>", "<style>*{display:none}</style>",
+)  # fmt: skip
+
+
+def random_texts(n: int, seed: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return ["".join(rng.choice(PIECES) for _ in range(rng.randint(1, 40))) for _ in range(n)]
+
+
+def run_with_texts(dst: Path, texts: list[str]) -> tuple[Path, dict[tuple[str, int], str]]:
+    """A copy of ``s101`` whose samples say ``texts`` (in slot order), rescored; returns each slot's text.
+
+    New runs never record a lone surrogate (the backend guard replaces them) but older or
+    hand-written records can hold one, and results cannot be written with it: the samples are
+    scored with each surrogate as U+FFFD (same length, so finding offsets hold) and then recorded
+    with the surrogates back in place.
+    """
     from leader_eval.evaluate import score_run
     from leader_eval.store import RunDir
     from leader_eval.suite import load_suite
 
     copy_run(RUN_A, dst)
-    lines = (dst / "samples.jsonl").read_text(encoding="utf-8").splitlines()
-    out = []
-    for line in lines:
+    placed: dict[tuple[str, int], str] = {}
+    records = []
+    for i, line in enumerate((dst / "samples.jsonl").read_text(encoding="utf-8").splitlines()):
         rec = json.loads(line)
-        if rec["case_id"] == HOSTILE_CASE and rec["index"] == 0:
-            rec["text"] = HOSTILE_TEXT
-        out.append(json.dumps(rec, ensure_ascii=True))  # lone surrogates travel as JSON escapes
-    (dst / "samples.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
-    manifest = json.loads((dst / "manifest.json").read_text(encoding="utf-8"))
-    manifest["label"] = HOSTILE_LABEL
-    (dst / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        rec["text"] = texts[i % len(texts)]
+        placed[(rec["case_id"], rec["index"])] = rec["text"]
+        records.append(rec)
+
+    def write(clean: bool) -> None:
+        lines = []
+        for rec in records:
+            text = rec["text"]
+            if clean:
+                text = "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
+            lines.append(json.dumps({**rec, "text": text}, ensure_ascii=True))
+        (dst / "samples.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    write(clean=True)
     score_run(RunDir(dst), load_suite(SUITE))
-    return dst
+    write(clean=False)
+    return dst, placed
