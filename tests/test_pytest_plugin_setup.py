@@ -93,7 +93,8 @@ def test_default_suite_glob_is_evals_and_a_yaml_on_the_command_line_is_collected
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--le-model=bogus:thing"], "unknown model spec"),
+        (["--le-model=bogus:thing"], "--le-model 'bogus:thing': unknown model spec"),
+        (["--le-model=bogus:thing", "-n", "2"], "unknown model spec"),  # checked before xdist's workers start
         (["--le-model=gguf:/nonexistent/model.gguf"], "no such GGUF file"),
         (["--le-model=openai:http://127.0.0.1:9/v1"], "name the served model"),
         (["--le-model=replay:/nonexistent/run"], "/nonexistent/run"),

@@ -66,12 +66,23 @@ class EvalSession:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # Under xdist the controller collects nothing and a worker's usage error would only read
+        # "no active workers": check the model here, before any worker starts, when suites are
+        # configured (tryfirst: before xdist spawns its workers).
+        from leader_eval.pytest_plugin.config import suites_configured
+
+        xdist = bool(getattr(self.config.option, "numprocesses", None))
+        if xdist and not self.worker and suites_configured(self.state.options, self.config.rootpath):
+            self._check_setup()
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         cases = [i for i in session.items if isinstance(i, CaseItem)]
         for item in cases:
             suite_file: SuiteFile = item.parent  # type: ignore[assignment]
             self._note_collected(suite_file.suite, str(suite_file.path), item.name)
-        if cases:
+        if cases and not self.worker:
             self._check_setup()
 
     def _check_setup(self) -> None:
@@ -83,7 +94,8 @@ class EvalSession:
             parse_tolerances(o.tolerances)
             backend = resolve_backend(o.sampling)
         except LeaderEvalError as err:
-            raise pytest.UsageError(str(err)) from None
+            text = str(err)  # the backends name the CLI's option; in pytest it is --le-model
+            raise pytest.UsageError("--le-" + text[2:] if text.startswith("--model") else text) from None
         problem = preflight(backend)
         if problem:
             raise pytest.UsageError(f"--le-model: {problem}")
