@@ -90,6 +90,15 @@ class _Repeats:
         if length < 1 or length >= self.n:
             return None
         h = self._hashes(length)
+        # fast path: the leftmost window whose hash occurs again and that hash's next
+        # occurrence, from one unstable sort; it is the first candidate the full search below
+        # would try, so the answer is the same (the full search runs only after a collision)
+        i = _leftmost_repeated(h)
+        if i is None:
+            return None
+        j = i + 1 + int(np.flatnonzero(h[i + 1 :] == h[i])[0])
+        if self.text[i : i + length] == self.text[j : j + length]:
+            return i, j
         order, hs = _stable_argsort(h)
         eq = np.flatnonzero(hs[1:] == hs[:-1])
         if eq.size == 0:
@@ -129,13 +138,15 @@ class _Repeats:
             return None
         return self.pair(length)
 
-    def longest(self, start: int = 1) -> tuple[int, int, int]:
+    def longest(self, start: int = 1, found: tuple[int, int] | None = None) -> tuple[int, int, int]:
         """Longest repeated substring at least ``start`` long as (i, j, length); (0, 0, 0) if none.
 
         Known to exist at ``start`` (or ``start`` == 1): grow from there. Each round either
-        proves the current length maximal or finds a longer verified pair.
+        proves the current length maximal or finds a longer verified pair. ``found``: the
+        caller's ``pair(start)``, when it has it already.
         """
-        found = self.pair(start)
+        if found is None:
+            found = self.pair(start)
         if found is None:
             return 0, 0, 0
         i, j, length = self.extend(found[0], found[1], start)
@@ -162,6 +173,20 @@ class _Repeats:
 
 
 _POS_BITS = 17  # window positions fit: a window is at most 65,536 chars by default
+
+
+def _leftmost_repeated(h: np.ndarray) -> int | None:
+    """The smallest index whose value occurs again in ``h`` (None when all are distinct)."""
+    if h.size < 2:
+        return None
+    order = np.argsort(h)
+    dup = h[order[1:]] == h[order[:-1]]
+    if not dup.any():
+        return None
+    in_run = np.zeros(h.size, dtype=bool)  # members of a run of equal values
+    in_run[1:] = dup
+    in_run[:-1] |= dup
+    return int(order[in_run].min())
 
 
 def _stable_argsort(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -255,10 +280,11 @@ def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: Dege
     # fail iff longest / n > threshold, i.e. longest >= floor(threshold * n) + 1
     need = int(cfg.max_repeated_substring_fraction * n) + 1
     reps: _Repeats | None = None
-    long_repeat = False
+    first: tuple[int, int] | None = None
     if need < n and _may_repeat(window, need):
         reps = _Repeats(window)
-        long_repeat = reps.any_repeat(need) and reps.pair(need) is not None
+        first = reps.pair(need) if reps.any_repeat(need) else None
+    long_repeat = first is not None
     data: dict[str, Any] = {
         "ngram": cfg.ngram,
         "ngram_repeat_fraction": round(ngram_frac, 4),
@@ -273,7 +299,7 @@ def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: Dege
         return CheckResult("repetition", True, data=data)
     if reps is None:
         reps = _Repeats(window)
-    i, j, length = reps.longest(need) if long_repeat else reps.longest_below(need)
+    i, j, length = reps.longest(need, first) if first is not None else reps.longest_below(need)
     frac = length / n if n else 0.0
     data["longest_repeat_fraction"] = round(frac, 4)
     data["longest_repeat_chars"] = length
