@@ -496,7 +496,16 @@ class GateResult:
                 line += f": improved {', '.join(self.improved)} beyond tolerance; consider --update-golden"
             return line
         if self.status == "fail":
-            return f"gate FAIL ({where}): credible regression in {', '.join(self.failed)}"
+            tested = [r.metric for r in self.rows if r.verdict == "fail" and r.kind != "budget"]
+            over = [
+                f"{r.metric} ({r.now:g} > {r.golden:g})"
+                for r in self.rows
+                if r.verdict == "fail" and r.kind == "budget"
+            ]
+            why = ([f"credible regression in {', '.join(tested)}"] if tested else []) + (
+                [f"over budget: {', '.join(over)}"] if over else []
+            )
+            return f"gate FAIL ({where}): {'; '.join(why)}"
         if self.status == "missing":
             verb = "FAIL" if self.strict else "WARN"
             return f"gate {verb} ({where}): no golden baseline at {self.golden_path}; create it with --update-golden"

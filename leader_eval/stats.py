@@ -19,6 +19,12 @@ Method choices (each measured by simulation; see docs/statistics.md for the figu
   the paired t-test for the p-value (calibrated in simulation, unlike the sign-flip
   permutation test, which is conservative when per-case differences tie; that one stays
   available as ``test="sign_flip"``).
+- Rare events (hard fails, leaks): the exact stratified count test (Fisher's exact test by
+  case, ``exact_count_test``); a paired t-test over cases cannot see one new event against a
+  baseline of none. Its smallest attainable p-value lets the gate's Holm family leave it out
+  when it cannot reach its share (Tarone; ``golden.holm_alphas``).
+- Flaky cases: the exact Clopper-Pearson interval (``clopper_pearson``) and the chi-square tail
+  (``chi2_sf``) for overdispersion across runs.
 - The regression gate is a one-sided test at ``alpha`` (a regression is a one-direction
   question), so its false-alarm rate is ``alpha``, not ``alpha / 2``.
 

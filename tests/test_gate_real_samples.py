@@ -118,7 +118,7 @@ def test_one_new_hard_fail_fails_a_suite_that_forbids_them(tmp_path: Path) -> No
         budget = next(r for r in result.rows if r.metric == "max_hard_fails")
         assert budget.verdict == "fail" and budget.now == 1 and case in budget.explanation
     table = format_gate_table(result)
-    assert "max_hard_fails" in table.splitlines()[0] and "budget" in table
+    assert "over budget: max_hard_fails (1 > 0)" in table.splitlines()[0] and "budget" in table
     assert "**FAIL**" in gate_markdown(result)
     # a budget the gate cannot read is an error naming the file, never a skipped check
     for budgets in ({"max_hard_fail": 0}, {"max_hard_fails": -1}, {"max_hard_fails": "0"}, [0]):
