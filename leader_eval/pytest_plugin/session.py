@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -134,7 +135,7 @@ class EvalSession:
         for key, value in report.user_properties:
             if key != RECORD_KEY:
                 continue
-            rec = json.loads(value) if isinstance(value, str) else dict(value)
+            rec = json.loads(value) if isinstance(value, str) else dict(value)  # type: ignore[call-overload]
             self.state.records[rec["suite"]][rec["case_id"]] = rec
             meta = self.state.suite_meta.setdefault(rec["suite"], {"path": rec["suite_path"]})
             meta["run_dir"] = rec["run_dir"]
@@ -175,18 +176,21 @@ class EvalSession:
         session.exitstatus = status
 
     def _report_gate(self, g: Any) -> None:
-        rel = ci.relative_for_github(g.path, self.config.rootpath)
+        try:  # a node id is relative to the rootdir, as pytest's own are
+            rel = Path(g.path).resolve().relative_to(self.config.rootpath.resolve()).as_posix()
+        except ValueError:
+            rel = Path(g.path).name
         nodeid = f"{rel}::{GATE_ITEM}"
         outcome = "passed" if g.status == 0 else "failed"
         props = [(GATE_KEY, json.dumps({"suite": g.suite, "status": g.result.status if g.result else "error"}))]
         hook = self.config.hook
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        tr: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         # the gate comes after the progress line: its own line, no progress percentage
         progress = getattr(tr, "_show_progress_info", None)
         terse = tr is not None and tr.verbosity <= 0
         if tr is not None and progress is not None:
             tr._show_progress_info = False
-        if terse:
+        if terse and tr is not None:
             if getattr(getattr(tr, "_tw", None), "width_of_current_line", 0):
                 tr.write_line("")
             tr.write(f"{nodeid} ")
@@ -198,14 +202,14 @@ class EvalSession:
                     keywords={GATE_ITEM: 1},
                     outcome=outcome if when == "call" else "passed",  # type: ignore[arg-type]
                     longrepr="\n".join(g.lines) if when == "call" and outcome == "failed" else None,
-                    when=when,  # type: ignore[arg-type]
+                    when=when,
                     user_properties=props,
                 )
                 hook.pytest_runtest_logreport(report=rep)
         finally:
             if tr is not None and progress is not None:
                 tr._show_progress_info = progress
-            if terse:
+            if terse and tr is not None:
                 tr.write_line("")
 
     def _prune_runs(self) -> None:
@@ -217,8 +221,6 @@ class EvalSession:
             ci.prune_runs(o.run_dir, g.suite, g.result.label, o.keep_runs, protect, o.golden_dir)
 
     def _run_dirs(self, suite: str) -> list[Any]:
-        from pathlib import Path
-
         return [Path(r["run_dir"]) for r in self.state.records.get(suite, {}).values() if r.get("run_dir")]
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
