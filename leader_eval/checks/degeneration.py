@@ -159,15 +159,24 @@ class _Repeats:
             i, j, length = self.extend(nxt[0], nxt[1], length + 1)
 
     def longest_below(self, limit: int) -> tuple[int, int, int]:
-        """Longest repeated substring shorter than ``limit`` (binary search on the length)."""
+        """Longest repeated substring shorter than ``limit`` (binary search on the length).
+
+        When a midpoint finds a pair that extends to E, the next probe is E + 1 rather than the
+        next midpoint: the extension is often the longest repeat already, and one probe that
+        finds nothing proves it (midpoints would spend about log2(limit - E) more sorts of
+        every window's hash getting there). After that one probe, midpoints again: text with
+        many repeats of slowly growing length would otherwise be probed one plateau at a time.
+        """
         lo, hi = 0, limit - 1
+        probe_next = False  # probe lo + 1 (right after a midpoint found a pair)
         while lo < hi:
-            mid = (lo + hi + 1) // 2
+            mid = lo + 1 if probe_next else (lo + hi + 1) // 2
             found = self.pair_if_any(mid)
-            if found is None:
-                hi = mid - 1
-            else:  # a verified pair that extends to E proves every length up to E
+            if found is not None:  # a verified pair that extends to E proves every length up to E
                 lo = min(self.extend(found[0], found[1], mid)[2], hi)
+            else:
+                hi = mid - 1
+            probe_next = found is not None and not probe_next
         first = self.pair(lo) if lo else None
         return (first[0], first[1], lo) if first else (0, 0, 0)
 
