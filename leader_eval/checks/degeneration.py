@@ -162,25 +162,28 @@ class _Repeats:
         """Longest repeated substring shorter than ``limit`` (binary search on the length).
 
         When a midpoint finds a pair that extends to E, the next probe is E + 1 rather than the
-        next midpoint: the extension is often the longest repeat already, and one probe that
-        finds nothing proves it (midpoints would spend about log2(limit - E) more sorts of
-        every window's hash getting there). After that one probe, midpoints again: text with
-        many repeats of slowly growing length would otherwise be probed one plateau at a time.
+        next midpoint: the extension is often the longest repeat already (or close: a second
+        step finds it), and one probe that finds nothing proves it, where midpoints would spend
+        about log2(limit - E) more sorts of every window's hash getting there. After
+        ``_STEPS_AFTER_FOUND`` such probes, midpoints again: text with many repeats of slowly
+        growing length would otherwise be probed one plateau at a time.
         """
         lo, hi = 0, limit - 1
-        probe_next = False  # probe lo + 1 (right after a midpoint found a pair)
+        steps = 0  # probes of lo + 1 left before the next midpoint
         while lo < hi:
-            mid = lo + 1 if probe_next else (lo + hi + 1) // 2
+            mid = lo + 1 if steps else (lo + hi + 1) // 2
             found = self.pair_if_any(mid)
-            if found is not None:  # a verified pair that extends to E proves every length up to E
-                lo = min(self.extend(found[0], found[1], mid)[2], hi)
-            else:
+            if found is None:
                 hi = mid - 1
-            probe_next = found is not None and not probe_next
+                steps = 0
+            else:  # a verified pair that extends to E proves every length up to E
+                lo = min(self.extend(found[0], found[1], mid)[2], hi)
+                steps = steps - 1 if steps else _STEPS_AFTER_FOUND
         first = self.pair(lo) if lo else None
         return (first[0], first[1], lo) if first else (0, 0, 0)
 
 
+_STEPS_AFTER_FOUND = 2
 _POS_BITS = 17  # window positions fit: a window is at most 65,536 chars by default
 
 
