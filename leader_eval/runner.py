@@ -422,6 +422,15 @@ def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
                 f"{out / 'manifest.json'}:1: run directory belongs to another run ({', '.join(diff)} differ); "
                 "choose another --out or delete it"
             )
+        # the identity names a GGUF by its file name; two different files of one name must not
+        # share a run directory, so the weights' content identity must match too when both know it
+        was = old.get("model", {}).get("cache_identity")
+        now = manifest.get("model", {}).get("cache_identity")
+        if was and now and was != now:
+            raise RunDirError(
+                f"{out / 'manifest.json'}:1: run directory belongs to other model weights ({was} vs {now}); "
+                "choose another --out or delete it"
+            )
         manifest = {**old, "status": "running"}
     run.write_manifest(manifest)
     return run

@@ -121,7 +121,7 @@ def test_a_poisoned_record_of_an_older_version_is_reported_not_a_crash(
     hostile, mini_suite: Path, tmp_path: Path, capsys, caplog
 ) -> None:
     """Before the boundary guard, a server's ``content: 42`` was recorded as ``"text": 42``; a
-    replay of such a run names the record and stops with exit 2, never an AttributeError."""
+    replay of such a run names the record or replays it as an error, never an AttributeError."""
     spec = f"openai:{hostile.base_url_for('echo')}#hostile"
     out = tmp_path / "run"
     run(mini_suite, RunOptions(model=spec, seed=6, out=out, progress=False, backend_options={"mode": "chat"}))
@@ -135,8 +135,13 @@ def test_a_poisoned_record_of_an_older_version_is_reported_not_a_crash(
     (poisoned / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     status = main(["run", str(mini_suite), "--model", f"replay:{poisoned}", "--out", str(tmp_path / "replay"), "-q"])
     err = capsys.readouterr().err
-    assert status == 2 and "Traceback" not in err and "AttributeError" not in err
-    assert "samples.jsonl:1" in err + caplog.text  # the bad record is named, file and line
+    assert "Traceback" not in err and "AttributeError" not in err, err
+    if status == 2:  # the store refused the record: it is named, file and line
+        assert "samples.jsonl:1" in err + caplog.text
+    else:  # the record was served: the guard made it that sample's error, and the error rule fails the run
+        assert status == 1 and "1 of 4 samples errored" in err, err
+        bad = [s for s in RunDir(tmp_path / "replay").read_samples() if s.outcome == "error"]
+        assert len(bad) == 1 and "text is a int, not a string" in (bad[0].error or "")
 
 
 # --- memory and time --------------------------------------------------------------------------------

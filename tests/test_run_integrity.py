@@ -516,3 +516,26 @@ def test_stress_library_checks_values_before_a_model_loads(
     monkeypatch.setattr("leader_eval.backends.resolve_backend", no_backend)
     with pytest.raises(LeaderEvalError):
         stress(mini_suite, **bad)
+
+
+def test_a_run_directory_is_not_resumed_with_other_weights_of_the_same_file_name(tmp_path: Path) -> None:
+    from leader_eval.runner import open_run_dir
+
+    manifest = {
+        "identity": {
+            "suite": "s",
+            "suite_hash": "sha256:0",
+            "model_id": "gguf:model.gguf",
+            "protocol": "json",
+            "run_seed": 1,
+            "cases": {},
+        },
+        "model": {"cache_identity": "gguf-sha256:aaaa"},
+        "status": "running",
+    }
+    out = tmp_path / "run"
+    open_run_dir(out, manifest)
+    open_run_dir(out, manifest)  # the same weights resume
+    other = {**manifest, "model": {"cache_identity": "gguf-sha256:bbbb"}}
+    with pytest.raises(RunDirError, match="other model weights"):
+        open_run_dir(out, other)

@@ -82,6 +82,8 @@ class SuiteFile(pytest.File):
         except LeaderEvalError as err:
             # reported by every case of the file as its one-line failure (no plugin traceback)
             self.setup_error = str(err)
+        except OSError as err:  # the environment (disk full, permissions): one line, as the CLI says it
+            self.setup_error = f"{err.filename + ': ' if err.filename else ''}{err.strerror or err}"
 
     def _sample(self) -> None:
         from leader_eval.evaluate import run, run_seed_and_label

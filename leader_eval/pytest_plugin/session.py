@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -175,7 +176,10 @@ class EvalSession:
         session.exitstatus = status
 
     def _report_gate(self, g: Any) -> None:
-        rel = ci.relative_for_github(g.path, self.config.rootpath)
+        try:  # a node id is relative to the rootdir, as pytest's own are
+            rel = Path(g.path).resolve().relative_to(self.config.rootpath.resolve()).as_posix()
+        except ValueError:
+            rel = Path(g.path).name
         nodeid = f"{rel}::{GATE_ITEM}"
         outcome = "passed" if g.status == 0 else "failed"
         props = [(GATE_KEY, json.dumps({"suite": g.suite, "status": g.result.status if g.result else "error"}))]
@@ -217,8 +221,6 @@ class EvalSession:
             ci.prune_runs(o.run_dir, g.suite, g.result.label, o.keep_runs, protect, o.golden_dir)
 
     def _run_dirs(self, suite: str) -> list[Any]:
-        from pathlib import Path
-
         return [Path(r["run_dir"]) for r in self.state.records.get(suite, {}).values() if r.get("run_dir")]
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
