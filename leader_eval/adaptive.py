@@ -370,6 +370,7 @@ def run_adaptive(
     golden_dir: str = "golden",
     tolerances: Mapping[str, float] | Sequence[str] | None = None,
     max_error_rate: float = 0.0,
+    across_suites: bool = False,
 ) -> AdaptiveResult:
     """Sample ``suite`` in rounds (``design.looks``) into one run directory, gating after each.
 
@@ -379,6 +380,8 @@ def run_adaptive(
     (``adaptive`` in the manifest and the summary) lists every look: samples per case, the level,
     each metric's one-sided p-value and conditional power, and the decision. Re-running the same
     command resumes at the round that was interrupted; a finished adaptive run is not extended.
+    ``across_suites``: gate against a golden made from other content of the same suite (a scaffold
+    variant with the same case ids, as ``compare --across-suites``); the record names both hashes.
     """
     from dataclasses import replace
     from pathlib import Path
@@ -416,6 +419,10 @@ def run_adaptive(
         golden = load_golden(path)
         if golden is None:
             raise LeaderEvalError(f"{path}: no golden file for label {label!r}: --adaptive gates against a golden")
+        other_content = None
+        if across_suites and golden.get("suite_hash") != result.manifest["identity"]["suite_hash"]:
+            other_content = golden.get("suite_hash")
+            golden = {**golden, "suite_hash": result.manifest["identity"]["suite_hash"]}
         family = sum(1 for m in (golden.get("metrics") or {}) if m in GATING)
         design = replace(design, family=max(1, family))
         level = design.levels[k]
@@ -450,6 +457,8 @@ def run_adaptive(
             "stopped": {"round": k + 1, "samples_per_case": n, "decision": decision, "why": _why(look, design)},
             **_savings(result.summary, design, n),
         }
+        if other_content is not None:
+            record["across_suites"] = {"golden_suite_hash": other_content}
         rundir = RunDir(result.path)
         manifest = rundir.read_manifest()
         manifest["adaptive"] = record

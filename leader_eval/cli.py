@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from leader_eval.merge import shard_options
 
         options = shard_options(options, args.shard, suite)  # type: ignore[arg-type]
-    if args.adaptive or args.budget is not None:
+    if args.adaptive or args.budget is not None or args.across_suites:
         return _run_adaptive(args, suite, options)
     try:
         result = run(suite, options)  # type: ignore[arg-type]
@@ -77,10 +77,19 @@ def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> i
     from leader_eval.golden import format_gate_table
 
     if not (args.adaptive and args.budget is not None):
-        raise LeaderEvalError("--adaptive and --budget go together (e.g. --adaptive --budget 5)")
+        raise LeaderEvalError(
+            "--adaptive and --budget go together (e.g. --adaptive --budget 5), --across-suites needs both"
+        )
     design = AdaptiveDesign(budget=args.budget, alpha=args.alpha)
     try:
-        res = run_adaptive(suite, options, design, golden_dir=args.golden, max_error_rate=args.max_error_rate)
+        res = run_adaptive(
+            suite,
+            options,
+            design,
+            golden_dir=args.golden,
+            max_error_rate=args.max_error_rate,
+            across_suites=args.across_suites,
+        )
     except KeyboardInterrupt:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
@@ -389,6 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=positive_int, help="with --adaptive: at most this many samples per case")
     r.add_argument("--golden", default="golden", help="with --adaptive: golden directory to gate against")
     r.add_argument("--alpha", type=float, default=0.05, help="with --adaptive: the gate's family-wise level")
+    r.add_argument(
+        "--across-suites",
+        action="store_true",
+        help="with --adaptive: gate against a golden of another variant of the suite (same case ids)",
+    )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
     r.set_defaults(func=cmd_run)
