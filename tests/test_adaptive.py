@@ -136,6 +136,8 @@ def test_adaptive_run_records_why_it_stopped_and_resumes_and_replays(
         "2",
         "--out",
         str(out),
+        "--prices",
+        "1,2,USD",
         *common,
     ]
     status = main(args)
@@ -152,6 +154,9 @@ def test_adaptive_run_records_why_it_stopped_and_resumes_and_replays(
     assert all(c["samples"] == n for c in manifest["identity"]["cases"].values())
     assert _n_samples(out) == 2 * n
     assert record["samples_saved_per_case"] == 3 - n
+    # the cost saved against the fixed budget: the same per-sample cost for the samples not drawn
+    cost = summary["usage"]["cost"]["total"]
+    assert record["cost_saved_estimate"] == pytest.approx(cost * (3 / n - 1))
     # the same command again samples nothing new and reaches the same decision
     assert main(args) == status
     assert _n_samples(out) == 2 * n
