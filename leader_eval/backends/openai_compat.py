@@ -550,7 +550,9 @@ class OpenAICompatBackend:
         avoid: set[int] = set()
         while True:
             try:
-                data = await self._post(payload, min(self.timeout_s, max(0.001, end - time.monotonic())), avoid)
+                limit = min(self.timeout_s, max(0.001, end - time.monotonic()))
+                # avoid is empty except on a fleet's retry (the plain call stays the same)
+                data = await (self._post(payload, limit, avoid) if avoid else self._post(payload, limit))
                 try:
                     out = self._completion(data)
                 except _Shape as exc:
