@@ -90,23 +90,8 @@ def test_adaptive_needs_budget_and_a_golden(
 ) -> None:
     assert main(["run", str(mini_suite), "--adaptive", "--out", str(tmp_path / "a"), "-q"]) == 2
     assert "--adaptive and --budget go together" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "run",
-                str(mini_suite),
-                "--adaptive",
-                "--budget",
-                "3",
-                "--golden",
-                str(tmp_path / "none"),
-                "--out",
-                str(tmp_path / "a"),
-                "-q",
-            ]
-        )
-        == 2
-    )
+    no_golden = ["--adaptive", "--budget", "3", "--golden", str(tmp_path / "none"), "--out", str(tmp_path / "a")]
+    assert main(["run", str(mini_suite), *no_golden, "-q"]) == 2
     assert "no golden file" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
 
@@ -124,22 +109,8 @@ def test_adaptive_run_records_why_it_stopped_and_resumes_and_replays(
     assert main(["run", str(mini_suite), "--seed", "1", "--samples", "3", "--out", str(base), *common]) == 0
     assert main(["gate", str(base), "--golden", str(golden), "--update-golden"]) == 0
     out = tmp_path / "adaptive"
-    args = [
-        "run",
-        str(mini_suite),
-        "--adaptive",
-        "--budget",
-        "3",
-        "--golden",
-        str(golden),
-        "--seed",
-        "2",
-        "--out",
-        str(out),
-        "--prices",
-        "1,2,USD",
-        *common,
-    ]
+    adaptive = ["--adaptive", "--budget", "3", "--golden", str(golden), "--seed", "2", "--prices", "1,2,USD"]
+    args = ["run", str(mini_suite), *adaptive, "--out", str(out), *common]
     status = main(args)
     text = capsys.readouterr().out
     assert status in (0, 1) and "adaptive: stopped at round" in text
