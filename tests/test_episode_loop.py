@@ -45,7 +45,9 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def _steps(run: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run / "steps.jsonl").read_text().splitlines() if line.strip()]
+    """The step records in slot order (the file holds them in the order they finished)."""
+    recs = [json.loads(line) for line in (run / "steps.jsonl").read_text().splitlines() if line.strip()]
+    return sorted(recs, key=lambda r: r["slot"])
 
 
 def _comparable(rec: dict[str, Any]) -> dict[str, Any]:
