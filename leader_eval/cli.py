@@ -80,6 +80,10 @@ def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> i
         raise LeaderEvalError(
             "--adaptive and --budget go together (e.g. --adaptive --budget 5), --across-suites needs both"
         )
+    if getattr(args, "samples", None) is not None:
+        raise LeaderEvalError(
+            "--samples conflicts with --adaptive: the rounds set the samples per case, up to --budget"
+        )
     design = AdaptiveDesign(budget=args.budget, alpha=args.alpha)
     try:
         res = run_adaptive(

@@ -93,6 +93,9 @@ def test_adaptive_needs_budget_and_a_golden(
     no_golden = ["--adaptive", "--budget", "3", "--golden", str(tmp_path / "none"), "--out", str(tmp_path / "a")]
     assert main(["run", str(mini_suite), *no_golden, "-q"]) == 2
     assert "no golden file" in capsys.readouterr().err
+    for bad, why in ((["--samples", "2"], "--samples conflicts"), (["--alpha", "nan"], "alpha must lie in")):
+        assert main(["run", str(mini_suite), *no_golden, *bad, "-q"]) == 2
+        assert why in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
 
 
