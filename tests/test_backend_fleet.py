@@ -25,6 +25,10 @@ def test_fleet_spec_names_the_model_not_a_server() -> None:
     for bad in ("http://a:1/v1,http://a:1/v1", "http://a:1/v1,ftp://b/v1", "http://a:1/v1,"):
         with pytest.raises(LeaderEvalError):
             OpenAICompatBackend(bad, "m", mode="chat")
+    # a comma inside a password splits the URL: the error never quotes a piece of it
+    with pytest.raises(LeaderEvalError, match="write a comma inside a URL as %2C") as err:
+        OpenAICompatBackend("http://a:1/v1,http://user:se,cret@b:2/v1", "m", mode="chat")
+    assert "cret" not in str(err.value) and "user" not in str(err.value)
 
 
 def test_the_least_loaded_healthy_server_gets_the_next_request() -> None:

@@ -278,10 +278,16 @@ class OpenAICompatBackend:
         if len(urls) > _MAX_FLEET:
             raise LeaderEvalError(f"openai backend: at most {_MAX_FLEET} base URLs, got {len(urls)}")
         all_parts = []
-        for u in urls:
+        for i, u in enumerate(urls):
             parts = urlsplit(u)
             if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise LeaderEvalError(f"openai backend: not an http(s) URL: {strip_credentials(u)!r}")
+                if len(urls) == 1:
+                    raise LeaderEvalError(f"openai backend: not an http(s) URL: {strip_credentials(u)!r}")
+                # never quote a fleet's piece: a comma inside a password would put part of it here
+                raise LeaderEvalError(
+                    f"openai backend: base URL {i + 1} of {len(urls)} is not an http(s) URL "
+                    "(URLs are comma-separated; write a comma inside a URL as %2C)"
+                )
             all_parts.append(parts)
         self.base_urls = [strip_credentials(u) for u in urls]
         if len(set(self.base_urls)) != len(self.base_urls):
