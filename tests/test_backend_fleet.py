@@ -25,6 +25,12 @@ def test_fleet_spec_names_the_model_not_a_server() -> None:
     for bad in ("http://a:1/v1,http://a:1/v1", "http://a:1/v1,ftp://b/v1", "http://a:1/v1,"):
         with pytest.raises(LeaderEvalError):
             OpenAICompatBackend(bad, "m", mode="chat")
+    # userinfo is percent-encoded: each server of a fleet gets its own Basic auth, decoded
+    import base64
+
+    b = OpenAICompatBackend("http://127.0.0.1:1/v1,http://user:se%2Ccret@127.0.0.1:2/v1", "m", mode="chat")
+    assert "Authorization" not in b._headers(0) or not b._headers(0)["Authorization"].startswith("Basic")
+    assert b._headers(1)["Authorization"] == "Basic " + base64.b64encode(b"user:se,cret").decode()
     # a comma inside a password splits the URL: the error never quotes a piece of it
     with pytest.raises(LeaderEvalError, match="write a comma inside a URL as %2C") as err:
         OpenAICompatBackend("http://a:1/v1,http://user:se,cret@b:2/v1", "m", mode="chat")

@@ -55,7 +55,7 @@ import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 
@@ -310,9 +310,15 @@ class OpenAICompatBackend:
             self.extra_body["tool_choice"] = _tool_choice(tool_choice)
         self.extra_headers = dict(extra_headers or {})
         # credentials in the URL become Basic auth; they never reach model_id or logs
-        self._auths = [(q.username or "", q.password or "") if q.username else None for q in all_parts]
+        # userinfo is percent-encoded in a URL (RFC 3986): "%2C" is a comma of the password
+        self._auths = [
+            (unquote(q.username or ""), unquote(q.password or "")) if q.username else None for q in all_parts
+        ]
         self._basic_auth = self._auths[0]
         secrets.register_env(api_key_env)
+        for q in all_parts:
+            if q.password:
+                secrets.register(q.password)  # the encoded form as written, too
         for auth in self._auths:
             if auth is not None:
                 secrets.register(auth[1])
