@@ -462,6 +462,13 @@ def run_adaptive(
         rundir = RunDir(result.path)
         manifest = rundir.read_manifest()
         manifest["adaptive"] = record
+        if decision == "continue":
+            # until the next round is in, the run is unfinished: a plain `gate` on it says so
+            # instead of deciding on a round the sequential design has not finished with
+            manifest["status"] = "interrupted"
+            manifest["stopped_by"] = "adaptive: between rounds (re-run the command to resume)"
+        else:
+            manifest.pop("stopped_by", None)
         rundir.write_manifest(manifest)
         result.manifest = manifest
         result.summary["adaptive"] = record

@@ -138,3 +138,38 @@ def test_adaptive_run_records_why_it_stopped_and_resumes_and_replays(
     # a replay of the adaptive run is an ordinary run of its n samples per case
     assert main(["run", str(mini_suite), "--model", f"replay:{out}", "--out", str(tmp_path / "r"), "-q"]) == 0
     assert _n_samples(tmp_path / "r") == 2 * n
+
+
+@pytest.mark.model
+def test_an_adaptive_run_interrupted_between_rounds_is_unfinished_then_resumes(
+    mini_suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import leader_eval.adaptive as adaptive
+    from leader_eval.runner import RunOptions
+
+    golden, base = tmp_path / "golden", tmp_path / "base"
+    assert main(["run", str(mini_suite), "--seed", "1", "--samples", "3", "--out", str(base), "-q"]) == 0
+    assert main(["gate", str(base), "--golden", str(golden), "--update-golden"]) == 0
+    out = tmp_path / "a"
+    options = RunOptions(seed=2, max_tokens=32, out=out, progress=False)
+    design = AdaptiveDesign(budget=3, futility=0.0)  # never stops early: two cases cannot reach its levels
+    real = adaptive._set_target
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(adaptive, "_set_target", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        adaptive.run_adaptive(mini_suite, options, design, golden_dir=str(golden))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and [x["decision"] for x in manifest["adaptive"]["looks"]] == [
+        "continue"
+    ]
+    assert _n_samples(out) == 2 * 2
+    # a plain gate on the unfinished run does not pass it
+    assert main(["gate", str(out), "--golden", str(golden)]) == 1
+    monkeypatch.setattr(adaptive, "_set_target", real)
+    res = adaptive.run_adaptive(mini_suite, options, design, golden_dir=str(golden))
+    assert [x["decision"] for x in res.record["looks"]] == ["continue", "budget"]
+    assert res.record["stopped"] == {**res.record["stopped"], "round": 2, "samples_per_case": 3}
+    assert _n_samples(out) == 2 * 3 and res.run.manifest["status"] == "complete"
