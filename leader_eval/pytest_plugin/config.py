@@ -88,7 +88,10 @@ def add_options(parser: pytest.Parser) -> None:
         # None: "not given", so an ini value can apply; the table's default comes last
         kw["default"] = None
         group.addoption(PREFIX + opt.name, dest=INI_PREFIX + opt.dest, **kw)
-        parser.addini(INI_PREFIX + opt.dest, help=opt.help, type="bool" if opt.flag else "string", default=None)
+        if opt.flag:
+            parser.addini(INI_PREFIX + opt.dest, help=opt.help, type="bool", default=None)
+        else:
+            parser.addini(INI_PREFIX + opt.dest, help=opt.help, type="string", default=None)
     group.addoption(
         PREFIX + "update-golden",
         dest=INI_PREFIX + "update_golden",

@@ -135,7 +135,7 @@ class EvalSession:
         for key, value in report.user_properties:
             if key != RECORD_KEY:
                 continue
-            rec = json.loads(value) if isinstance(value, str) else dict(value)
+            rec = json.loads(value) if isinstance(value, str) else dict(value)  # type: ignore[call-overload]
             self.state.records[rec["suite"]][rec["case_id"]] = rec
             meta = self.state.suite_meta.setdefault(rec["suite"], {"path": rec["suite_path"]})
             meta["run_dir"] = rec["run_dir"]
@@ -184,13 +184,13 @@ class EvalSession:
         outcome = "passed" if g.status == 0 else "failed"
         props = [(GATE_KEY, json.dumps({"suite": g.suite, "status": g.result.status if g.result else "error"}))]
         hook = self.config.hook
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        tr: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         # the gate comes after the progress line: its own line, no progress percentage
         progress = getattr(tr, "_show_progress_info", None)
         terse = tr is not None and tr.verbosity <= 0
         if tr is not None and progress is not None:
             tr._show_progress_info = False
-        if terse:
+        if terse and tr is not None:
             if getattr(getattr(tr, "_tw", None), "width_of_current_line", 0):
                 tr.write_line("")
             tr.write(f"{nodeid} ")
@@ -202,14 +202,14 @@ class EvalSession:
                     keywords={GATE_ITEM: 1},
                     outcome=outcome if when == "call" else "passed",  # type: ignore[arg-type]
                     longrepr="\n".join(g.lines) if when == "call" and outcome == "failed" else None,
-                    when=when,  # type: ignore[arg-type]
+                    when=when,
                     user_properties=props,
                 )
                 hook.pytest_runtest_logreport(report=rep)
         finally:
             if tr is not None and progress is not None:
                 tr._show_progress_info = progress
-            if terse:
+            if terse and tr is not None:
                 tr.write_line("")
 
     def _prune_runs(self) -> None:
