@@ -54,6 +54,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from leader_eval.merge import shard_options
 
         options = shard_options(options, args.shard, suite)  # type: ignore[arg-type]
+    if args.adaptive or args.budget is not None or args.across_suites:
+        return _run_adaptive(args, suite, options)
     try:
         result = run(suite, options)  # type: ignore[arg-type]
     except KeyboardInterrupt:
@@ -66,6 +68,46 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(verdict.message(), file=sys.stderr)
         return 1
     return 0
+
+
+def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> int:
+    """``run --adaptive --budget B``: rounds of samples gated against the golden (leader_eval.adaptive)."""
+    from leader_eval.adaptive import AdaptiveDesign, run_adaptive
+    from leader_eval.errors import LeaderEvalError
+    from leader_eval.golden import format_gate_table
+
+    if not (args.adaptive and args.budget is not None):
+        raise LeaderEvalError(
+            "--adaptive and --budget go together (e.g. --adaptive --budget 5), --across-suites needs both"
+        )
+    if getattr(args, "samples", None) is not None:
+        raise LeaderEvalError(
+            "--samples conflicts with --adaptive: the rounds set the samples per case, up to --budget"
+        )
+    design = AdaptiveDesign(budget=args.budget, alpha=args.alpha)
+    try:
+        res = run_adaptive(
+            suite,
+            options,
+            design,
+            golden_dir=args.golden,
+            max_error_rate=args.max_error_rate,
+            across_suites=args.across_suites,
+        )
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
+        return 130
+    print(format_gate_table(res.gate))
+    stop = res.record["stopped"]
+    saved = res.record.get("cost_saved_estimate")
+    cost = f", cost saved ~{saved:.4g} {res.record.get('currency', '')}".rstrip() if saved is not None else ""
+    print(
+        f"adaptive: stopped at round {stop['round']} with {stop['samples_per_case']} of {design.budget} samples per "
+        f"case ({stop['why']}){cost}"
+    )
+    print(res.gate.headline())
+    print(f"run: {res.run.path}")
+    return res.gate.exit_status
 
 
 def _print_report_path(run_dir: Path) -> None:
@@ -351,6 +393,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--shard",
         metavar="I/N",
         help="run only shard I of N (deterministic by case id; needs --seed); merge the shards with leader-eval merge",
+    )
+    r.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="sample in rounds and stop once more samples cannot change the gate's decision (needs --budget)",
+    )
+    r.add_argument("--budget", type=positive_int, help="with --adaptive: at most this many samples per case")
+    r.add_argument("--golden", default="golden", help="with --adaptive: golden directory to gate against")
+    r.add_argument("--alpha", type=float, default=0.05, help="with --adaptive: the gate's family-wise level")
+    r.add_argument(
+        "--across-suites",
+        action="store_true",
+        help="with --adaptive: gate against a golden of another variant of the suite (same case ids)",
     )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")

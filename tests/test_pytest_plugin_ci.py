@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -121,6 +122,11 @@ def test_the_documented_workflow_gates_a_checkpoint(pytester: pytest.Pytester) -
     assert "gate PASS (suite minimal" in gated.stdout
     assert "gate PASS" in (pytester.path / "summary.md").read_text()
     assert (pytester.path / "leader-eval.xml").exists() and list((pytester.path / "runs").iterdir())
+    # the session's run gets its report.html, named in the terminal summary and linked from the summary
+    (shown,) = re.findall(r"minimal: report (\S+report\.html)", gated.stdout)
+    report = Path(shown) if Path(shown).is_absolute() else pytester.path / shown
+    assert report.is_file() and "<html" in report.read_text(encoding="utf-8")[:2000].lower()
+    assert f"Report: [`{shown}`]" in (pytester.path / "summary.md").read_text()
 
 
 def test_docs_show_the_tested_workflow_and_every_option() -> None:

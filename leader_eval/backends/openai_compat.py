@@ -55,7 +55,7 @@ import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 
@@ -87,6 +87,9 @@ DEFAULT_TIMEOUT_S = 120.0
 #: a token count above this is not one a server can mean
 _MAX_COUNT = 2**40
 
+#: at most this many servers in one fleet; a server that failed is avoided this long (seconds)
+_MAX_FLEET = 64
+_FLEET_COOLDOWN_S = 5.0
 #: statuses worth retrying: rate limits, timeouts, and any server-side failure (5xx)
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
 _STOP_REASONS: dict[str | None, Any] = {
@@ -166,6 +169,7 @@ class _Failure(Exception):
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.server: int | None = None  # which server of a fleet failed (set by _post)
 
 
 class _Shape(Exception):
@@ -269,10 +273,27 @@ class OpenAICompatBackend:
             raise LeaderEvalError(f"openai backend: mode must be 'completions' or 'chat', not {mode!r}")
         if not model:
             raise LeaderEvalError("openai backend: a model name is required (openai:URL#MODEL)")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise LeaderEvalError(f"openai backend: not an http(s) URL: {strip_credentials(base_url)!r}")
-        self.base_url = strip_credentials(base_url)
+        # a fleet: several servers of one model ("URL,URL,..."), requests spread by in-flight count
+        urls = [u.strip() for u in base_url.split(",")]
+        if len(urls) > _MAX_FLEET:
+            raise LeaderEvalError(f"openai backend: at most {_MAX_FLEET} base URLs, got {len(urls)}")
+        all_parts = []
+        for i, u in enumerate(urls):
+            parts = urlsplit(u)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                if len(urls) == 1:
+                    raise LeaderEvalError(f"openai backend: not an http(s) URL: {strip_credentials(u)!r}")
+                # never quote a fleet's piece: a comma inside a password would put part of it here
+                raise LeaderEvalError(
+                    f"openai backend: base URL {i + 1} of {len(urls)} is not an http(s) URL "
+                    "(URLs are comma-separated; write a comma inside a URL as %2C)"
+                )
+            all_parts.append(parts)
+        self.base_urls = [strip_credentials(u) for u in urls]
+        if len(set(self.base_urls)) != len(self.base_urls):
+            raise LeaderEvalError("openai backend: a base URL appears twice in the fleet")
+        self.base_url = self.base_urls[0]
+        parts = all_parts[0]
         self.model = model
         self.mode: Mode = mode
         self.api_key_env = api_key_env
@@ -289,19 +310,34 @@ class OpenAICompatBackend:
             self.extra_body["tool_choice"] = _tool_choice(tool_choice)
         self.extra_headers = dict(extra_headers or {})
         # credentials in the URL become Basic auth; they never reach model_id or logs
-        self._basic_auth = (parts.username or "", parts.password or "") if parts.username else None
+        # userinfo is percent-encoded in a URL (RFC 3986): "%2C" is a comma of the password
+        self._auths = [
+            (unquote(q.username or ""), unquote(q.password or "")) if q.username else None for q in all_parts
+        ]
+        self._basic_auth = self._auths[0]
         secrets.register_env(api_key_env)
-        if self._basic_auth is not None:
-            secrets.register(self._basic_auth[1])
-            secrets.register(f"{self._basic_auth[0]}:{self._basic_auth[1]}")
-            secrets.register(_basic_token(*self._basic_auth))  # the header's token is itself a secret
+        for q in all_parts:
+            if q.password:
+                secrets.register(q.password)  # the encoded form as written, too
+        for auth in self._auths:
+            if auth is not None:
+                secrets.register(auth[1])
+                secrets.register(f"{auth[0]}:{auth[1]}")
+                secrets.register(_basic_token(*auth))  # the header's token is itself a secret
         for name, value in self.extra_headers.items():
             secrets.register_header(name, value)
-        self.model_id = f"openai:{self.base_url}/{model}"
+        # one server: its URL names where the model is; a fleet: the model, whichever servers serve it
+        self.model_id = f"openai:{self.base_url}/{model}" if len(urls) == 1 else f"openai:fleet/{model}"
         #: a server can swap the weights behind a model name: never cached across runs unless the
         #: user names an identity (``--cache-id``, set by ``resolve_backend``)
         self.cache_identity: str | None = None
         self._url = self.base_url + ("/chat/completions" if mode == "chat" else "/completions")
+        self._urls = [u + ("/chat/completions" if mode == "chat" else "/completions") for u in self.base_urls]
+        self._inflight = [0] * len(urls)
+        #: successful responses per server of the fleet (in ``base_urls`` order)
+        self.served = [0] * len(urls)
+        self._down_until = [0.0] * len(urls)  # monotonic time before which a failed server is avoided
+        self._turn = 0
 
         self._tokenizer = tokenizer
         self._template_source = "given" if chat_template else None
@@ -391,6 +427,7 @@ class OpenAICompatBackend:
             "model_id": self.model_id,
             "cache_identity": self.cache_identity,
             "base_url": self.base_url,
+            **({"base_urls": list(self.base_urls)} if len(self.base_urls) > 1 else {}),
             "model": self.model,
             "mode": self.mode,
             "api_key_env": self.api_key_env,  # the variable's name, never its value
@@ -475,10 +512,11 @@ class OpenAICompatBackend:
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self._probed = None
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, server: int = 0) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate", **self.extra_headers}
-        if self._basic_auth is not None:
-            user, password = self._basic_auth
+        auth = self._auths[server]
+        if auth is not None:
+            user, password = auth
             headers["Authorization"] = "Basic " + _basic_token(user, password)
         else:
             key = os.environ.get(self.api_key_env)
@@ -521,9 +559,12 @@ class OpenAICompatBackend:
         t0 = time.perf_counter()
         end = time.monotonic() + self.deadline_s
         retries = 0
+        avoid: set[int] = set()
         while True:
             try:
-                data = await self._post(payload, min(self.timeout_s, max(0.001, end - time.monotonic())))
+                limit = min(self.timeout_s, max(0.001, end - time.monotonic()))
+                # avoid is empty except on a fleet's retry (the plain call stays the same)
+                data = await (self._post(payload, limit, avoid) if avoid else self._post(payload, limit))
                 try:
                     out = self._completion(data)
                 except _Shape as exc:
@@ -535,6 +576,11 @@ class OpenAICompatBackend:
                 delay = self._rng.uniform(0.0, min(self.retry_max_s, self.retry_base_s * (2**retries)))
                 if fail.retry_after is not None:
                     delay = max(delay, min(fail.retry_after, self.retry_max_s))
+                if fail.retryable and fail.server is not None and len(self._urls) > 1:
+                    # a fleet: the next attempt goes to another server, at once if one is up
+                    avoid = {fail.server} if len(avoid | {fail.server}) >= len(self._urls) else avoid | {fail.server}
+                    if self._healthy(avoid):
+                        delay = 0.0
                 past_deadline = time.monotonic() + delay >= end
                 if not fail.retryable or retries >= self.max_retries or past_deadline:
                     suffix = f" (after {retries} retries)" if retries else ""
@@ -553,17 +599,53 @@ class OpenAICompatBackend:
                           seed, retries, message, delay)  # fmt: skip
                 await asyncio.sleep(delay)
 
-    async def _post(self, payload: bytes, limit_s: float) -> dict[str, Any]:
+    def _healthy(self, avoid: set[int]) -> list[int]:
+        now = time.monotonic()
+        return [i for i in range(len(self._urls)) if i not in avoid and self._down_until[i] <= now]
+
+    def _pick(self, avoid: set[int]) -> int:
+        """The server with the fewest requests in flight, among those not avoided and not down
+        (else among those not avoided, else any); ties go round-robin."""
+        pool = (
+            self._healthy(avoid)
+            or [i for i in range(len(self._urls)) if i not in avoid]
+            or list(range(len(self._urls)))
+        )
+        self._turn += 1
+        n = len(self._urls)
+        return min(pool, key=lambda i: (self._inflight[i], (i - self._turn) % n))
+
+    async def _post(self, payload: bytes, limit_s: float, avoid: set[int] | None = None) -> dict[str, Any]:
         assert self._session is not None and self._sem is not None
+        async with self._sem:
+            # chosen once the semaphore lets the request go, so in-flight counts are real requests
+            server = self._pick(avoid or set())
+            self._inflight[server] += 1
+            try:
+                data = await self._post_to(server, payload, limit_s)
+                self.served[server] += 1
+                return data
+            except _Failure as fail:
+                fail.server = server
+                if fail.retryable and len(self._urls) > 1:
+                    self._down_until[server] = time.monotonic() + _FLEET_COOLDOWN_S
+                raise
+            finally:
+                self._inflight[server] -= 1
+
+    async def _post_to(self, server: int, payload: bytes, limit_s: float) -> dict[str, Any]:
+        assert self._session is not None
         try:
-            # entered in order: the clock starts once the semaphore lets the request go, and one
-            # deadline covers connect, headers and the whole body, so a trickle cannot outlast it
+            # one deadline covers connect, headers and the whole body, so a trickle cannot outlast it
             async with (
-                self._sem,
                 asyncio.timeout(limit_s),
                 # never follow a redirect: it would carry the Authorization header to another origin
                 self._session.post(
-                    self._url, data=payload, headers=self._headers(), timeout=_timeout(limit_s), allow_redirects=False
+                    self._urls[server],
+                    data=payload,
+                    headers=self._headers(server),
+                    timeout=_timeout(limit_s),
+                    allow_redirects=False,
                 ) as resp,
             ):
                 status = resp.status

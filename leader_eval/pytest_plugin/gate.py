@@ -187,6 +187,10 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
             lines.append(f"{suite_name}: {result.update.reason}")
     lines.append(format_gate_table(result))
     markdown = gate_markdown(result)
+    if run.path != Path("."):
+        report_line, link = _run_report(run.path)
+        lines.append(f"{suite_name}: {report_line}")
+        markdown = markdown.rstrip("\n") + "\n\n" + link if link else markdown
     if notes:
         head, _, rest = markdown.partition("\n")
         markdown = head + "\n\n" + "".join(f"_{n}_\n" for n in notes) + rest
@@ -199,6 +203,17 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         result,
         failing_cases(records),
     )
+
+
+def _run_report(run_dir: Path) -> tuple[str, str]:
+    """Write the run's report.html (as ``leader-eval run`` does); a report failure never fails the gate."""
+    from leader_eval.report import report_markdown_link, write_run_report
+
+    try:
+        path = write_run_report(run_dir)
+    except (OSError, ValueError, LeaderEvalError) as err:
+        return f"report.html not written: {err}", ""
+    return f"report {path}", report_markdown_link(run_dir)
 
 
 def gate_session(state: PluginState, *, interrupted: bool) -> list[SuiteGate]:
