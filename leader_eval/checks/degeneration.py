@@ -90,6 +90,15 @@ class _Repeats:
         if length < 1 or length >= self.n:
             return None
         h = self._hashes(length)
+        # fast path: the leftmost window whose hash occurs again and that hash's next
+        # occurrence, from one unstable sort; it is the first candidate the full search below
+        # would try, so the answer is the same (the full search runs only after a collision)
+        i = _leftmost_repeated(h)
+        if i is None:
+            return None
+        j = i + 1 + int(np.flatnonzero(h[i + 1 :] == h[i])[0])
+        if self.text[i : i + length] == self.text[j : j + length]:
+            return i, j
         order, hs = _stable_argsort(h)
         eq = np.flatnonzero(hs[1:] == hs[:-1])
         if eq.size == 0:
@@ -129,13 +138,15 @@ class _Repeats:
             return None
         return self.pair(length)
 
-    def longest(self, start: int = 1) -> tuple[int, int, int]:
+    def longest(self, start: int = 1, found: tuple[int, int] | None = None) -> tuple[int, int, int]:
         """Longest repeated substring at least ``start`` long as (i, j, length); (0, 0, 0) if none.
 
         Known to exist at ``start`` (or ``start`` == 1): grow from there. Each round either
-        proves the current length maximal or finds a longer verified pair.
+        proves the current length maximal or finds a longer verified pair. ``found``: the
+        caller's ``pair(start)``, when it has it already.
         """
-        found = self.pair(start)
+        if found is None:
+            found = self.pair(start)
         if found is None:
             return 0, 0, 0
         i, j, length = self.extend(found[0], found[1], start)
@@ -148,20 +159,46 @@ class _Repeats:
             i, j, length = self.extend(nxt[0], nxt[1], length + 1)
 
     def longest_below(self, limit: int) -> tuple[int, int, int]:
-        """Longest repeated substring shorter than ``limit`` (binary search on the length)."""
+        """Longest repeated substring shorter than ``limit`` (binary search on the length).
+
+        When a midpoint finds a pair that extends to E, the next probe is E + 1 rather than the
+        next midpoint: the extension is often the longest repeat already (or close: a second
+        step finds it), and one probe that finds nothing proves it, where midpoints would spend
+        about log2(limit - E) more sorts of every window's hash getting there. After
+        ``_STEPS_AFTER_FOUND`` such probes, midpoints again: text with many repeats of slowly
+        growing length would otherwise be probed one plateau at a time.
+        """
         lo, hi = 0, limit - 1
+        steps = 0  # probes of lo + 1 left before the next midpoint
         while lo < hi:
-            mid = (lo + hi + 1) // 2
+            mid = lo + 1 if steps else (lo + hi + 1) // 2
             found = self.pair_if_any(mid)
             if found is None:
                 hi = mid - 1
+                steps = 0
             else:  # a verified pair that extends to E proves every length up to E
                 lo = min(self.extend(found[0], found[1], mid)[2], hi)
+                steps = steps - 1 if steps else _STEPS_AFTER_FOUND
         first = self.pair(lo) if lo else None
         return (first[0], first[1], lo) if first else (0, 0, 0)
 
 
+_STEPS_AFTER_FOUND = 2
 _POS_BITS = 17  # window positions fit: a window is at most 65,536 chars by default
+
+
+def _leftmost_repeated(h: np.ndarray) -> int | None:
+    """The smallest index whose value occurs again in ``h`` (None when all are distinct)."""
+    if h.size < 2:
+        return None
+    order = np.argsort(h)
+    dup = h[order[1:]] == h[order[:-1]]
+    if not dup.any():
+        return None
+    in_run = np.zeros(h.size, dtype=bool)  # members of a run of equal values
+    in_run[1:] = dup
+    in_run[:-1] |= dup
+    return int(order[in_run].min())
 
 
 def _stable_argsort(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -255,10 +292,11 @@ def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: Dege
     # fail iff longest / n > threshold, i.e. longest >= floor(threshold * n) + 1
     need = int(cfg.max_repeated_substring_fraction * n) + 1
     reps: _Repeats | None = None
-    long_repeat = False
+    first: tuple[int, int] | None = None
     if need < n and _may_repeat(window, need):
         reps = _Repeats(window)
-        long_repeat = reps.any_repeat(need) and reps.pair(need) is not None
+        first = reps.pair(need) if reps.any_repeat(need) else None
+    long_repeat = first is not None
     data: dict[str, Any] = {
         "ngram": cfg.ngram,
         "ngram_repeat_fraction": round(ngram_frac, 4),
@@ -273,7 +311,7 @@ def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: Dege
         return CheckResult("repetition", True, data=data)
     if reps is None:
         reps = _Repeats(window)
-    i, j, length = reps.longest(need) if long_repeat else reps.longest_below(need)
+    i, j, length = reps.longest(need, first) if first is not None else reps.longest_below(need)
     frac = length / n if n else 0.0
     data["longest_repeat_fraction"] = round(frac, 4)
     data["longest_repeat_chars"] = length
