@@ -41,6 +41,7 @@ from leader_eval.store import (
     RunDir,
     dumps,
     lock_holder,
+    read_json_file,
     run_dir_lock,
     write_json_atomic,
     write_lines_atomic,
@@ -253,14 +254,7 @@ def _read_json_file(rundir: RunDir, name: str, shape: type, default: Any) -> Any
     p = rundir.path / name
     if not p.exists():
         return default
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RunDirError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise RunDirError(f"{p}:1: not UTF-8 text ({exc.reason})") from None
-    except ValueError as exc:
-        raise RunDirError(f"{p}:{getattr(exc, 'lineno', 1)}: unreadable JSON: {exc}") from None
+    data = read_json_file(p, "JSON")
     if not isinstance(data, shape):
         raise RunDirError(f"{p}:1: expected a JSON {'list' if shape is list else 'object'}, got {type(data).__name__}")
     return data

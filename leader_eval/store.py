@@ -419,6 +419,18 @@ def sample_record_key(case_id: str, index: int) -> str:
     return f"{case_id}#{index}"
 
 
+def read_json_file(path: Path, what: str) -> Any:
+    """A run file's parsed JSON, or a one-line ``RunDirError`` naming the file and line."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}:1: unreadable {what}: not UTF-8 text ({exc.reason})") from None
+    except ValueError as exc:
+        raise RunDirError(f"{path}:{getattr(exc, 'lineno', 1)}: unreadable {what}: {exc}") from None
+
+
 class RunDir:
     """One run's directory: manifest, prompts, samples, results, summary."""
 
@@ -437,16 +449,9 @@ class RunDir:
     def read_manifest(self) -> dict[str, Any]:
         """The manifest, or a one-line ``RunDirError`` when it is missing, unreadable or misshapen."""
         mp = self.manifest_path
-        try:
-            data = json.loads(mp.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RunDirError(f"{self.path}: not a run directory (no {MANIFEST})") from None
-        except OSError as exc:
-            raise RunDirError(f"{mp}: cannot read manifest: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise RunDirError(f"{mp}:1: unreadable manifest: not UTF-8 text ({exc.reason})") from None
-        except ValueError as exc:
-            raise RunDirError(f"{mp}:{getattr(exc, 'lineno', 1)}: unreadable manifest: {exc}") from None
+        if not mp.exists():
+            raise RunDirError(f"{self.path}: not a run directory (no {MANIFEST})")
+        data = read_json_file(mp, "manifest")
         problem = _manifest_problem(data)
         if problem:
             raise RunDirError(f"{mp}:1: not a leader-eval manifest: {problem}")
@@ -490,4 +495,4 @@ class RunDir:
         return {r["case_id"]: r for r in log.records()}
 
     def read_json(self, name: str) -> Any:
-        return json.loads((self.path / name).read_text(encoding="utf-8"))
+        return read_json_file(self.path / name, name)
