@@ -192,6 +192,7 @@ def compare_adaptive(
     from leader_eval.evaluate import run
     from leader_eval.runner import default_label
     from leader_eval.store import RunDir, write_json_atomic
+    from leader_eval.suite import Suite, load_suite
 
     out = Path(out)
     path = out / RECORD
@@ -209,6 +210,14 @@ def compare_adaptive(
             raise LeaderEvalError(f"{path}:1: an adaptive comparison with another design; choose another --out")
         looks = list(previous.get("looks") or [])
         start = len(looks) - 1 if looks and looks[-1]["decision"] != "continue" else len(looks)
+    # both suites load (and must be comparable) before either side samples: bad input samples nothing
+    suites = [s if isinstance(s, Suite) else load_suite(s) for s in (a[0], b[0])]
+    if suites[0].content_hash != suites[1].content_hash and not across_suites:
+        raise LeaderEvalError(
+            f"{suites[1].path}:1: suite content differs from {suites[0].path} "
+            "(pass --across-suites to compare scaffold variants with the same case ids)"
+        )
+    a, b = (suites[0], a[1]), (suites[1], b[1])
     labels = [opts.label or default_label(opts.model) for _, opts in (a, b)]
     if labels[0] == labels[1]:
         # compare pools runs of one label and sampling identity: keep the two sides apart by name

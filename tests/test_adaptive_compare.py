@@ -13,6 +13,7 @@ from leader_eval.adaptive import AdaptiveDesign
 from leader_eval.adaptive_compare import RECORD, simulate_compare, split_config
 from leader_eval.cli import main
 from leader_eval.errors import LeaderEvalError
+from leader_eval.suite import load_suite
 
 
 def test_peeking_keeps_false_alarms_at_alpha_in_each_direction() -> None:
@@ -93,3 +94,16 @@ def test_real_adaptive_compare_records_looks_and_resumes_without_resampling(
     # another design into the same directory is refused, nothing sampled
     assert main([*args[:6], "3", *args[7:]]) == 2
     assert all(_n_samples(out / side) == 2 * n for side in ("a", "b"))
+
+
+def test_bad_input_samples_nothing(mini_suite: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    other = tmp_path / "other.yaml"
+    other.write_text(mini_suite.read_text().replace("Say hello to the team.", "Say hello to everyone.", 1))
+    base = ["compare-adaptive", "--a", str(mini_suite), "--seed", "1", "--out", str(out), "-q"]
+    assert main([*base, "--b", str(tmp_path / "missing.yaml"), "--budget", "2"]) == 2
+    assert load_suite(other).content_hash != load_suite(mini_suite).content_hash
+    assert main([*base, "--b", str(other), "--budget", "2"]) == 2  # different content, no --across-suites
+    assert main([*base, "--b", str(mini_suite), "--budget", "1001"]) == 2
+    assert main([*base, "--b", str(mini_suite), "--budget", "2", "--futility", "1.5"]) == 2
+    assert not (out / "a").exists() and not (out / RECORD).exists()
