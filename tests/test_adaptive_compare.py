@@ -107,3 +107,36 @@ def test_bad_input_samples_nothing(mini_suite: Path, tmp_path: Path) -> None:
     assert main([*base, "--b", str(mini_suite), "--budget", "1001"]) == 2
     assert main([*base, "--b", str(mini_suite), "--budget", "2", "--futility", "1.5"]) == 2
     assert not (out / "a").exists() and not (out / RECORD).exists()
+
+
+def _pair(*diffs: tuple[str, float, float, float, float, str]) -> object:
+    from types import SimpleNamespace
+
+    from leader_eval.compare import MetricDiff
+    from leader_eval.metrics import ALL_METRICS
+
+    est = SimpleNamespace(value=0.5, low=0.4, high=0.6)
+    return SimpleNamespace(
+        metrics=[
+            MetricDiff(m, ALL_METRICS[m].higher_is_better, est, est, d, lo, hi, p, v)  # type: ignore[arg-type]
+            for m, d, lo, hi, p, v in diffs
+        ]
+    )
+
+
+def test_only_a_decision_metric_stops_and_a_trend_either_way_keeps_sampling() -> None:
+    from leader_eval.adaptive_compare import look_decision
+
+    design = AdaptiveDesign(budget=6, family=1)
+    flat = ("score", 0.0, -0.01, 0.01, 0.5, "no credible change")
+    # the lenient format rate is a diagnostic: its "improvement" never stops the comparison
+    info = ("lenient_format_rate", 0.3, 0.2, 0.4, 0.0001, "improvement")
+    assert look_decision(_pair(flat, info), design, 0)[0] == "futility"
+    assert look_decision(_pair(("score", -0.3, -0.4, -0.2, 0.0001, "regression")), design, 0)[0] == "efficacy"
+    assert look_decision(_pair(("score", 0.3, 0.2, 0.4, 0.9999, "improvement")), design, 0)[0] == "efficacy"
+    # a strong trend in either direction, not yet significant at this look: keep sampling
+    for d in (0.1, -0.1):
+        trend = ("score", d, d - 0.1, d + 0.1, 0.5 - d, "no credible change")
+        decision, _, cp = look_decision(_pair(trend), design, 0)
+        assert decision == "continue" and max(cp.values()) >= design.futility
+    assert look_decision(_pair(flat), design, len(design.looks) - 1)[0] == "budget"
