@@ -114,13 +114,11 @@ def simulate_compare(
     """
     import numpy as np
 
-    from leader_eval.adaptive import _p_worse
+    from leader_eval.adaptive import _p_worse, case_rates
 
     rng = np.random.default_rng(seed)
     n_max = design.budget
-    p = rng.beta(base * concentration, (1 - base) * concentration, size=(reps, n_cases))
-    mean = p.mean(axis=1, keepdims=True)
-    q = np.clip(p * np.maximum(0.0, mean + change) / mean, 0.0, 1.0)
+    p, q = case_rates(rng, reps, n_cases, base, change, concentration)
     xa = (rng.random((reps, n_cases, n_max)) < p[:, :, None]).cumsum(axis=2)
     xb = (rng.random((reps, n_cases, n_max)) < q[:, :, None]).cumsum(axis=2)
     levels = design.levels
