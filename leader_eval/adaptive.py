@@ -246,6 +246,16 @@ def _p_worse(diff: np.ndarray, se: np.ndarray, n_cases: int) -> np.ndarray:
     return np.where(se > 0, p, np.where(diff < 0, 0.5**n_cases, 1.0))
 
 
+def case_rates(
+    rng: np.random.Generator, reps: int, n_cases: int, base: float, change: float, concentration: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Simulated per-case pass rates: ``p_i ~ Beta(base * c, (1 - base) * c)`` per replicate, and
+    the same rates scaled so the suite rate moves by ``change`` (clipped to [0, 1])."""
+    p = rng.beta(base * concentration, (1 - base) * concentration, size=(reps, n_cases))
+    mean = p.mean(axis=1, keepdims=True)
+    return p, np.clip(p * np.maximum(0.0, mean + change) / mean, 0.0, 1.0)
+
+
 def simulate(
     design: AdaptiveDesign,
     *,
@@ -267,10 +277,7 @@ def simulate(
     """
     rng = np.random.default_rng(seed)
     b = design.budget
-    a, bb = base * concentration, (1 - base) * concentration
-    p = rng.beta(a, bb, size=(reps, n_cases))
-    mean = p.mean(axis=1, keepdims=True)
-    q = np.clip(p * np.maximum(0.0, mean + change) / mean, 0.0, 1.0)
+    p, q = case_rates(rng, reps, n_cases, base, change, concentration)
     g = rng.binomial(b, p) / b
     x = (rng.random((reps, n_cases, b)) < q[:, :, None]).cumsum(axis=2)
     levels = design.levels

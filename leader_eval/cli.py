@@ -110,6 +110,44 @@ def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> i
     return res.gate.exit_status
 
 
+def cmd_compare_adaptive(args: argparse.Namespace) -> int:
+    """``compare-adaptive --a SUITE[@MODEL] --b SUITE[@MODEL] --budget B``: rounds on both sides
+    (leader_eval.adaptive_compare), the paired compare after each, stop when the verdict is settled."""
+    from dataclasses import replace
+
+    from leader_eval.adaptive import AdaptiveDesign
+    from leader_eval.adaptive_compare import compare_adaptive, split_config
+    from leader_eval.compare import format_compare
+    from leader_eval.options import run_options
+
+    if getattr(args, "samples", None) is not None:
+        raise LeaderEvalError("--samples conflicts with compare-adaptive: the rounds set the samples, up to --budget")
+    design = AdaptiveDesign(budget=args.budget, alpha=args.alpha, futility=args.futility)
+    base = run_options(vars(args), out=None, progress=not args.quiet)
+    sides = []
+    for text in (args.a, args.b):
+        suite, model = split_config(text)
+        sides.append((suite, replace(base, model=model) if model else base))
+    try:
+        res = compare_adaptive(sides[0], sides[1], design, Path(args.out), across_suites=args.across_suites)
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
+        return 130
+    print(format_compare(res.comparison))
+    for look in res.record["looks"]:
+        print(
+            f"look {look['round']}: {look['samples_per_case']} samples per case, level {look['level']:.3g}: "
+            f"{look['decision']}"
+        )
+    stop = res.record["stopped"]
+    print(
+        f"adaptive compare: stopped at round {stop['round']} with {stop['samples_per_case']} of {design.budget} "
+        f"samples per case on each side ({stop['why']})"
+    )
+    print(f"record: {res.path}")
+    return res.comparison.exit_status
+
+
 def _print_report_path(run_dir: Path) -> None:
     """Write the run's report.html and print its path; a report failure never fails the recorded run."""
     from leader_eval.report import write_run_report
@@ -453,6 +491,32 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--report", help="also write the comparison as one self-contained HTML file")
     c.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
     c.set_defaults(func=cmd_compare)
+
+    ca = sub.add_parser(
+        "compare-adaptive",
+        help="sample two configurations in rounds and compare after each; stop once the verdict is settled",
+    )
+    ca.add_argument("--a", required=True, metavar="SUITE[@MODEL]", help="baseline A: suite YAML and model")
+    ca.add_argument("--b", required=True, metavar="SUITE[@MODEL]", help="candidate B: suite YAML and model")
+    add_sampling_arguments(ca)  # shared by both sides; --model is the default for a side without @MODEL
+    ca.add_argument("--budget", required=True, type=positive_int, help="at most this many samples per case per side")
+    ca.add_argument("--out", required=True, help="output directory: OUT/a, OUT/b and adaptive_compare.json")
+    ca.add_argument(
+        "--alpha", type=open_probability, default=0.05, help="level of each direction's verdict (default 0.05)"
+    )
+    ca.add_argument(
+        "--futility",
+        type=float,
+        default=0.01,
+        help="stop with no credible difference when its conditional power falls below this (default 0.01)",
+    )
+    ca.add_argument(
+        "--across-suites",
+        action="store_true",
+        help="allow A and B of different suite content (scaffold variants with the same case ids)",
+    )
+    ca.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    ca.set_defaults(func=cmd_compare_adaptive)
 
     pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80%% power")
     pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
