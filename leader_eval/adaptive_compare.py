@@ -236,6 +236,8 @@ def compare_adaptive(
         level = design.levels[k]
         comparison = compare_runs(runs, alpha=level, across_suites=across_suites)
         pair = comparison.pairs[0]
+        ps: dict[str, float]
+        cp: dict[str, float]
         if any(errors.values()):
             decision, ps, cp = "undecided", {}, {}
         else:

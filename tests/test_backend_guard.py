@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 INTERRUPTED_RUN = r"""
-import os, signal, sys, threading
+import os, signal, sys, threading, time
 from pathlib import Path
 from leader_eval.backends import resolve_backend
 from leader_eval.evaluate import run
@@ -26,10 +26,15 @@ from leader_eval.runner import RunOptions
 
 backend = resolve_backend("local:smollm2")
 started = threading.Event()
+signalled = threading.Event()
 blocking = backend.inner._sample_blocking
+hold = float(os.environ.get("HOLD_S", "0"))
 
 def sampling(request):  # instrumentation only: note when the model starts, then sample for real
     started.set()
+    if hold:  # keep the sample in flight until the interrupt has surely been handled
+        signalled.wait(300)
+        time.sleep(hold)
     return blocking(request)
 
 backend.inner._sample_blocking = sampling
@@ -37,6 +42,7 @@ backend.inner._sample_blocking = sampling
 def ctrl_c():
     started.wait(300)
     os.kill(os.getpid(), signal.SIGINT)
+    signalled.set()
 
 threading.Thread(target=ctrl_c, daemon=True).start()
 options = RunOptions(seed=1, out=Path(sys.argv[2]), samples=1, case_ids=["hello"], max_tokens=32, progress=False)
@@ -48,8 +54,10 @@ except KeyboardInterrupt:
 """
 
 
-def interrupted_run(suite: Path, out: Path, grace_s: str) -> tuple[str, str, list[dict[str, object]]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LEADER_EVAL_INTERRUPT_GRACE_S": grace_s}
+def interrupted_run(
+    suite: Path, out: Path, grace_s: str, hold_s: str = "0"
+) -> tuple[str, str, list[dict[str, object]]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LEADER_EVAL_INTERRUPT_GRACE_S": grace_s, "HOLD_S": hold_s}
     proc = subprocess.run(
         [sys.executable, "-c", INTERRUPTED_RUN, str(suite), str(out)],
         capture_output=True,
@@ -75,7 +83,9 @@ def test_a_sample_that_finishes_within_the_grace_period_is_kept(mini_suite: Path
 def test_a_sample_still_running_after_the_grace_period_is_discarded_and_said_so(
     mini_suite: Path, tmp_path: Path
 ) -> None:
-    stdout, stderr, records = interrupted_run(mini_suite, tmp_path / "run", grace_s="0")
+    # the sample is held in flight for 2 s after the interrupt: on a loaded machine the model could
+    # otherwise finish the sample before the event loop handles the signal
+    stdout, stderr, records = interrupted_run(mini_suite, tmp_path / "run", grace_s="0", hold_s="2")
     assert stdout == "interrupted"
     assert records == []
     assert "1 sample(s) still in flight after 0 s were discarded" in stderr
