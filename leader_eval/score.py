@@ -52,6 +52,7 @@ LEAK_PRECEDENCE = (
     Reason.FORBIDDEN_PATTERN,
 )
 _LEAK_RANK = {str(r): i for i, r in enumerate(LEAK_PRECEDENCE)}
+_IN_CHECK_ORDER = frozenset(CHECK_ORDER)
 
 
 def _leak_rank(reason: Reason | str) -> int:
@@ -227,7 +228,7 @@ class CaseScorer:
                 parsed.calls, self.case.expect, self.tools, goal=self.goal, validators=self.validators
             ):
                 checks[c.check] = c
-        findings = list(self._leaks(parsed))
+        findings = self._leaks(parsed)
         if checks["format"].reason == Reason.UNPARSEABLE:
             findings = _without_failed_attempt(findings, parsed)
         checks["leakage"] = CheckResult(
@@ -247,7 +248,7 @@ class CaseScorer:
                 f"visible text does not match {missing[0]!r}" if missing else "",
             )
         ordered = [checks[name] for name in CHECK_ORDER if name in checks]
-        ordered += [c for name, c in checks.items() if name not in CHECK_ORDER]
+        ordered += [c for name, c in checks.items() if name not in _IN_CHECK_ORDER]
         failed = [c for c in ordered if not c.passed]
         ordered = [
             CheckResult(
@@ -280,11 +281,12 @@ class CaseScorer:
             checks=[c.to_dict() for c in ordered],
         )
 
-    def _leaks(self, parsed: ParseResult) -> Iterator[Finding]:
-        yield from find_leaks(parsed.visible_text, self.leak_cfg, where="text")
+    def _leaks(self, parsed: ParseResult) -> list[Finding]:
+        found = find_leaks(parsed.visible_text, self.leak_cfg, where="text")
         for i, call in enumerate(parsed.calls):
             for path, text in _string_leaves(call.arguments, f"call[{i}].arguments"):
-                yield from find_leaks(text, self.arg_leak_cfg, where=path)
+                found += find_leaks(text, self.arg_leak_cfg, where=path)
+        return found
 
 
 def _call_dict(call: ToolCall) -> dict[str, Any]:

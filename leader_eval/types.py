@@ -187,7 +187,7 @@ class CheckResult:
             "reason": str(self.reason) if self.reason else None,
             "detail": self.detail,
             "hard": self.hard,
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings] if self.findings else [],
             "data": self.data,
         }
 
