@@ -308,6 +308,11 @@ def _copy_json(value: Any) -> Any:
     """The copy ``asdict`` makes of a field value: containers rebuilt, anything else deep-copied."""
     if isinstance(value, _IMMUTABLE):
         return value
+    if type(value) is dict:  # the usual arguments object: no generator, no call per string
+        return {
+            k if isinstance(k, _IMMUTABLE) else _copy_json(k): v if isinstance(v, _IMMUTABLE) else _copy_json(v)
+            for k, v in value.items()
+        }
     if isinstance(value, dict):
         return type(value)((_copy_json(k), _copy_json(v)) for k, v in value.items())
     if isinstance(value, list | tuple):

@@ -129,6 +129,10 @@ class _ScaffoldIndex:
     # (_ascii_words): a non-ASCII word's bytes never equal an ASCII word, as the strings never do
     bwords: tuple[tuple[bytes, ...], ...] = ()
     bgrams: dict[tuple[bytes, ...], tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # (first word, last word) of every gram, as str and as bytes: a window whose two ends are
+    # no gram's ends is no gram, and checking the ends hashes a third of the words
+    ends: frozenset[tuple[str, str]] = frozenset()
+    bends: frozenset[tuple[bytes, bytes]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,9 @@ def _build_scaffold(texts: tuple[str, ...], min_words: int) -> _ScaffoldIndex | 
     ascii_only = all(w.isascii() for ws in words for w in ws)
     bwords = tuple(tuple(map(_utf8, ws)) for ws in words)
     bgrams = {tuple(map(_utf8, k)): v for k, v in frozen.items()}
-    return _ScaffoldIndex(words, frozen, gram, stride, min_words, ascii_only, bwords, bgrams)
+    ends = frozenset((k[0], k[-1]) for k in frozen)
+    bends = frozenset((k[0], k[-1]) for k in bgrams)
+    return _ScaffoldIndex(words, frozen, gram, stride, min_words, ascii_only, bwords, bgrams, ends, bends)
 
 
 def _ascii_skeleton(text: str) -> str:
@@ -228,13 +234,16 @@ def _ascii_skeleton(text: str) -> str:
 
 
 def _candidate_keys(
-    ws: list[W], idx: _ScaffoldIndex, grams: Mapping[tuple[W, ...], object]
+    ws: list[W], idx: _ScaffoldIndex, grams: Mapping[tuple[W, ...], object], ends: frozenset[tuple[W, W]]
 ) -> list[tuple[W, ...]] | None:
     """The gram at every stride-th word, or None when none of them is one of ``grams`` (the
-    index's grams, as str or as bytes like ``ws``)."""
+    index's grams, as str or as bytes like ``ws``; ``ends`` their first and last words)."""
     # built in C: ws[k::stride] holds word q + k of each window q, and zip stops at the last
-    # window that fits
-    keys = list(zip(*(ws[k :: idx.stride] for k in range(idx.gram)), strict=False))
+    # window that fits (the one whose last word, at k = gram - 1, exists)
+    stride, last = idx.stride, idx.gram - 1
+    if ends.isdisjoint(zip(ws[::stride], ws[last::stride], strict=False)):  # no gram has these two ends
+        return None
+    keys = list(zip(*(ws[k::stride] for k in range(idx.gram)), strict=False))
     if grams.keys().isdisjoint(keys):  # the common case, decided in C
         return None
     return keys
@@ -532,10 +541,10 @@ def _tag_family(tag: str) -> tuple[str, bool]:
 def _scaffold_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[tuple[int, int]]:
     segment = text[lo:hi]
     if segment.isascii():
-        return _echo_runs(segment, lo, _ascii_words(segment), idx, idx.bwords, idx.bgrams)
-    if idx.ascii_only and _candidate_keys(_ascii_words(_ascii_skeleton(segment)), idx, idx.bgrams) is None:
+        return _echo_runs(segment, lo, _ascii_words(segment), idx, idx.bwords, idx.bgrams, idx.bends)
+    if idx.ascii_only and _candidate_keys(_ascii_words(_ascii_skeleton(segment)), idx, idx.bgrams, idx.bends) is None:
         return []
-    return _echo_runs(segment, lo, _words(segment), idx, idx.words, idx.grams)
+    return _echo_runs(segment, lo, _words(segment), idx, idx.words, idx.grams, idx.ends)
 
 
 def _echo_runs(
@@ -545,6 +554,7 @@ def _echo_runs(
     idx: _ScaffoldIndex,
     scaffold_words: tuple[tuple[W, ...], ...],
     grams: Mapping[tuple[W, ...], tuple[tuple[int, int], ...]],
+    ends: frozenset[tuple[W, W]],
 ) -> list[tuple[int, int]]:
     """The echoes of the scaffold in ``segment`` (at ``lo`` of its text), whose words are ``ws``:
     ``scaffold_words`` and ``grams`` are the index's, of the same type as ``ws``."""
@@ -552,7 +562,7 @@ def _echo_runs(
     if n < idx.min_words:
         return []
     g = idx.gram
-    keys = _candidate_keys(ws, idx, grams)
+    keys = _candidate_keys(ws, idx, grams, ends)
     if keys is None:
         return []
     runs: list[tuple[int, int]] = []
