@@ -124,9 +124,12 @@ class ParseResult:
 
 def _lenient(protocol: str, scan: Scan, api_tool_calls: list[dict[str, Any]] | None) -> list[ToolCall]:
     try:
-        extract = REGISTRY[protocol].lenient
+        p = REGISTRY[protocol]
+        extract = p.lenient
         if extract is None:
             return api_calls(api_tool_calls, strict=False)
+        if p.lenient_needs and all(scan.text.find(n, scan.start) == -1 for n in p.lenient_needs):
+            return []
         return list(itertools.islice(extract(scan), MAX_CALLS))
     except (Fail, RecursionError, MemoryError, ValueError, TypeError):
         # A diagnostic must never take scoring down with it.

@@ -236,6 +236,7 @@ PROTOCOL = ToolCallProtocol(
     name="pythonic",
     strict=strict,
     lenient=lenient,
+    lenient_needs=("[",),
     opening=r"\[\s*[A-Za-z_][\w.]*\s*\(",
     # the head the leak detector reports: "[name(arg="
     inner=(r"\[\s*[A-Za-z_][\w.]*\s*\(\s*[A-Za-z_]\w*\s*=",),
