@@ -50,7 +50,8 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # Mistral control words
     ("tool", "[", r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"),
     # reasoning tags (paired later)
-    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad)>"),
+    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad)[ \t]{0,3}>"),
+    ("reason", "[", r"/?THINK\]"),  # Mistral Magistral: [THINK] ... [/THINK]
     ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
     # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones
     ("special", "<", r"\|[^|<>\s]{1,64}\|>"),
@@ -432,10 +433,11 @@ def _reasoning_findings(tags: list[tuple[int, int, str, bool]]) -> list[tuple[in
 
 
 def _tag_family(tag: str) -> tuple[str, bool]:
-    inner = tag[1:-1].lower()
+    inner = tag[1:-1].lower().rstrip()
+    opener = "" if tag[0] == "<" else tag[0]  # [THINK] pairs with [/THINK], not with </think>
     if inner.startswith("/"):
-        return inner[1:], True
-    return inner, False
+        return opener + inner[1:], True
+    return opener + inner, False
 
 
 def _scaffold_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[tuple[int, int]]:
