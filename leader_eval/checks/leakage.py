@@ -25,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse
 
-from leader_eval.checks.placeholders import PLACEHOLDER_SHAPES, SLOT_CANDIDATE, is_slot_phrase, name_shapes
+from leader_eval.checks.placeholders import PLACEHOLDER_SHAPES, SLOT_CANDIDATES, is_slot_phrase, name_shapes
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -231,8 +231,8 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         entries.append(("marker", first, rest))
     entries.extend(_BUILTIN)
     entries.extend(("ph", first, rest) for first, rest in name_shapes(cfg.placeholder_names))
-    # last among "[" candidates: bracketed words, a placeholder only if is_slot_phrase says so
-    entries.append(("slot", "[", SLOT_CANDIDATE))
+    # last among "[", "<", "{" candidates: words, a placeholder only if is_slot_phrase says so
+    entries.extend(("slot", first, rest) for first, rest in SLOT_CANDIDATES)
     scanner = re.compile(_group_by_first_char(entries))
     extra = tuple((Reason.LEAK_PLACEHOLDER, re.compile(p)) for p in cfg.placeholder_patterns) + tuple(
         (Reason.FORBIDDEN_PATTERN, re.compile(p)) for p in cfg.forbid
