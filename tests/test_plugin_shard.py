@@ -116,7 +116,10 @@ def test_three_plugin_shards_merge_and_gate_like_one_cli_run(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        *((["--le-seed=1", f"--le-shard={bad}"], f"--le-shard {bad!r}: {PARSE_ERROR}") for bad in ("0/3", "4/3", "a/b", "1/0")),
+        *(
+            (["--le-seed=1", f"--le-shard={bad}"], f"--le-shard {bad!r}: {PARSE_ERROR}")
+            for bad in ("0/3", "4/3", "a/b", "1/0")
+        ),
         (["--le-shard=1/3"], "--le-shard needs an explicit --le-seed"),
         (["--le-shard=1/3", "--le-seed=1", "--le-update-golden"], "--le-shard cannot --le-update-golden"),
         (["--le-shard=1/3", "--le-seed=1", "--le-case=greets_team"], "--le-shard slices the whole suite"),
