@@ -140,3 +140,13 @@ def test_a_shard_with_no_case_of_a_suite_is_a_collection_error(pytester: pytest.
     assert res.ret == pytest.ExitCode.INTERRUPTED
     res.stdout.fnmatch_lines(["*mini.yaml:1: --le-shard 3/3: the suite has 2 cases, so shard 3 would be empty*"])
     assert not (pytester.path / "runs").exists()
+
+
+def test_a_shard_minus_a_selection_fails_its_cases_instead_of_leaving_a_gap(pytester: pytest.Pytester) -> None:
+    shutil.copy(DATA / "minimal.yaml", pytester.path / "mini.yaml")
+    args = ["mini.yaml", f"--le-model=replay:{DATA / 'run'}", "--le-samples=1", "--le-seed=1", "--le-shard=1/1"]
+    res = pytester.runpytest(*args, "-k", "greets_team", "-p", "no:cacheprovider")
+    assert res.ret == 1
+    res.stdout.fnmatch_lines(["*mini.yaml: --le-shard 1/1 samples the shard's 2 cases, but this session selected 1*"])
+    res.stdout.fnmatch_lines(["FAILED mini.yaml::greets_team*", "FAILED mini.yaml::leader-eval-gate - shard 1/1 FAIL*"])
+    assert not (pytester.path / "runs").exists()

@@ -206,7 +206,7 @@ def parse_shard_option(
     try:
         shard = parse_shard(text)
     except ShardError as err:
-        raise pytest.UsageError(_le(str(err))) from None
+        raise pytest.UsageError(plugin_message(str(err))) from None
     if sampling.get("seed") is None:
         raise pytest.UsageError(
             f"{PREFIX}shard needs an explicit {PREFIX}seed (or ini leader_eval_seed): "
@@ -222,8 +222,8 @@ def parse_shard_option(
     return shard
 
 
-def _le(message: str) -> str:
-    """A CLI message with its option renamed to the plugin's (``--shard`` -> ``--le-shard``)."""
+def plugin_message(message: str) -> str:
+    """A CLI message that starts with its option, renamed to the plugin's (``--shard`` -> ``--le-shard``)."""
     return PREFIX + message[2:] if message.startswith("--") else message
 
 

@@ -139,7 +139,8 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: {err}"])
     if not state.records.get(suite_name) or "identity" not in run.manifest:
         why = "; ".join(problems) or "its cases failed before scoring (see their reports)"
-        return SuiteGate(suite_name, meta["path"], 1, [f"gate FAIL (suite {suite_name}): no case was scored: {why}"])
+        head = f"shard {o.shard[0]}/{o.shard[1]} FAIL" if o.shard else "gate FAIL"
+        return SuiteGate(suite_name, meta["path"], 1, [f"{head} (suite {suite_name}): no case was scored: {why}"])
     if run.path != Path("."):
         # what the controller aggregated: must equal the worker's summary.json for the same samples
         write_json_atomic(run.path / "session_summary.json", run.summary)

@@ -112,6 +112,8 @@ class EvalSession:
 
     def _check_setup(self) -> None:
         """Resolve the model and check tolerances once a case will run: usage errors, exit 4."""
+        from leader_eval.pytest_plugin.config import plugin_message
+
         o = self.state.options
         try:
             from leader_eval.golden import parse_tolerances
@@ -120,7 +122,7 @@ class EvalSession:
             backend = resolve_backend(o.sampling)
         except LeaderEvalError as err:
             text = str(err)  # the backends name the CLI's option; in pytest it is --le-model
-            raise pytest.UsageError("--le-" + text[2:] if text.startswith("--model") else text) from None
+            raise pytest.UsageError(plugin_message(text) if text.startswith("--model") else text) from None
         problem = preflight(backend)
         if problem:
             raise pytest.UsageError(f"--le-model: {problem}")
