@@ -150,3 +150,20 @@ def test_a_shard_minus_a_selection_fails_its_cases_instead_of_leaving_a_gap(pyte
     res.stdout.fnmatch_lines(["*mini.yaml: --le-shard 1/1 samples the shard's 2 cases, but this session selected 1*"])
     res.stdout.fnmatch_lines(["FAILED mini.yaml::greets_team*", "FAILED mini.yaml::leader-eval-gate - shard 1/1 FAIL*"])
     assert not (pytester.path / "runs").exists()
+
+
+def test_python_written_cases_run_only_in_their_shard(pytester: pytest.Pytester) -> None:
+    shutil.copy(DATA / "minimal.yaml", pytester.path / "mini.yaml")  # cases greets_team (1/2), states_goal (2/2)
+    pytester.makepyfile(
+        test_cases="""
+        import pytest
+
+        @pytest.mark.parametrize("case_id", ["greets_team", "states_goal"])
+        def test_case(leader_eval, request, case_id):
+            assert leader_eval.evaluate(request, "mini.yaml", case_id)["case_id"] == case_id
+        """
+    )
+    args = [f"--le-model=replay:{DATA / 'run'}", "--le-samples=1", "--le-seed=1", "-p", "no:cacheprovider", "-rs"]
+    res = pytester.runpytest(*args, "--le-shard=2/2")
+    res.stdout.fnmatch_lines(["*case greets_team of minimal belongs to another shard than 2/2*"])
+    assert res.parseoutcomes()["passed"] == 1 and res.parseoutcomes()["skipped"] == 2  # greets_team, the gate item
