@@ -103,6 +103,8 @@ def test_three_plugin_shards_merge_and_gate_like_one_cli_run(
     capsys.readouterr()
     merged = pytester.path / "merged"
     assert main(["merge", *map(str, shard_dirs), "--out", str(merged)]) == 0
+    # the merged run is not a plugin scratch run that a later session's keep-runs may prune
+    assert "created_by" not in json.loads((merged / "manifest.json").read_text())
     full_summary, merged_summary = ((d / "summary.json").read_text() for d in (full, merged))
     ids_ = [json.dumps(json.loads(t)["run_id"]) for t in (full_summary, merged_summary)]
     assert merged_summary.replace(ids_[1], '"RUN"') == full_summary.replace(ids_[0], '"RUN"')
