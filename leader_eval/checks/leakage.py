@@ -50,7 +50,7 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # Mistral control words
     ("tool", "[", r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"),
     # reasoning tags (paired later)
-    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad)[ \t]{0,3}>"),
+    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad|seed:think)[ \t]{0,3}>"),
     ("reason", "[", r"/?THINK\]"),  # Mistral Magistral: [THINK] ... [/THINK]
     ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
     # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones

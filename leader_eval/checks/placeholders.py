@@ -57,7 +57,8 @@ _WORDS = "|".join(PLACEHOLDER_WORDS)
 SLOT_NOUNS = frozenset(
     (
         *("name", "goal", "task", "room", "agent", "user", "topic", "target", "location", "place", "date", "time"),
-        *("message", "team", "project", "company", "city", "email", "role", "member", "deadline"),
+        *("message", "team", "project", "company", "city", "email", "role", "member", "deadline", "number"),
+        *("position", "signature"),
     )
 )
 #: the slot nouns that are a slot on their own (``[Name]``); ``[Task]`` alone is a chat label
@@ -68,7 +69,7 @@ SLOT_PREFIXES = frozenset(
         *("insert", "fill", "in", "enter", "add", "your", "current", "agent", "agent's", "team", "team's", "user"),
         *("user's", "first", "last", "full", "player", "target", "project", "company", "meeting", "start", "due"),
         *("player's", "specific", "relevant", "recipient", "recipient's", "teammate", "teammate's", "leader"),
-        *("leader's", "assigned"),
+        *("leader's", "assigned", "phone", "contact"),
     )
 )
 #: nouns that are a slot after any one to three words: ``[Recipient Name]``, ``[Task Description]``,
@@ -86,8 +87,9 @@ SLOT_OF_HEADS = frozenset(("name", "description", "title", "date", "details", "a
 def is_slot_phrase(inner: str) -> bool:
     """Is the text between brackets a slot written in words (any letter case, optionally ending
     in "here"): up to three ``SLOT_PREFIXES`` and a ``SLOT_NOUNS`` word; one to three words and a
-    ``SLOT_HEADS`` noun; a ``SLOT_VERBS`` verb, up to four words and what it asks for; or a
-    ``SLOT_OF_HEADS`` noun, "of" and one to three words? ``[insert coin]`` is not."""
+    ``SLOT_HEADS`` noun; a ``SLOT_VERBS`` verb, up to four words and what it asks for; a
+    ``SLOT_OF_HEADS`` noun, "of" and one to three words; or two slot nouns joined by "and"/"or"?
+    ``[insert coin]`` is not."""
     words = inner.lower().split()
     if words and words[-1] == "here":
         words.pop()
@@ -99,12 +101,15 @@ def is_slot_phrase(inner: str) -> bool:
         return True
     if words[0] in SLOT_OF_HEADS and words[1] == "of" and 3 <= len(words) <= 5:
         return True
+    if len(words) == 3 and words[1] in ("and", "or") and words[0] in _PAIRED and words[2] in _PAIRED:
+        return True  # [Date and Time], [Name or Role]
     if len(words) > 4:
         return False
     return words[-1] in SLOT_HEADS or (words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1]))
 
 
 _ASKED_FOR = SLOT_NOUNS | SLOT_HEADS | SLOT_DETAILS
+_PAIRED = SLOT_NOUNS | SLOT_HEADS
 
 
 def _alternation(words: frozenset[str]) -> str:
@@ -121,6 +126,7 @@ _SLOT_PHRASE = (
     rf"|(?:{_PHRASE_WORD}\s{{1,3}}){{1,3}}(?:{_alternation(SLOT_HEADS)}){_HERE}"
     rf"|(?:{_alternation(SLOT_VERBS)})(?:\s{{1,3}}{_PHRASE_WORD}){{0,4}}\s{{1,3}}(?:{_alternation(_ASKED_FOR)}){_HERE}"
     rf"|(?:{_alternation(SLOT_OF_HEADS)})\s{{1,3}}of(?!\s{{1,3}}here[\]>}}])(?:\s{{1,3}}{_PHRASE_WORD}){{1,3}}{_HERE}"
+    rf"|(?:{_alternation(_PAIRED)})\s{{1,3}}(?:and|or)\s{{1,3}}(?:{_alternation(_PAIRED)}){_HERE}"
     rf"|(?:{_alternation(SLOT_NOUNS_ALONE)}){_HERE})"
 )
 #: what the leak detector matches after "[" before asking ``is_slot_phrase``
