@@ -190,7 +190,8 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     cases: dict[str, Any] = {}
     for s in shards:
         cases.update(s.manifest["identity"]["cases"])
-    manifest = {k: v for k, v in first.items() if k not in ("shard", "sampling_stats", "stopped_by")}
+    # created_by goes too: a merged run is nobody's scratch run (the plugin prunes its own, by it)
+    manifest = {k: v for k, v in first.items() if k not in ("shard", "sampling_stats", "stopped_by", "created_by")}
     manifest["identity"] = {**first["identity"], "cases": {cid: cases[cid] for cid in sorted(cases)}}
     seed = int(first["identity"]["run_seed"])
     manifest["run_id"] = f"{first['identity']['suite']}-merged-{seed:08x}-{shards[0].count}shards"

@@ -94,7 +94,11 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
     Option("template-gguf", "openai completions mode: read the chat template and tokenizer from this GGUF"),
     Option("chat-template", "openai completions mode: a jinja2 chat template file"),
     Option("api-key-env", "openai: environment variable holding the API key (default OPENAI_API_KEY)"),
-    Option("max-samples", "stop cleanly after this many new samples (cost cap)", non_negative_int),
+    Option(
+        "max-samples",
+        "stop cleanly after this many new samples (cost cap; an episode reserves its max_steps)",
+        non_negative_int,
+    ),
     Option("no-cache", "do not read or write the sample cache", flag=True),
     Option(
         "max-error-rate",

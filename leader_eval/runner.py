@@ -472,7 +472,7 @@ async def sample_planned(
 
     A slot is served, in order, from the run's own log (resumption), from the content-addressed
     cache, or from the backend. ``max_samples`` caps new backend samples: the run stops cleanly
-    before it spends more and its manifest says so.
+    before it spends more and its manifest says so; an episode reserves its ``max_steps``.
     """
     stats = SamplingStats()
     backend = guard(backend)  # typed, secret-free completions whoever built the backend
@@ -504,7 +504,16 @@ async def sample_planned(
             if not missing:
                 continue
             if p.case.episode is not None:
-                episodes.extend((p, i) for i in missing)
+                # an episode spends up to max_steps backend samples, known only as it runs: the
+                # cap reserves the worst case, so --max-samples stays a ceiling on cost
+                steps = p.case.episode.max_steps
+                for i in missing:
+                    if budget is not None and budget < steps:
+                        stats.capped += 1
+                        continue
+                    if budget is not None:
+                        budget -= steps
+                    episodes.append((p, i))
                 continue
             prefix = _key_prefix(identity or backend.model_id, p.rendered.prompt, p.params)
             if p.overflow:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from leader_eval.checks.degeneration import DegenerationConfig, check_degeneration
+from leader_eval.checks.degeneration import DegenerationConfig, check_degeneration, check_repetition, is_empty
 from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import REGISTRY, ParseResult, parse_output
@@ -221,6 +221,19 @@ class CaseScorer:
             reasoning_tags=self.model.reasoning_tags,
             api_tool_calls=sample.api_tool_calls,
         )
+        if (
+            parsed.reasoning is not None
+            and checks["empty"].passed
+            and not parsed.calls
+            and not sample.api_tool_calls
+            and is_empty(parsed.visible_text, self.degen_cfg)
+        ):
+            # a declared reasoning block and nothing after it: the room sees nothing
+            checks["empty"] = CheckResult("empty", False, Reason.EMPTY, "only a reasoning block", hard=True)
+            for name in ("repetition", "restates_prompt"):
+                checks[name] = CheckResult(name, True, detail="empty: not judged")
+        if checks["repetition"].passed and checks["empty"].passed:
+            checks["repetition"] = _argument_repetition(parsed, self.degen_cfg) or checks["repetition"]
         expect_no_call = bool(self.case.expect.get("no_call"))
         checks["format"] = _format_check(parsed, expect_no_call)
         if self.case.expect.get("calls") or expect_no_call:
@@ -229,6 +242,9 @@ class CaseScorer:
             ):
                 checks[c.check] = c
         findings = self._leaks(parsed)
+        if checks["format"].reason == Reason.NO_CALL and _attempt_after_leaks(parsed, findings):
+            # "<think>...</think>{'tool': ..." is a failed attempt behind a leak, not prose
+            checks["format"] = CheckResult("format", False, Reason.UNPARSEABLE, parsed.error or "")
         if checks["format"].reason == Reason.UNPARSEABLE:
             findings = _without_failed_attempt(findings, parsed)
         checks["leakage"] = CheckResult(
@@ -365,6 +381,29 @@ def _looks_like_attempt(parsed: ParseResult) -> bool:
     return REGISTRY[parsed.protocol].is_attempt(parsed.visible_text)
 
 
+#: a role name after a turn header token: ``<|im_start|>assistant``, ``<start_of_turn>model``,
+#: ``<|start|>assistant<|channel|>final``
+_ROLE_AFTER_TOKEN = re.compile(
+    r"[ \t]{0,3}(?i:assistant|model|user|system|developer|tool|ipython|final|analysis|commentary)\b"
+)
+_PREFIX_LEAKS = (Reason.LEAK_REASONING, Reason.LEAK_SPECIAL_TOKEN)
+
+
+def _attempt_after_leaks(parsed: ParseResult, findings: list[Finding]) -> bool:
+    """Is the visible text an attempt at the protocol once its leading leaks are set aside: an
+    undeclared reasoning block, special tokens, a role header (``<|im_start|>assistant``), with
+    only whitespace between them? Those stay leaks of their own class; the call after them is
+    the attempt (a format failure), not tool markup shown to the room."""
+    visible, pos = parsed.visible_text, 0
+    for f in findings:
+        if f.where != "text" or f.reason not in _PREFIX_LEAKS or visible[pos : f.start].strip():
+            break
+        pos = f.end
+        if f.reason == Reason.LEAK_SPECIAL_TOKEN and (m := _ROLE_AFTER_TOKEN.match(visible, pos)):
+            pos = m.end()
+    return pos > 0 and REGISTRY[parsed.protocol].is_attempt(visible[pos:])
+
+
 def _without_failed_attempt(findings: list[Finding], parsed: ParseResult) -> list[Finding]:
     """Drop tool-markup "leaks" that are the failed call itself.
 
@@ -375,7 +414,7 @@ def _without_failed_attempt(findings: list[Finding], parsed: ParseResult) -> lis
     specific leak after it. Markup after leading prose (an envelope embedded in a chat message)
     or of another protocol's syntax stays a leak, and so does every other leak class.
     """
-    if not _looks_like_attempt(parsed):
+    if not (_looks_like_attempt(parsed) or _attempt_after_leaks(parsed, findings)):
         return findings
     protocol = REGISTRY[parsed.protocol]
     return [
@@ -385,6 +424,22 @@ def _without_failed_attempt(findings: list[Finding], parsed: ParseResult) -> lis
         or f.where != "text"
         or not (protocol.owns(f.text) or f.text.lstrip().startswith(("{", "[")))
     ]
+
+
+def _argument_repetition(parsed: ParseResult, cfg: DegenerationConfig) -> CheckResult | None:
+    """The repetition check on each string argument of the calls (the strict ones, else the
+    lenient ones: a loop in a failed attempt's message is still a loop): the first that loops,
+    with its finding located at that argument. None when none does."""
+    prefix = "call" if parsed.strict_ok else "lenient_call"
+    for i, call in enumerate(parsed.lenient_calls):
+        for path, text in _string_leaves(call.arguments, f"{prefix}[{i}].arguments"):
+            c = check_repetition(text, cfg)
+            if not c.passed:
+                found = tuple(replace(f, where=path) for f in c.findings)
+                return CheckResult(
+                    "repetition", False, c.reason, f"{path}: {c.detail}", findings=found, data={**c.data, "where": path}
+                )
+    return None
 
 
 def _goal_of(case: Case) -> str | None:

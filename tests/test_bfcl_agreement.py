@@ -11,6 +11,8 @@ outputs, so anyone can reproduce these numbers.
 2. Mutated answers (wrong type, wrong value, missing or extra argument, wrong tool, dropped,
    duplicated or reordered calls, ...) are judged by both checkers; they must agree on at least
    99.8%, and every disagreement must be of a kind in ``DISAGREEMENT_KINDS`` (printed by kind).
+3. Upper-cased enum values, which BFCL cannot judge (it reads no enum), are their own test: every
+   one is refused by us, and every one BFCL accepts is the enum kind of disagreement.
 
 bfcl-eval is a test-only dependency. Without it this test skips locally and FAILS in CI
 (LEADER_EVAL_CI=1): a skipped validation is no validation.
@@ -138,12 +140,12 @@ def mutations(
             out.append(("int_as_float", with_args({**args, arg: float(v)})))
         if isinstance(v, float) and v.is_integer():
             out.append(("float_as_int", with_args({**args, arg: int(v)})))
-        if isinstance(v, str) and v.strip():
-            out.append(("upper_case", with_args({**args, arg: v.upper()})))
         free = not ({"enum", "format"} & set((tools or {}).get(name, {}).get("properties", {}).get(arg, {})))
         if isinstance(v, str) and v.strip() and free:
-            # what BFCL's string standardisation forgives in a free string (an enum or a format is
-            # the schema's to judge): spaces and , . / - _ * ^ dropped or added
+            # what BFCL's string standardisation forgives in a free string: case, and spaces and
+            # , . / - _ * ^ dropped or added. An enum or a format is the schema's to judge, and
+            # BFCL reads neither: upper-cased enum values are test_upper_cased_enum_values_...
+            out.append(("upper_case", with_args({**args, arg: v.upper()})))
             out.append(("punctuation", with_args({**args, arg: v.replace(" ", "").replace(",", "") + "."})))
     out.append(("extra_arg", with_args({**args, "zzz_extra": "x"})))
     m = copy.deepcopy(calls)
@@ -239,7 +241,39 @@ def test_agreement_with_bfcl_on_mutated_answers(bfcl: types.SimpleNamespace) -> 
     assert total >= 4000
     assert not unexplained, unexplained[:20]
     assert set(explained) <= set(DISAGREEMENT_KINDS), explained
-    assert rate >= 0.995 and parity >= 0.998
+    assert rate >= 0.998 and parity >= 0.998
+
+
+def test_upper_cased_enum_values_are_refused_by_ours_and_unread_by_bfcl(bfcl: types.SimpleNamespace) -> None:
+    # Every string argument a tool constrains with an enum, upper-cased where that leaves the
+    # enum: a tool validating its input refuses the call, and so does ours (JSON Schema's enum
+    # is exact). BFCL never reads "enum" and compares case-insensitively, so it accepts: the
+    # whole class is the enum kind of disagreement, never another.
+    tried = 0
+    bfcl_accepts = 0
+    for entry in load_entries(bfcl.data):
+        if entry["id"] in DATASET_DEFECTS:
+            continue
+        calls = ground_truth_calls(entry)
+        tools = tools_of(entry)
+        for ci, (name, args) in enumerate(calls):
+            props = tools[name].get("properties", {})
+            for arg, v in sorted(args.items()):
+                enum = props.get(arg, {}).get("enum")
+                if not (enum and isinstance(v, str) and v.upper() not in enum):
+                    continue
+                mutated = copy.deepcopy(calls)
+                mutated[ci] = (name, {**args, arg: v.upper()})
+                ours_ok, failure = ours(entry, mutated)
+                assert not ours_ok and failure.check == "arguments_schema", (entry["id"], arg, failure)
+                tried += 1
+                if theirs(bfcl, entry, mutated):
+                    bfcl_accepts += 1
+                    assert explain_disagreement(bfcl, entry, mutated, ours_ok, failure) == (
+                        "enum_violation_bfcl_ignores_enum"
+                    )
+    print(f"\nupper-cased enum values: {tried}; BFCL accepts {bfcl_accepts}")
+    assert tried >= 20 and bfcl_accepts >= 20
 
 
 def test_bfcl_greedy_pairing_is_a_disagreement_where_ours_is_right(bfcl: types.SimpleNamespace) -> None:

@@ -16,6 +16,7 @@ from leader_eval.cli import main
 from leader_eval.errors import LeaderEvalError
 from leader_eval.evaluate import run
 from leader_eval.runner import RunOptions
+from tests.episode_support import write_repo
 from tests.support import start_mock_server
 
 
@@ -49,6 +50,19 @@ def test_max_samples_caps_spending_and_says_so(local_backend, mini_suite: Path, 
         mini_suite, RunOptions(seed=8, out=tmp_path / "a", max_samples=1, progress=False), backend=local_backend
     )
     assert capped.stats is not None and capped.stats.sampled == 1 and capped.stats.capped == 3
+    assert capped.manifest["status"] == "capped"
+    assert len(capped.samples) == 1
+
+
+@pytest.mark.model
+def test_max_samples_reserves_an_episodes_max_steps(local_backend, tmp_path: Path) -> None:
+    # two episodes of up to 3 steps each: a cap of 4 backend samples allows one, never 6 samples
+    (tmp_path / "repo").mkdir()
+    suite = write_repo(tmp_path / "repo")
+    capped = run(suite, RunOptions(seed=8, out=tmp_path / "a", max_samples=4, progress=False), backend=local_backend)
+    assert capped.stats is not None and capped.stats.capped == 1
+    steps = [line for line in (capped.path / "steps.jsonl").read_text().splitlines() if line.strip()]
+    assert 1 <= len(steps) <= 3  # backend samples spent: the one episode's steps
     assert capped.manifest["status"] == "capped"
     assert len(capped.samples) == 1
 

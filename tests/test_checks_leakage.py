@@ -124,14 +124,23 @@ def test_the_slot_in_words_rule_is_one_rule_at_render_and_output_time() -> None:
 
     from leader_eval.checks.placeholders import (
         PLACEHOLDER_PATTERNS,
+        SLOT_DETAILS,
+        SLOT_HEADS,
         SLOT_NOUNS,
+        SLOT_OF_HEADS,
         SLOT_PREFIXES,
+        SLOT_VERBS,
         is_slot_phrase,
     )
 
     rx = re.compile(PLACEHOLDER_PATTERNS[-1])
     vocab = [*sorted(SLOT_NOUNS | SLOT_PREFIXES)[::3], "here", "coin", "the", "new", "Name", "GOAL", "turn"]
-    for n in (1, 2, 3):
-        for words in itertools.product(vocab, repeat=n):
+    vocab += [*sorted(SLOT_HEADS | SLOT_VERBS | SLOT_DETAILS | SLOT_OF_HEADS)[::2], "of", "and", "Teammate's"]
+    for n in (1, 2, 3, 4):
+        for words in (
+            itertools.product(vocab, repeat=n)
+            if n < 4
+            else itertools.islice(itertools.product(vocab, repeat=4), 0, None, 7)
+        ):
             inner = " ".join(words)
             assert bool(rx.fullmatch(f"[{inner}]")) == is_slot_phrase(inner), inner

@@ -212,6 +212,18 @@ def test_an_all_error_run_fails_in_both_modes(pytester: pytest.Pytester, refusin
     _no_plugin_traceback(out)
 
 
+def test_a_shard_with_sampler_errors_fails_the_error_rule(pytester: pytest.Pytester, refusing_server: str) -> None:
+    """A shard is not gated against the golden, but its sampler errors still fail it: never a pass."""
+    shutil.copy(DATA / "minimal.yaml", pytester.path / "mini.yaml")
+    args = ["mini.yaml", f"--le-model={refusing_server}", "--le-api-mode=chat", "--le-samples=1", "--le-no-cache"]
+    res = pytester.runpytest_subprocess(*args, "--le-seed=3", "--le-shard=1/2", "-p", "no:cacheprovider", "-rfEx")
+    out = res.stdout.str()
+    assert res.ret == 1, out
+    assert "shard 1/2: not gated" in out and "shard FAIL: error rule: none of 1 samples was measured (1 errored)" in out
+    res.stdout.fnmatch_lines(["*FAILED mini.yaml::leader-eval-gate*"])
+    _no_plugin_traceback(out)
+
+
 @pytest.mark.parametrize(("rate", "status"), [("0.5", 0), ("0", 1)])
 def test_an_allowed_error_rate_lets_the_error_rule_pass(
     pytester: pytest.Pytester, half_refusing_server: str, rate: str, status: int

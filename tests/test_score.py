@@ -166,6 +166,28 @@ def test_a_declared_reasoning_block_is_kept_as_reasoning_not_a_leak(suite: Suite
     assert undeclared.reason == "unparseable" and undeclared.leaked
 
 
+@pytest.mark.parametrize("tail", ["", "\n<|im_end|>", "\n\u200b"])
+def test_a_declared_reasoning_block_with_nothing_after_it_is_empty(suite: Suite, tail: str) -> None:
+    text = "<think>Ada asked what we do; I should answer with the goal. " * 3 + "</think>" + tail
+    s = _scorer(suite, model=THINKER).score(_sample(text))
+    assert s.reason == "empty" and s.hard_fail and not s.leaked
+    assert s.reasoning is not None and "repetition" not in s.failed_reasons  # a looping block: still empty
+    # undeclared, the same block is visible text: a reasoning leak, not empty
+    undeclared = _scorer(suite).score(_sample(text))
+    assert "empty" not in undeclared.failed_reasons and "leak_reasoning" in undeclared.leak_classes
+
+
+def test_a_loop_inside_a_call_argument_is_repetition_located_at_the_argument(suite: Suite) -> None:
+    text = _call("windmill by the river! " + "Okay. " * 10)
+    assert len(text) > 2 * len("Okay. " * 10)  # the wrapper alone would dilute the loop under the threshold
+    s = _scorer(suite).score(_sample(text))
+    assert s.reason == "repetition" and s.strict_format
+    (rep,) = [c for c in s.failed_checks if c["check"] == "repetition"]
+    assert [f["where"] for f in rep["findings"]] == ["call[0].arguments.message"]
+    assert rep["findings"][0]["text"].strip().startswith("Okay. Okay.")  # the loop, in the argument's offsets
+    assert _scorer(suite).score(_sample(_call("Yes, yes! We build the windmill by the river, yes."))).passed
+
+
 def test_score_dicts_of_calls_are_tool_call_dicts() -> None:
     text = json.dumps(
         [

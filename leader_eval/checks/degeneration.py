@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,13 +247,31 @@ def _end_token_pattern(tokens: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 def _is_empty(text: str, cfg: DegenerationConfig) -> bool:
+    """Nothing visible: whitespace, invisible format characters (Unicode category Cf: zero-width
+    space, BOM, joiners) and end-of-turn tokens only, whatever the length (a run of 30
+    ``<|im_end|>`` is an empty turn, not a loop). Decided on the first visible character, so a
+    long output costs one scan at most."""
     stripped = text.strip()
     if not stripped:
         return True
-    if len(stripped) > 200:  # can't be only end tokens; skip the substitution
-        return False
+    lead = 0
+    while lead < len(stripped) and _invisible(stripped[lead]):
+        lead += 1
+    rest = stripped[lead:]
     pattern = _end_token_pattern(tuple(cfg.eot_tokens))
-    return pattern is not None and not pattern.sub("", stripped).strip()
+    if rest and (pattern is None or not pattern.match(rest)):
+        return False  # visible text first
+    return all(_invisible(ch) for ch in pattern.sub("", rest)) if rest and pattern else True
+
+
+def is_empty(text: str, cfg: DegenerationConfig) -> bool:
+    """The ``empty`` check's rule on any text (the scorer asks it of what a declared reasoning
+    block leaves visible)."""
+    return _is_empty(text, cfg)
+
+
+def _invisible(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch) == "Cf"
 
 
 def _context(text: str, start: int, end: int) -> str:
@@ -328,6 +347,16 @@ def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: Dege
         limit = cfg.max_repeated_substring_fraction
         why.append(f"a {length}-char run repeats ({frac:.0%} of the text, max {limit:.0%})")
     return CheckResult("repetition", False, Reason.REPETITION, "; ".join(why), findings=findings, data=data)
+
+
+def check_repetition(text: str, cfg: DegenerationConfig) -> CheckResult:
+    """The ``repetition`` check alone, on any text: the scorer also runs it on each string
+    argument of a call, where ~60 characters of JSON wrapper would otherwise dilute a short loop
+    under the thresholds. Same ``min_chars`` and thresholds as on the whole output."""
+    if len(text.strip()) < cfg.min_chars:
+        return CheckResult("repetition", True, detail=f"shorter than {cfg.min_chars} chars: not judged")
+    distinct, total = _grams(text[max(0, len(text) - cfg.window_chars) :], max(1, cfg.ngram))
+    return _repetition(text, distinct, total, cfg)
 
 
 def _restates(distinct: set[tuple[str, ...]], total: int, prompt_text: str, cfg: DegenerationConfig) -> CheckResult:

@@ -26,7 +26,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse
 
-from leader_eval.checks.placeholders import PLACEHOLDER_SHAPES, SLOT_CANDIDATE, is_slot_phrase, name_shapes
+from leader_eval.checks.placeholders import PLACEHOLDER_SHAPES, SLOT_CANDIDATES, is_slot_phrase, name_shapes
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -51,7 +51,8 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # Mistral control words
     ("tool", "[", r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"),
     # reasoning tags (paired later)
-    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad)>"),
+    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad|seed:think)[ \t]{0,3}>"),
+    ("reason", "[", r"/?THINK\]"),  # Mistral Magistral: [THINK] ... [/THINK]
     ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
     # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones
     ("special", "<", r"\|[^|<>\s]{1,64}\|>"),
@@ -267,8 +268,8 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         entries.append(("marker", first, rest))
     entries.extend(_BUILTIN)
     entries.extend(("ph", first, rest) for first, rest in name_shapes(cfg.placeholder_names))
-    # last among "[" candidates: bracketed words, a placeholder only if is_slot_phrase says so
-    entries.append(("slot", "[", SLOT_CANDIDATE))
+    # last among "[", "<", "{" candidates: words, a placeholder only if is_slot_phrase says so
+    entries.extend(("slot", first, rest) for first, rest in SLOT_CANDIDATES)
     scanner = re.compile(_group_by_first_char(entries))
     extra = tuple((Reason.LEAK_PLACEHOLDER, re.compile(p)) for p in cfg.placeholder_patterns) + tuple(
         (Reason.FORBIDDEN_PATTERN, re.compile(p)) for p in cfg.forbid
@@ -532,10 +533,11 @@ def _reasoning_findings(tags: list[tuple[int, int, str, bool]]) -> list[tuple[in
 
 
 def _tag_family(tag: str) -> tuple[str, bool]:
-    inner = tag[1:-1].lower()
+    inner = tag[1:-1].lower().rstrip()
+    opener = "" if tag[0] == "<" else tag[0]  # [THINK] pairs with [/THINK], not with </think>
     if inner.startswith("/"):
-        return inner[1:], True
-    return inner, False
+        return opener + inner[1:], True
+    return opener + inner, False
 
 
 def _scaffold_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[tuple[int, int]]:

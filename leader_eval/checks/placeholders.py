@@ -8,15 +8,22 @@ their own regexes (``render.placeholder_patterns``) and exemptions
 What counts (docs/leakage.md):
 
 - template syntax: ``{{ ... }}``, ``{% ... %}``, ``{# ... #}`` (on one line, up to 200 chars);
-- a variable in single braces: ``{goal}``, ``{agent_name}``, ``{AGENT_NAME}``, ``{GOAL}`` (upper
-  snake case only for the known slots);
+- a variable in single braces, padded or not: ``{goal}``, ``{ goal }``, ``{agent_name}``,
+  ``{agentName}``, ``{AGENT_NAME}``, ``{GOAL}`` (upper snake case only for the known slots);
 - a bracketed or angled name: snake case with at least one underscore (``[AGENT_NAME]``,
-  ``<CURRENT_GOAL>``, ``[current_goal]``) or one of ``PLACEHOLDER_WORDS`` (``[GOAL]``,
-  ``<NAME>``); and ``[INSERT ...]``, ``[FILL IN ...]``, ``[YOUR NAME]``, ``[TODO: ...]``;
-- a slot written in words, in brackets, any letter case: up to three prefix words (``your``,
-  ``insert``, ``current``, ``agent's``, ...) and a slot noun (``SLOT_NOUNS``), optionally
-  ``here``: ``[Your Name]``, ``[Agent Name]``, ``[insert goal here]``, ``[Date]``;
-- a name of the suite's own template variables in any of those brackets (``[EVENTS]``).
+  ``<CURRENT_GOAL>``, ``[current_goal]``, ``[ AGENT_NAME ]``), upper kebab case ending in a slot
+  noun (``[AGENT-NAME]``, ``<START-DATE>``; not ``[COVID-19]``, ``[FOLLOW-UP]``) or one of
+  ``PLACEHOLDER_WORDS`` (``[GOAL]``, ``<NAME>``); and ``[INSERT ...]``, ``[FILL IN ...]``,
+  ``[YOUR NAME]``, ``[TODO: ...]``;
+- a slot written in words, any letter case (``is_slot_phrase``): prefix words and a slot noun
+  (``[Your Name]``, ``[Team Member]``), any words and a strong noun (``[Recipient Name]``,
+  ``[Task Description]``), an instruction (``[Insert relevant details]``), a noun and an
+  of-phrase (``[Name of the project]``), optionally ``here``; in square brackets, and in angle
+  brackets or braces when it starts upper case or with an instruction verb (``<Your Name>``,
+  ``{Agent Name}``, ``<insert goal here>``; not ``<tool name>``, a prompt's format metavariable);
+- a name of the suite's own template variables in any of those brackets (``[EVENTS]``), a name
+  with an underscore in any case, padded, in kebab case or run together (``<agent_name>``,
+  ``[agent-name]``, ``{agentName}``).
 
 Near misses that are not placeholders: other bracketed words (``[OK]``, ``[UPDATE]``,
 ``[insert coin]``, ``[Todo]``),
@@ -50,7 +57,8 @@ _WORDS = "|".join(PLACEHOLDER_WORDS)
 SLOT_NOUNS = frozenset(
     (
         *("name", "goal", "task", "room", "agent", "user", "topic", "target", "location", "place", "date", "time"),
-        *("message", "team", "project", "company", "city", "email"),
+        *("message", "team", "project", "company", "city", "email", "role", "member", "deadline", "number"),
+        *("position", "signature"),
     )
 )
 #: the slot nouns that are a slot on their own (``[Name]``); ``[Task]`` alone is a chat label
@@ -60,19 +68,48 @@ SLOT_PREFIXES = frozenset(
     (
         *("insert", "fill", "in", "enter", "add", "your", "current", "agent", "agent's", "team", "team's", "user"),
         *("user's", "first", "last", "full", "player", "target", "project", "company", "meeting", "start", "due"),
+        *("player's", "specific", "relevant", "recipient", "recipient's", "teammate", "teammate's", "leader"),
+        *("leader's", "assigned", "phone", "contact"),
     )
 )
+#: nouns that are a slot after any one to three words: ``[Recipient Name]``, ``[Task Description]``,
+#: ``[GOAL DESCRIPTION]``, ``[Teammate's Name]``
+SLOT_HEADS = frozenset(("name", "description", "email", "address", "title"))
+#: verbs that open an instruction to fill a slot: ``[Insert relevant details]``, ``[Enter your name]``;
+#: the instruction must end with what it asks for (a ``SLOT_NOUNS``/``SLOT_HEADS`` word or
+#: ``SLOT_DETAILS``): ``[insert coin]`` is no slot
+SLOT_VERBS = frozenset(("insert", "enter", "add", "fill", "describe", "specify", "provide", "write", "type", "put"))
+SLOT_DETAILS = frozenset(("details", "detail", "info", "information"))
+#: slot nouns that take an "of" phrase: ``[Name of the project]``, ``[Date of the meeting]``
+SLOT_OF_HEADS = frozenset(("name", "description", "title", "date", "details", "address"))
 
 
 def is_slot_phrase(inner: str) -> bool:
-    """Is the text between brackets a slot written in words: up to three ``SLOT_PREFIXES``, a
-    ``SLOT_NOUNS`` word, optionally "here" (any letter case)? ``[insert coin]`` is not."""
+    """Is the text between brackets a slot written in words (any letter case, optionally ending
+    in "here"): up to three ``SLOT_PREFIXES`` and a ``SLOT_NOUNS`` word; one to three words and a
+    ``SLOT_HEADS`` noun; a ``SLOT_VERBS`` verb, up to four words and what it asks for; a
+    ``SLOT_OF_HEADS`` noun, "of" and one to three words; or two slot nouns joined by "and"/"or"?
+    ``[insert coin]`` is not."""
     words = inner.lower().split()
     if words and words[-1] == "here":
         words.pop()
     if len(words) == 1:
         return words[0] in SLOT_NOUNS_ALONE
-    return 2 <= len(words) <= 4 and words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1])
+    if len(words) < 2 or len(words) > 6:
+        return False
+    if words[0] in SLOT_VERBS and words[-1] in _ASKED_FOR:
+        return True
+    if words[0] in SLOT_OF_HEADS and words[1] == "of" and 3 <= len(words) <= 5:
+        return True
+    if len(words) == 3 and words[1] in ("and", "or") and words[0] in _PAIRED and words[2] in _PAIRED:
+        return True  # [Date and Time], [Name or Role]
+    if len(words) > 4:
+        return False
+    return words[-1] in SLOT_HEADS or (words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1]))
+
+
+_ASKED_FOR = SLOT_NOUNS | SLOT_HEADS | SLOT_DETAILS
+_PAIRED = SLOT_NOUNS | SLOT_HEADS
 
 
 def _alternation(words: frozenset[str]) -> str:
@@ -82,16 +119,45 @@ def _alternation(words: frozenset[str]) -> str:
 # the same rule as a regex, for render-time checks (the leak detector runs the cheaper
 # ``SLOT_CANDIDATE`` and ``is_slot_phrase``: a case-insensitive alternation tried at every "["
 # cost it a microsecond per bracket)
+_PHRASE_WORD = r"[a-z'][a-z']{0,40}"
+_HERE = r"(?:\s{1,3}here)?"
 _SLOT_PHRASE = (
-    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)})\s{{1,3}}){{1,3}}(?:{_alternation(SLOT_NOUNS)})(?:\s{{1,3}}here)?"
-    rf"|(?:{_alternation(SLOT_NOUNS_ALONE)})(?:\s{{1,3}}here)?)"
+    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)})\s{{1,3}}){{1,3}}(?:{_alternation(SLOT_NOUNS)}){_HERE}"
+    rf"|(?:{_PHRASE_WORD}\s{{1,3}}){{1,3}}(?:{_alternation(SLOT_HEADS)}){_HERE}"
+    rf"|(?:{_alternation(SLOT_VERBS)})(?:\s{{1,3}}{_PHRASE_WORD}){{0,4}}\s{{1,3}}(?:{_alternation(_ASKED_FOR)}){_HERE}"
+    rf"|(?:{_alternation(SLOT_OF_HEADS)})\s{{1,3}}of(?!\s{{1,3}}here[\]>}}])(?:\s{{1,3}}{_PHRASE_WORD}){{1,3}}{_HERE}"
+    rf"|(?:{_alternation(_PAIRED)})\s{{1,3}}(?:and|or)\s{{1,3}}(?:{_alternation(_PAIRED)}){_HERE}"
+    rf"|(?:{_alternation(SLOT_NOUNS_ALONE)}){_HERE})"
 )
 #: what the leak detector matches after "[" before asking ``is_slot_phrase``
 SLOT_CANDIDATE = r"(?=[A-Za-z])[A-Za-z' ]{1,60}+\](?![\[(])"
+#: the same after "<" and "{": ``<Your Name>``, ``<YOUR NAME>``, ``{Agent Name}``, ``{Name}``,
+#: ``<insert goal here>``. These need an upper-case first letter or a ``SLOT_VERBS`` verb first:
+#: in lower case, ``<name>``, ``<time>``, ``<b>`` are HTML/XML tags and ``<tool name>``,
+#: ``<your message>`` are how a prompt spells a format ("Reply with {"tool": "<tool name>", ...}")
+_BRACED_SLOT_GUARD = rf"(?=[A-Z]|(?:{_alternation(SLOT_VERBS)})\s)"
+SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
+    ("[", SLOT_CANDIDATE),
+    ("<", _BRACED_SLOT_GUARD + r"[A-Za-z' ]{1,60}+>"),
+    ("{", _BRACED_SLOT_GUARD + r"[A-Za-z' ]{1,60}+\}"),
+)
 
 # possessive (no backtracking into a run that cannot end well): "[INSERT " * 50000 stays cheap
 _UPPER_SNAKE = r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,8}+"
 _LOWER_SNAKE = r"[a-z][a-z0-9]{0,40}+(?:_[a-z0-9]{1,40}+){1,8}+"
+# upper kebab case whose last segment names a slot: [AGENT-NAME], <START-DATE>; each segment starts
+# with a letter and the last is a slot noun, so [COVID-19], [GPT-4], [UTF-8], [FOLLOW-UP] are not
+_KEBAB_LAST = (
+    *("NAME", "GOAL", "DATE", "LOCATION", "TOPIC", "EMAIL", "ID", "DESCRIPTION", "DETAILS", "TITLE", "ROLE"),
+    *("NUMBER", "ADDRESS", "HERE"),
+)
+_UPPER_KEBAB = (
+    r"[A-Z][A-Z0-9]{0,40}+(?:-[A-Z][A-Z0-9]{0,40}+){1,8}+(?:" + "|".join(f"(?<=-{w})" for w in _KEBAB_LAST) + ")"
+)
+# lower camel case in braces: {agentName}, {currentGoal} (a template variable; prose has none), a
+# first part of two letters or more: {iPhone}, {eBay} are names
+_LOWER_CAMEL = r"[a-z][a-z0-9]{1,40}+(?:[A-Z][a-z0-9]{0,40}+){1,8}+"
+_PAD = r"[ \t]{0,3}"
 # Mistral's control words are bracketed upper snake case too; they are tool markup
 _MISTRAL = r"(?!/?(?:TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|AVAILABLE_TOOLS|CALL_ID|SYSTEM_PROMPT)\])"
 # a bracket that opens a Markdown link or reference is a link's text, not a slot
@@ -105,19 +171,27 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     ("{", r"#[^#\n]{0,200}#\}"),
     # upper snake case in braces only for the known slots: {NORTH_BARN_X} inside a broken JSON
     # call is the model's garbage, not an unfilled slot (tests/corpus/real)
-    ("{", rf"(?:current_goal|goal|agent_name|room|name|task|{_WORDS}|AGENT_NAME|CURRENT_GOAL|{_LOWER_SNAKE})\}}"),
+    (
+        "{",
+        rf"{_PAD}(?:current_goal|goal|agent_name|room|name|task|{_WORDS}|AGENT_NAME|CURRENT_GOAL|{_LOWER_SNAKE}"
+        rf"|{_LOWER_CAMEL}){_PAD}\}}",
+    ),
     (
         "[",
         r"(?=[A-Za-z])(?:(?:TODO|TBD):[^\[\]\n]{0,200}+|INSERT\b[^\[\]\n]{0,200}+|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}+"
         rf"|YOUR [A-Z ]{{1,80}}+|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}))\]{_NOT_LINK}",
     ),
-    ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}+|{_WORDS}|{_UPPER_SNAKE})>"),
+    ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}+|{_WORDS}|{_UPPER_SNAKE}|{_UPPER_KEBAB})>"),
+    # padded ([ AGENT_NAME ]) and kebab ([AGENT-NAME]) bracketed slots
+    ("[", rf"(?:[ \t]{{1,3}}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}){_PAD}|{_UPPER_KEBAB})\]{_NOT_LINK}"),
 )
 
 #: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for), and
-#: the slot-in-words rule of ``is_slot_phrase`` as a regex
+#: the slot-in-words rule of ``is_slot_phrase`` as a regex, angled, braced and (last) bracketed
 PLACEHOLDER_PATTERNS: tuple[str, ...] = (
     *(re.escape(first) + rest for first, rest in PLACEHOLDER_SHAPES),
+    rf"<{_BRACED_SLOT_GUARD}{_SLOT_PHRASE}>",
+    rf"\{{{_BRACED_SLOT_GUARD}{_SLOT_PHRASE}\}}",
     rf"\[{_SLOT_PHRASE}\]{_NOT_LINK}",
 )
 
@@ -135,10 +209,11 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
     single = [n for n in usable if n not in snake]
     shapes: list[tuple[str, str]] = []
     if snake:
+        # each name also in kebab case and run together (camelCase in any case: agentName);
         # the guard keeps the case-insensitive alternation from being tried after every bracket
-        alt = "(?=[A-Za-z_])(?i:" + "|".join(snake) + ")"
-        upper = "(?:" + "|".join(n.upper() for n in snake) + ")"
-        shapes += [("[", alt + r"\]" + _NOT_LINK), ("<", upper + ">"), ("{", alt + r"\}")]
+        spellings = sorted({v for n in snake for v in (n, n.replace("_", "-"), n.replace("_", ""))}, key=len)[::-1]
+        alt = _PAD + "(?=[A-Za-z_])(?i:" + "|".join(map(re.escape, spellings)) + ")" + _PAD
+        shapes += [("[", alt + r"\]" + _NOT_LINK), ("<", alt + ">"), ("{", alt + r"\}")]
     if single:
         exact = "(?:" + "|".join(single) + ")"
         both = "(?:" + "|".join(sorted({*single, *(n.upper() for n in single)})) + ")"

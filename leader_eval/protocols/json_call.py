@@ -11,8 +11,9 @@ from leader_eval.types import ToolCall
 
 NAME_KEYS = ("tool", "name")
 ARGS_KEYS = ("arguments", "parameters")
-#: an object or array whose first key is quoted, or an empty one; ``{0:21}`` is no attempt
-JSON_OPENING = r"[\[{][\s\[{]*(?:\"|\}|\])"
+#: an object or array whose first key is quoted (double quotes, or single: a Python dict is a
+#: failed attempt too), or an empty one; ``{0:21}`` is no attempt
+JSON_OPENING = r"[\[{][\s\[{]*(?:[\"']|\}|\])"
 
 
 def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:

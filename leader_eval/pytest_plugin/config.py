@@ -53,7 +53,8 @@ PLUGIN_OPTIONS: tuple[Option, ...] = (
 )
 
 #: command-line only: these change files or select cases, so an ini file never sets them silently
-CMDLINE_ONLY = ("update-golden", "tolerance", "case")
+#: (a shard is one CI job's slice of the suites: an ini key would make every job the same shard)
+CMDLINE_ONLY = ("update-golden", "tolerance", "case", "shard")
 
 
 @dataclass
@@ -69,6 +70,7 @@ class PluginOptions:
     update_golden: bool = False
     tolerances: dict[str, float] = field(default_factory=dict)
     case_ids: list[str] = field(default_factory=list)
+    shard: tuple[int, int] | None = None  # (I, N) of --le-shard I/N
     suite_globs: list[str] = field(default_factory=lambda: list(DEFAULT_SUITES))
     explicit: frozenset[Path] = frozenset()
 
@@ -111,6 +113,13 @@ def add_options(parser: pytest.Parser) -> None:
         action="append",
         metavar="ID",
         help="only these case ids (repeatable, comma-separated); the gate pairs them with the golden's",
+    )
+    group.addoption(
+        PREFIX + "shard",
+        dest=INI_PREFIX + "shard",
+        metavar="I/N",
+        help="sample only shard I of N of each suite's cases (deterministic by case id; needs --le-seed); "
+        "the session records its shard and does not gate: leader-eval merge, then leader-eval gate",
     )
     parser.addini(
         INI_PREFIX + "suites",
@@ -165,6 +174,9 @@ def read_options(config: pytest.Config) -> PluginOptions:
     sampling = {opt.dest: _value(config, opt) for opt in SAMPLING_OPTIONS}
     own = {opt.dest: _value(config, opt) for opt in PLUGIN_OPTIONS}
     globs = config.getini(INI_PREFIX + "suites") or list(DEFAULT_SUITES)
+    update_golden = bool(config.getoption(INI_PREFIX + "update_golden", default=False))
+    case_ids = [c for i in config.getoption(INI_PREFIX + "case", default=None) or [] for c in i.split(",") if c]
+    shard = parse_shard_option(config.getoption(INI_PREFIX + "shard", default=None), sampling, update_golden, case_ids)
     return PluginOptions(
         sampling=sampling,
         mode=own["eval_mode"],
@@ -172,12 +184,47 @@ def read_options(config: pytest.Config) -> PluginOptions:
         golden_strict=bool(own["golden_strict"]),
         run_dir=Path(own["run_dir"]),
         keep_runs=int(own["keep_runs"]),
-        update_golden=bool(config.getoption(INI_PREFIX + "update_golden", default=False)),
+        update_golden=update_golden,
         tolerances=parse_tolerance_syntax(config.getoption(INI_PREFIX + "tolerance", default=None) or []),
-        case_ids=[c for i in config.getoption(INI_PREFIX + "case", default=None) or [] for c in i.split(",") if c],
+        case_ids=case_ids,
+        shard=shard,
         suite_globs=[str(g) for g in globs],
         explicit=frozenset(_explicit_paths(config)),
     )
+
+
+def parse_shard_option(
+    text: str | None, sampling: dict[str, Any], update_golden: bool, case_ids: list[str]
+) -> tuple[int, int] | None:
+    """``--le-shard I/N`` as ``(I, N)``, checked as ``leader-eval run --shard`` checks it (the
+    same parser and message); a usage error without an explicit seed, with ``--le-update-golden``
+    (a shard is never a baseline) or with ``--le-case`` (the shards' union must be the suite)."""
+    if text is None:
+        return None
+    from leader_eval.merge import ShardError, parse_shard
+
+    try:
+        shard = parse_shard(text)
+    except ShardError as err:
+        raise pytest.UsageError(plugin_message(str(err))) from None
+    if sampling.get("seed") is None:
+        raise pytest.UsageError(
+            f"{PREFIX}shard needs an explicit {PREFIX}seed (or ini leader_eval_seed): "
+            "the shards must draw the samples of one run"
+        )
+    if update_golden:
+        raise pytest.UsageError(
+            f"{PREFIX}shard cannot {PREFIX}update-golden: a shard is not the whole run; "
+            "merge the shards and run leader-eval gate --update-golden"
+        )
+    if case_ids:
+        raise pytest.UsageError(f"{PREFIX}shard slices the whole suite: drop {PREFIX}case")
+    return shard
+
+
+def plugin_message(message: str) -> str:
+    """A CLI message that starts with its option, renamed to the plugin's (``--shard`` -> ``--le-shard``)."""
+    return PREFIX + message[2:] if message.startswith("--") else message
 
 
 def _explicit_paths(config: pytest.Config) -> list[Path]:

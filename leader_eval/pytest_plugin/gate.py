@@ -53,6 +53,7 @@ class SuiteGate:
     markdown: str = ""
     result: GateResult | None = None
     failing_cases: list[dict[str, Any]] = field(default_factory=list)  # case records with a failure
+    not_gated: str = ""  # why the golden was not consulted (a shard), else empty
 
 
 def session_run(suite_name: str, state: PluginState) -> tuple[Run, list[str]]:
@@ -138,11 +139,14 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: {err}"])
     if not state.records.get(suite_name) or "identity" not in run.manifest:
         why = "; ".join(problems) or "its cases failed before scoring (see their reports)"
-        return SuiteGate(suite_name, meta["path"], 1, [f"gate FAIL (suite {suite_name}): no case was scored: {why}"])
+        head = f"shard {o.shard[0]}/{o.shard[1]} FAIL" if o.shard else "gate FAIL"
+        return SuiteGate(suite_name, meta["path"], 1, [f"{head} (suite {suite_name}): no case was scored: {why}"])
     if run.path != Path("."):
         # what the controller aggregated: must equal the worker's summary.json for the same samples
         write_json_atomic(run.path / "session_summary.json", run.summary)
     records = state.records.get(suite_name, {})
+    if o.shard is not None:
+        return shard_suite(suite_name, state, run, problems)
     selected = set(state.collected.get(suite_name, set())) | set(records)
     all_cases = list(meta.get("all_cases") or [])
     subset = bool(all_cases) and selected != set(all_cases)
@@ -203,6 +207,43 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         result,
         failing_cases(records),
     )
+
+
+def shard_suite(suite_name: str, state: PluginState, run: Run, problems: list[str]) -> SuiteGate:
+    """One shard of a suite (``--le-shard I/N``): never compared with the golden, as N gates would
+    multiply false alarms (``leader-eval merge`` then ``leader-eval gate`` decide once); the
+    error rule and an incomplete run still fail it, since a sampler error is never a pass."""
+    from leader_eval.report.terminal import metrics_table
+
+    o = state.options
+    assert o.shard is not None
+    index, count = o.shard
+    records = state.records.get(suite_name, {})
+    errors = error_problem(records, o.max_error_rate)
+    if errors:
+        problems.append(errors)
+    not_gated = f"shard {index}/{count}: not gated; merge the shards and run `leader-eval gate`"
+    lines = [f"{suite_name}: {not_gated}", f"{suite_name}: this shard's run: {run.path}"]
+    lines += [f"{suite_name}: shard FAIL: {p}" for p in problems]
+    lines.append(f"{suite_name}: this shard's metrics ({len(records)} cases; the gate reads the merged run):")
+    lines.append(metrics_table(run.summary["overall"]))
+    merge = f"leader-eval merge SHARD_RUN_DIRS --out merged && leader-eval gate merged --golden {o.golden_dir}"
+    lines.append(f"{suite_name}: once every shard ran: {merge}")
+    markdown = "\n".join(
+        [
+            f"### leader-eval {suite_name}: shard {index}/{count}, not gated",
+            "",
+            *(f"- **FAIL**: {p}" for p in problems),
+            f"Run `{run.path}`: merge the shards and run `leader-eval gate` on the merged run.",
+        ]
+    )
+    report_line, link = _run_report(run.path)
+    lines.append(f"{suite_name}: {report_line}")
+    if link:
+        markdown += "\n\n" + link
+    status = 1 if problems else 0
+    path = state.suite_meta[suite_name]["path"]
+    return SuiteGate(suite_name, path, status, lines, markdown, None, failing_cases(records), not_gated)
 
 
 def _run_report(run_dir: Path) -> tuple[str, str]:

@@ -63,6 +63,12 @@ class SuiteFile(pytest.File):
             self.suite = load_and_render(self.path)
         except SuiteCollectError as err:
             raise self.CollectError(str(err)) from None
+        shard = self.config.stash[STATE].options.shard
+        if shard is not None and not shard_cases(self.suite, shard):
+            # the CLI refuses an empty shard too: merge would find this suite's shard missing
+            i, n = shard
+            what = f"the suite has {len(self.suite.cases)} cases, so shard {i} would be empty"
+            raise self.CollectError(f"{self.path}:1: --le-shard {i}/{n}: {what}")
         for case in self.suite.cases:
             item = CaseItem.from_parent(self, name=case.id, case=case)
             item.add_marker(pytest.mark.leader_eval)
@@ -100,11 +106,14 @@ class SuiteFile(pytest.File):
         options.extra_manifest = {"created_by": "pytest"}
         seed, label = run_seed_and_label(self.suite, options, state.backend)
         options.seed = seed
-        # a subset gets a directory of its own: its manifest names other cases than the full run's
-        suffix = ""
-        if set(selected) != {c.id for c in self.suite.cases}:
-            suffix = "__subset-" + hashlib.sha256("\0".join(sorted(selected)).encode()).hexdigest()[:8]
-        options.out = default_out_dir(self.suite, label, seed, root=o.run_dir, suffix=suffix)
+        if o.shard is not None:
+            options = self._shard_options(options, selected, label)
+        else:
+            # a subset gets a directory of its own: its manifest names other cases than the full run's
+            suffix = ""
+            if set(selected) != {c.id for c in self.suite.cases}:
+                suffix = "__subset-" + hashlib.sha256("\0".join(sorted(selected)).encode()).hexdigest()[:8]
+            options.out = default_out_dir(self.suite, label, seed, root=o.run_dir, suffix=suffix)
         self.run_result = run(self.suite, options, backend=state.backend)
         self.quarantined = quarantined_cases(o.golden_dir, self.suite.name, label)
         self.scores_by_case: dict[str, list[Any]] = defaultdict(list)
@@ -112,6 +121,35 @@ class SuiteFile(pytest.File):
             self.scores_by_case[s.case_id].append(s)
         self.samples_by_key = {(s.case_id, s.index): s for s in self.run_result.samples}
         self.case_records = {c["case_id"]: c for c in self.run_result.cases}
+
+    def _shard_options(self, options: Any, selected: list[str], label: str) -> Any:
+        """``options`` for this session's shard, recorded in the manifest as ``run --shard`` records
+        it (``merge.shard_options``), so ``leader-eval merge`` takes the run like a CLI shard."""
+        from leader_eval.merge import shard_options
+        from leader_eval.runner import default_out_dir
+
+        o = self.config.stash[STATE].options
+        assert o.shard is not None
+        index, count = o.shard
+        mine = shard_cases(self.suite, o.shard)
+        if set(selected) != set(mine):
+            # merge needs every case of every shard: a shard minus -k/-m/--deselect leaves a gap
+            raise LeaderEvalError(
+                f"{self.path}: --le-shard {index}/{count} samples the shard's {len(mine)} cases, but this session "
+                f"selected {len(selected)} of them (-k/-m/--deselect): run the whole shard"
+            )
+        options.case_ids = []
+        options.out = default_out_dir(
+            self.suite, label, options.seed, root=o.run_dir, suffix=f"__shard{index}of{count}"
+        )
+        return shard_options(options, f"{index}/{count}", self.suite)
+
+
+def shard_cases(suite: Any, shard: tuple[int, int]) -> list[str]:
+    """The case ids of ``suite`` in shard ``(I, N)``, as ``leader-eval run --shard I/N`` picks them."""
+    from leader_eval.merge import shard_case_ids
+
+    return shard_case_ids([c.id for c in suite.cases], *shard)
 
 
 def quarantined_cases(golden_dir: Path, suite: str, label: str) -> set[str]:
@@ -237,6 +275,8 @@ class LeaderEvalFixture:
         state: PluginState = self.config.stash[STATE]
         o = state.options
         loaded = load_suite(suite)
+        if o.shard is not None and case_id not in shard_cases(loaded, o.shard):
+            pytest.skip(f"case {case_id} of {loaded.name} belongs to another shard than {o.shard[0]}/{o.shard[1]}")
         options = run_options(o.sampling, case_ids=[case_id], progress=False)
         options.extra_manifest = {"created_by": "pytest"}
         if state.backend is None:

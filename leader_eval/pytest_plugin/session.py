@@ -54,6 +54,8 @@ class EvalSession:
     # --- collection -----------------------------------------------------------------------------
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if self.state.options.shard is not None:
+            self._deselect_other_shards(config, items)
         wanted = set(self.state.options.case_ids)
         if not wanted:
             return
@@ -63,6 +65,28 @@ class EvalSession:
             raise pytest.UsageError(f"--le-case {sorted(unknown)[0]!r}: no such case in the collected suites")
         keep = [i for i in items if not isinstance(i, CaseItem) or i.name in wanted]
         dropped = [i for i in items if isinstance(i, CaseItem) and i.name not in wanted]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+    def _deselect_other_shards(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Keep the cases of this session's shard (``--le-shard``); the others are deselected, so
+        pytest's summary counts them and no worker samples them."""
+        from leader_eval.pytest_plugin.items import shard_cases
+
+        shard = self.state.options.shard
+        assert shard is not None
+        mine: dict[Any, set[str]] = {}
+        keep, dropped = [], []
+        for item in items:
+            if isinstance(item, CaseItem):
+                suite_file = item.parent
+                if suite_file not in mine:
+                    mine[suite_file] = set(shard_cases(suite_file.suite, shard))  # type: ignore[union-attr]
+                if item.name not in mine[suite_file]:
+                    dropped.append(item)
+                    continue
+            keep.append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
@@ -88,6 +112,8 @@ class EvalSession:
 
     def _check_setup(self) -> None:
         """Resolve the model and check tolerances once a case will run: usage errors, exit 4."""
+        from leader_eval.pytest_plugin.config import plugin_message
+
         o = self.state.options
         try:
             from leader_eval.golden import parse_tolerances
@@ -96,7 +122,7 @@ class EvalSession:
             backend = resolve_backend(o.sampling)
         except LeaderEvalError as err:
             text = str(err)  # the backends name the CLI's option; in pytest it is --le-model
-            raise pytest.UsageError("--le-" + text[2:] if text.startswith("--model") else text) from None
+            raise pytest.UsageError(plugin_message(text) if text.startswith("--model") else text) from None
         problem = preflight(backend)
         if problem:
             raise pytest.UsageError(f"--le-model: {problem}")
@@ -182,7 +208,16 @@ class EvalSession:
             rel = Path(g.path).name
         nodeid = f"{rel}::{GATE_ITEM}"
         outcome = "passed" if g.status == 0 else "failed"
-        props = [(GATE_KEY, json.dumps({"suite": g.suite, "status": g.result.status if g.result else "error"}))]
+        if g.not_gated and g.status == 0:
+            outcome = "skipped"  # a shard is not gated: pytest's way to say a check did not run
+        verdict = (
+            g.result.status
+            if g.result
+            else ("not_gated" if g.status == 0 else "incomplete")
+            if g.not_gated
+            else "error"
+        )
+        props = [(GATE_KEY, json.dumps({"suite": g.suite, "status": verdict}))]
         hook = self.config.hook
         tr: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         # the gate comes after the progress line: its own line, no progress percentage
@@ -201,7 +236,7 @@ class EvalSession:
                     location=(rel, 0, GATE_ITEM),
                     keywords={GATE_ITEM: 1},
                     outcome=outcome if when == "call" else "passed",  # type: ignore[arg-type]
-                    longrepr="\n".join(g.lines) if when == "call" and outcome == "failed" else None,
+                    longrepr=_gate_longrepr(g, outcome, rel) if when == "call" else None,
                     when=when,
                     user_properties=props,
                 )
@@ -213,6 +248,8 @@ class EvalSession:
                 tr.write_line("")
 
     def _prune_runs(self) -> None:
+        if self.state.options.shard is not None:
+            return  # a shard's run waits for leader-eval merge: never pruned under it
         o = self.state.options
         protect = {p for g in self.gates for p in self._run_dirs(g.suite)}
         for g in self.gates:
@@ -225,7 +262,8 @@ class EvalSession:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.state.gate_lines:
-            terminalreporter.section("leader-eval gate")
+            shard = self.state.options.shard
+            terminalreporter.section(f"leader-eval shard {shard[0]}/{shard[1]}" if shard else "leader-eval gate")
             for line in self.state.gate_lines:
                 terminalreporter.write_line(line)
         if ci.github_actions():
@@ -235,3 +273,12 @@ class EvalSession:
                 for rec in g.failing_cases:
                     # the runner reads workflow commands from the step's stdout
                     terminalreporter.write_line(ci.case_annotation(level, g.path, config.rootpath, rec))
+
+
+def _gate_longrepr(g: Any, outcome: str, rel: str) -> Any:
+    """The gate item's report: the table when it failed, the reason when a shard was not gated."""
+    if outcome == "failed":
+        return "\n".join(g.lines)
+    if outcome == "skipped":
+        return (rel, 0, f"Skipped: {g.not_gated}")
+    return None
