@@ -18,7 +18,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from leader_eval.checks.degeneration import DegenerationConfig, check_degeneration, check_repetition, is_empty
+from leader_eval.checks.degeneration import (
+    DegenerationConfig,
+    check_degeneration,
+    check_repetition,
+    is_empty,
+    repetition_passes,
+)
 from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import REGISTRY, ParseResult, parse_output
@@ -433,6 +439,8 @@ def _argument_repetition(parsed: ParseResult, cfg: DegenerationConfig) -> CheckR
     prefix = "call" if parsed.strict_ok else "lenient_call"
     for i, call in enumerate(parsed.lenient_calls):
         for path, text in _string_leaves(call.arguments, f"{prefix}[{i}].arguments"):
+            if repetition_passes(text, cfg):  # a pass leaves no record: the verdict is enough
+                continue
             c = check_repetition(text, cfg)
             if not c.passed:
                 found = tuple(replace(f, where=path) for f in c.findings)
