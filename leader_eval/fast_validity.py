@@ -24,6 +24,7 @@ that True implies jsonschema-valid on generated schemas and values.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,10 +33,9 @@ Predicate = Callable[[Any], bool]
 #: keywords that never make an instance invalid (annotations)
 _ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment", "deprecated"})
 _ANNOTATIONS |= {"readOnly", "writeOnly"}
-_NUMBER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _HANDLED = frozenset(
     {"type", "properties", "required", "additionalProperties", "minLength", "maxLength", "items"}
-    | {"minItems", "maxItems", *_NUMBER_BOUNDS}
+    | {"minItems", "maxItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
     | _ANNOTATIONS
 )
 _PLAIN = (dict, list, str, int, float, bool, type(None))
@@ -60,8 +60,58 @@ def _never(value: Any) -> bool:
     return False
 
 
-def _is_number(bound: Any) -> bool:
-    return type(bound) in (int, float)
+#: size and bound keywords: the Python types each applies to, and whether it bounds ``len``
+_BOUNDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "minLength": ((str,), True),
+    "maxLength": ((str,), True),
+    "minimum": ((int, float), False),
+    "maximum": ((int, float), False),
+    "exclusiveMinimum": ((int, float), False),
+    "exclusiveMaximum": ((int, float), False),
+    "minItems": ((list,), True),
+    "maxItems": ((list,), True),
+}
+#: what holds when the value (or its length) meets the bound (a NaN meets none: not shown valid)
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "minLength": operator.ge,
+    "maxLength": operator.le,
+    "minimum": operator.ge,
+    "maximum": operator.le,
+    "exclusiveMinimum": operator.gt,
+    "exclusiveMaximum": operator.lt,
+    "minItems": operator.ge,
+    "maxItems": operator.le,
+}
+
+
+def _bound_check(kinds: tuple[type, ...], size: bool, compare: Callable[[Any, Any], bool], bound: Any) -> Predicate:
+    def check(v: Any) -> bool:
+        return type(v) not in kinds or bool(compare(len(v) if size else v, bound))
+
+    return check
+
+
+def _items_check(item: Predicate) -> Predicate:
+    def check(v: Any) -> bool:
+        return type(v) is not list or all(map(item, v))
+
+    return check
+
+
+def _object_check(props: dict[str, Predicate], required: tuple[str, ...], extra: Predicate) -> Predicate:
+    def check(v: Any) -> bool:
+        if type(v) is not dict:
+            return True
+        for r in required:
+            if r not in v:
+                return False
+        for key, item in v.items():
+            pred = props.get(key, extra) if type(key) is str else extra
+            if pred is not _always and not pred(item):
+                return False
+        return True
+
+    return check
 
 
 def compile_validity(schema: Any) -> Predicate | None:
@@ -93,58 +143,27 @@ def compile_validity(schema: Any) -> Predicate | None:
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         return None
-    extra: Predicate | None = _always
+    extra: Predicate = _always
     if "additionalProperties" in schema:
-        extra = compile_validity(schema["additionalProperties"])
-        if extra is None:
+        got = compile_validity(schema["additionalProperties"])
+        if got is None:
             return None
+        extra = got
     if props or required or extra is not _always:
+        checks.append(_object_check(props, tuple(required), extra))
 
-        def object_ok(v: Any) -> bool:
-            if type(v) is not dict:
-                return True
-            for r in required:
-                if r not in v:
-                    return False
-            for key, item in v.items():
-                pred = props.get(key, extra) if type(key) is str else extra
-                if pred is not _always and not pred(item):
-                    return False
-            return True
-
-        checks.append(object_ok)
-
-    for key, compare in (("minLength", int.__ge__), ("maxLength", int.__le__)):
+    for key, (kinds, size) in _BOUNDS.items():
         if key in schema:
             bound = schema[key]
-            if type(bound) is not int:
+            if type(bound) not in ((int,) if size else (int, float)):
                 return None
-            checks.append(lambda v, b=bound, c=compare: type(v) is not str or c(len(v), b))
-
-    for key in _NUMBER_BOUNDS:
-        if key in schema:
-            bound = schema[key]
-            if not _is_number(bound):
-                return None
-            test = {
-                "minimum": lambda v, b: v >= b,
-                "maximum": lambda v, b: v <= b,
-                "exclusiveMinimum": lambda v, b: v > b,
-                "exclusiveMaximum": lambda v, b: v < b,
-            }[key]
-            checks.append(lambda v, b=bound, t=test: type(v) not in (int, float) or t(v, b))
+            checks.append(_bound_check(kinds, size, _COMPARE[key], bound))
 
     if "items" in schema:
         item = compile_validity(schema["items"])
         if item is None:
             return None
-        checks.append(lambda v, p=item: type(v) is not list or all(map(p, v)))
-    for key, compare in (("minItems", int.__ge__), ("maxItems", int.__le__)):
-        if key in schema:
-            bound = schema[key]
-            if type(bound) is not int:
-                return None
-            checks.append(lambda v, b=bound, c=compare: type(v) is not list or c(len(v), b))
+        checks.append(_items_check(item))
 
     def valid(v: Any) -> bool:
         if type(v) not in _PLAIN:

@@ -240,7 +240,7 @@ def parse_output(
     for other in PROTOCOLS if scan is not None else ():
         if other == protocol:
             continue
-        found = _lenient(other, scan, api_tool_calls)
+        found = _lenient(other, scan, api_tool_calls)  # type: ignore[arg-type]  # not None here
         if any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
             others.append(other)
 
