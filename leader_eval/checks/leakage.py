@@ -55,12 +55,8 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("tool", "[", r"(?=[\sA-Za-z_])\s{0,5}[A-Za-z_][\w.]{0,100}+\(\s{0,5}[A-Za-z_]\w{0,60}+\s{0,5}=(?!=)"),
     # Mistral control words
     ("tool", "[", r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"),
-    # reasoning tags (paired later)
-    (
-        "reason",
-        "<",
-        r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad|seed:think)\s{0,3}>",
-    ),  # <think\n> too
+    # reasoning tags (paired later), padded too: <think >, <think\n>
+    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad|seed:think)\s{0,3}>"),
     ("reason", "[", r"/?THINK\]"),  # Mistral Magistral: [THINK] ... [/THINK]
     ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
     # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones
