@@ -36,6 +36,7 @@ Every shape is linear-time: bounded quantifiers that stop at a newline or the br
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -258,6 +259,18 @@ _LINK_DESTINATION = r"(?:<|[a-z][a-z0-9+.-]{1,20}:|/|\.{1,2}/|#)"  # <url>, http
 _LABEL_VALUE = re.compile(r":?[ \t]{1,3}(?=\S)")
 
 
+_REFERENCE = re.compile(rf"(?:^|\n)[ ]{{0,3}}(\[[^\[\]\n]{{1,62}}\]):[ \t]{{0,3}}{_LINK_DESTINATION}")
+
+
+@functools.lru_cache(maxsize=4)
+def _reference_labels(text: str, lo: int) -> frozenset[str]:
+    """The Markdown reference labels ``text[lo:]`` defines, once per text (a string's hash is
+    cached, so each later hit in the same text costs a lookup, not a scan)."""
+    if "]:" not in text:
+        return frozenset()
+    return frozenset(m.group(1) for m in _REFERENCE.finditer(text[lo:]))
+
+
 def is_filled_label(text: str, start: int, end: int, lo: int = 0) -> bool:
     """Is the bracketed slot phrase ``text[start:end]`` (``[Team Name]``) a label, not a slot?
 
@@ -273,7 +286,7 @@ def is_filled_label(text: str, start: int, end: int, lo: int = 0) -> bool:
     inner = text[start + 1 : end - 1].strip()
     if text[start] != "[" or not inner:
         return False
-    if re.search(rf"(?:^|\n)[ ]{{0,3}}{re.escape(text[start:end])}:[ \t]{{0,3}}{_LINK_DESTINATION}", text[lo:]):
+    if text[start:end] in _reference_labels(text, lo):
         return True
     if not inner[0].isupper() or inner == inner.upper():
         return False
@@ -282,10 +295,17 @@ def is_filled_label(text: str, start: int, end: int, lo: int = 0) -> bool:
         return False
     first = text[m.end()]
     if first.isdigit() or first in "(@+":
-        return (
-            text[end] == ":" or _LINE_START.fullmatch(text, max(lo, text.rfind("\n", lo, start) + 1), start) is not None
-        )
-    return first.isupper() and _LINE_START.fullmatch(text, max(lo, text.rfind("\n", lo, start) + 1), start) is not None
+        return text[end] == ":" or _at_line_start(text, start, lo)
+    return first.isupper() and _at_line_start(text, start, lo)
+
+
+def _at_line_start(text: str, start: int, lo: int) -> bool:
+    # looks back at most 16 characters (the longest _LINE_START): linear on a long line of hits
+    k = max(lo, start - 16)
+    nl = text.rfind("\n", k, start)
+    if nl == -1 and k > lo:
+        return False
+    return _LINE_START.fullmatch(text, k if nl == -1 else nl + 1, start) is not None
 
 
 def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
