@@ -26,7 +26,9 @@ What counts (docs/leakage.md):
   ``[agent-name]``, ``{agentName}``).
 
 Near misses that are not placeholders: other bracketed words (``[OK]``, ``[UPDATE]``,
-``[insert coin]``, ``[Todo]``),
+``[insert coin]``, ``[Todo]``), buttons, titles and places (``[Change Name]``, ``[Name of the Wind]``,
+``[Meeting Room]``), kebab phrases (``[UP-TO-DATE]``), LaTeX (``\\text{Time}``), a slot phrase that is a
+filled form label or a Markdown reference label (``is_filled_label``: ``[Team Role] Scout``),
 numbers and letters (``[1]``, ``[x]``, ``[ ]``), Markdown links and references (``[GOAL](url)``,
 ``[GOAL][1]``), citations (``[Smith 2020]``), Mistral control words (``[TOOL_CALLS]``, which are
 tool markup), and anything inside a code span (judged by the leak detector).
