@@ -394,7 +394,15 @@ def run_adaptive(
     from pathlib import Path
 
     from leader_eval.evaluate import run
-    from leader_eval.golden import apply_error_rule, gate, golden_path, load_golden, parse_tolerances, run_label
+    from leader_eval.golden import (
+        apply_error_rule,
+        check_golden_suite,
+        gate,
+        golden_path,
+        load_golden,
+        parse_tolerances,
+        run_label,
+    )
     from leader_eval.metrics import GATING
     from leader_eval.store import SUMMARY, RunDir, write_json_atomic
     from leader_eval.suite import Suite, load_suite
@@ -426,6 +434,7 @@ def run_adaptive(
         golden = load_golden(path)
         if golden is None:
             raise LeaderEvalError(f"{path}: no golden file for label {label!r}: --adaptive gates against a golden")
+        check_golden_suite(path, golden, suite.name)
         other_content = None
         if across_suites and golden.get("suite_hash") != result.manifest["identity"]["suite_hash"]:
             other_content = golden.get("suite_hash")

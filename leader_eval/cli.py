@@ -284,13 +284,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from leader_eval.golden import GoldenError, golden_path, load_golden
+    from leader_eval.golden import GoldenError, check_golden_suite, golden_path, load_golden
     from leader_eval.plan import format_plan, plan_power
     from leader_eval.suite import load_suite
 
     suite = load_suite(args.suite)
     label = args.label
-    if label is None:
+    if label is None and Path(args.golden).suffix != ".json":
         found = sorted(golden_path(args.golden, suite.name, "x").parent.glob("*.json"))
         if len(found) != 1:
             names = ", ".join(p.stem for p in found) or "none"
@@ -302,6 +302,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     golden = load_golden(path)
     if golden is None:
         raise GoldenError(f"{path}: no golden file (create one with leader-eval gate RUN --update-golden)")
+    check_golden_suite(path, golden, suite.name)
     samples = args.samples or int(suite.sampling.get("samples", 1))
     plan = plan_power(golden, run_samples=samples, metric=args.metric, alpha=args.alpha)
     print(format_plan(plan, source=str(path)))
@@ -438,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="sample in rounds and stop once more samples cannot change the gate's decision (needs --budget)",
     )
     r.add_argument("--budget", type=positive_int, help="with --adaptive: at most this many samples per case")
-    r.add_argument("--golden", default="golden", help="with --adaptive: golden directory to gate against")
+    r.add_argument("--golden", default="golden", help="with --adaptive: golden directory (or one .json file)")
     r.add_argument("--alpha", type=float, default=0.05, help="with --adaptive: the gate's family-wise level")
     r.add_argument(
         "--across-suites",
@@ -466,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("gate", help="gate a run directory against its golden baseline (exit 1 on credible regression)")
     g.add_argument("run", help="run directory")
-    g.add_argument("--golden", default="golden", help="golden directory")
+    g.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
     g.add_argument("--label", help="golden label (default: derived from the run's model)")
     g.add_argument("--update-golden", action="store_true", help="rewrite the golden from this run if it is complete")
     g.add_argument("--strict", action="store_true", help="fail when there is no golden yet")
@@ -520,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80%% power")
     pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
-    pl.add_argument("--golden", default="golden", help="golden directory")
+    pl.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
     pl.add_argument("--label", help="golden label (default: the suite's only golden file)")
     pl.add_argument("--samples", type=int, help="samples per case of the runs to gate (default: the suite's)")
     pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")

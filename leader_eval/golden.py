@@ -77,7 +77,11 @@ class GoldenError(LeaderEvalError):
 
 
 def golden_path(golden_dir: str | Path, suite: str, label: str) -> Path:
-    """``<golden_dir>/<suite>/<label>.json``."""
+    """``<golden_dir>/<suite>/<label>.json``, or ``golden_dir`` itself when it names a ``.json``
+    file (users pass the file they see in the repo; ``check_golden_covers`` then refuses a golden
+    of another suite)."""
+    if Path(golden_dir).suffix == ".json":
+        return Path(golden_dir)
     return Path(golden_dir) / _safe(suite) / f"{_safe(label)}.json"
 
 
@@ -263,11 +267,21 @@ def golden_problem(golden: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def check_golden_suite(path: str | Path, golden: Mapping[str, Any] | None, suite: str) -> None:
+    """Refuse (``GoldenError``) a golden file of another suite: a file named directly
+    (``--golden FILE.json``) is not found by the suite's name, and pairing one suite's run with
+    another's golden would compare nothing and pass."""
+    if golden is not None and golden.get("suite") not in (None, suite):
+        raise GoldenError(f"{path}:1: a golden file of suite {golden.get('suite')!r}, not of suite {suite!r}")
+
+
 def check_golden_covers(path: str | Path, golden: Mapping[str, Any] | None, run: Run) -> None:
-    """Refuse (``GoldenError``) a golden of the run's very suite content that lacks per-case rates
-    for cases the run has: it was made from an incomplete run (e.g. a replay of an interrupted
-    one), and gating over its cases alone would let the missing ones pass unseen. A golden of
-    other suite content is stale instead, which the gate reports."""
+    """Refuse (``GoldenError``) a golden of another suite (``check_golden_suite``), and a golden
+    of the run's very suite content that lacks per-case rates for cases the run has: it was made
+    from an incomplete run (e.g. a replay of an interrupted one), and gating over its cases alone
+    would let the missing ones pass unseen. A golden of other suite content is stale instead,
+    which the gate reports."""
+    check_golden_suite(path, golden, run.manifest["identity"]["suite"])
     if golden is None or golden.get("suite_hash") != run.manifest["identity"]["suite_hash"]:
         return
     missing = sorted(set(run.manifest["identity"].get("cases") or {}) - set(golden.get("cases") or {}))

@@ -21,6 +21,7 @@ from leader_eval.errors import LeaderEvalError
 from leader_eval.evaluate import Run, read_run
 from leader_eval.golden import (
     DEFAULT_TOLERANCES,
+    GoldenError,
     build_golden,
     format_gate_table,
     gate,
@@ -323,6 +324,27 @@ def test_clearly_higher_golden_fails_with_table_and_exit_1(tmp_path: Path) -> No
     assert "FAIL" in score_line and "-0.2" in score_line  # delta shown with its sign
     md = gate_markdown(res)
     assert md.startswith("### ❌") and "| score ^ |" in md and "**FAIL**" in md
+
+
+def test_golden_named_as_a_file_gates_like_its_directory_and_another_suites_file_is_refused(
+    tmp_path: Path,
+) -> None:
+    suite = make_suite(tmp_path)
+    run_dir = write_run_dir(make_run(suite, difficulties(24), seed=21), tmp_path / "run")
+    golden_dir = tmp_path / "golden"
+    assert gate_run_dir(run_dir, golden_dir, update=True).update.written  # type: ignore[union-attr]
+    path = golden_path(golden_dir, suite.name, "v1")
+    by_dir, by_file = gate_run_dir(run_dir, golden_dir), gate_run_dir(run_dir, path)
+    assert by_file.status == by_dir.status == "pass"
+    assert format_gate_table(by_file) == format_gate_table(by_dir)
+
+    # another suite's golden named directly would pair no case and pass: refused, exit 2
+    other = load_golden(path)
+    assert other is not None
+    other_path = tmp_path / "other.json"
+    write_golden(other_path, {**other, "suite": "another_suite"})
+    with pytest.raises(GoldenError, match=r"other\.json:1: a golden file of suite 'another_suite'"):
+        gate_run_dir(run_dir, other_path)
 
 
 def test_golden_value_edited_without_case_rates_still_fails(tmp_path: Path) -> None:

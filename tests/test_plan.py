@@ -81,5 +81,12 @@ def test_plan_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
     assert out.returncode == 2 and "a, b" in out.stderr
     out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(tmp_path / "g"), "--label", "b")
     assert out.returncode == 2 and "fewer than 2 cases" in out.stderr and len(out.stderr.splitlines()) == 1
+    # the golden named as a file: the same plan as by its directory; another suite's file refused
+    out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(d / "a.json"))
+    assert out.returncode == 0 and "22 cases" in out.stdout, out.stderr
+    (d / "c.json").write_text(json.dumps({**json.loads(GOLDEN.read_text(encoding="utf-8")), "suite": "other"}))
+    out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(d / "c.json"))
+    assert out.returncode == 2 and "c.json:1: a golden file of suite 'other'" in out.stderr, out.stderr
+    assert len(out.stderr.splitlines()) == 1
     with pytest.raises(LeaderEvalError, match="paired t-test"):
         plan_power(load_golden(d / "a.json") or {}, run_samples=3, metric="hard_fail_rate")
