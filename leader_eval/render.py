@@ -24,7 +24,7 @@ from leader_eval.chat_template import render_chat_template, template_supports_to
 
 # leftover template syntax and placeholders that must never reach a model: one definition,
 # shared with the output-time leak detector
-from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS
+from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS, is_filled_label
 from leader_eval.errors import SuiteError
 from leader_eval.limits import BoundedSandbox, LimitExceeded, finditer_bounded, run_bounded
 from leader_eval.types import Prompt
@@ -188,6 +188,10 @@ def find_placeholders(
     found: list[Any] = []
     for pattern in PLACEHOLDER_PATTERNS:
         found.extend(m for m in re.finditer(pattern, text) if m.group(0) not in allowed)
+    # the bracketed slot in words (the last pattern) as the leak detector reads it: a filled
+    # form label ("[Team Role] Scout") is none
+    slots = PLACEHOLDER_PATTERNS[-1]
+    found = [m for m in found if m.re.pattern != slots or not is_filled_label(text, m.start(), m.end())]
     for pattern in extra:  # a suite's own patterns run with a time bound
         found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
     return sorted(found, key=lambda m: m.start())

@@ -136,6 +136,7 @@ def test_the_slot_in_words_rule_is_one_rule_at_render_and_output_time() -> None:
     rx = re.compile(PLACEHOLDER_PATTERNS[-1])
     vocab = [*sorted(SLOT_NOUNS | SLOT_PREFIXES)[::3], "here", "coin", "the", "new", "Name", "GOAL", "turn"]
     vocab += [*sorted(SLOT_HEADS | SLOT_VERBS | SLOT_DETAILS | SLOT_OF_HEADS)[::2], "of", "and", "Teammate's"]
+    vocab += ["change", "Edit", "room", "position", "Meeting", "recipient", "wind", "place", "2", "Start-Date"]
     for n in (1, 2, 3, 4):
         for words in (
             itertools.product(vocab, repeat=n)

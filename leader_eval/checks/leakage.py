@@ -26,7 +26,13 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse
 
-from leader_eval.checks.placeholders import PLACEHOLDER_SHAPES, SLOT_CANDIDATES, is_slot_phrase, name_shapes
+from leader_eval.checks.placeholders import (
+    PLACEHOLDER_SHAPES,
+    SLOT_CANDIDATES,
+    is_filled_label,
+    is_slot_phrase,
+    name_shapes,
+)
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -50,8 +56,8 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("tool", "[", r"(?=[\sA-Za-z_])\s{0,5}[A-Za-z_][\w.]{0,100}+\(\s{0,5}[A-Za-z_]\w{0,60}+\s{0,5}=(?!=)"),
     # Mistral control words
     ("tool", "[", r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"),
-    # reasoning tags (paired later)
-    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad|seed:think)[ \t]{0,3}>"),
+    # reasoning tags (paired later), padded too: <think >, <think\n>
+    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad|seed:think)\s{0,3}>"),
     ("reason", "[", r"/?THINK\]"),  # Mistral Magistral: [THINK] ... [/THINK]
     ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
     # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones
@@ -671,6 +677,8 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
             continue
         if kind == "slot":
             if m.group() in cfg.allowed or not is_slot_phrase(m.group()[1:-1]):
+                continue
+            if is_filled_label(text, start, end, lo):  # "[Team Role] Scout": a form label
                 continue
             if code is None:
                 code = _CodeSpans(text, lo, hi)

@@ -26,7 +26,9 @@ What counts (docs/leakage.md):
   ``[agent-name]``, ``{agentName}``).
 
 Near misses that are not placeholders: other bracketed words (``[OK]``, ``[UPDATE]``,
-``[insert coin]``, ``[Todo]``),
+``[insert coin]``, ``[Todo]``), buttons, titles and places (``[Change Name]``, ``[Name of the Wind]``,
+``[Meeting Room]``), kebab phrases (``[UP-TO-DATE]``), LaTeX (``\\text{Time}``), a slot phrase that is a
+filled form label or a Markdown reference label (``is_filled_label``: ``[Team Role] Scout``),
 numbers and letters (``[1]``, ``[x]``, ``[ ]``), Markdown links and references (``[GOAL](url)``,
 ``[GOAL][1]``), citations (``[Smith 2020]``), Mistral control words (``[TOOL_CALLS]``, which are
 tool markup), and anything inside a code span (judged by the leak detector).
@@ -36,6 +38,7 @@ Every shape is linear-time: bounded quantifiers that stop at a newline or the br
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -62,7 +65,12 @@ SLOT_NOUNS = frozenset(
     )
 )
 #: the slot nouns that are a slot on their own (``[Name]``); ``[Task]`` alone is a chat label
-SLOT_NOUNS_ALONE = frozenset(("name", "goal", "date", "time", "location", "topic", "email", "city", "company"))
+SLOT_NOUNS_ALONE = frozenset(
+    (
+        *("name", "goal", "date", "time", "location", "topic", "email", "city", "company", "placeholder"),
+        *("recipient", "signature", "username"),
+    )
+)
 #: words that may come before the slot noun (at most three of them)
 SLOT_PREFIXES = frozenset(
     (
@@ -82,16 +90,43 @@ SLOT_VERBS = frozenset(("insert", "enter", "add", "fill", "describe", "specify",
 SLOT_DETAILS = frozenset(("details", "detail", "info", "information"))
 #: slot nouns that take an "of" phrase: ``[Name of the project]``, ``[Date of the meeting]``
 SLOT_OF_HEADS = frozenset(("name", "description", "title", "date", "details", "address"))
+#: what an of-phrase must end in: ``[Name of the project]``, ``[Name of recipient]``; not
+#: ``[Name of the Wind]``, ``[Title of Liberty]``, ``[Details of the Plan]`` (titles, headings)
+SLOT_OF_OBJECTS = frozenset(("meeting", "event", "recipient", "sender", "person", "organization", "teammate", "leader"))
+#: an interface verb before a ``SLOT_HEADS`` noun names a button: ``[Change Name]``, ``[Edit Title]``
+#: (an instruction verb, ``[Insert Name]``, ``[Enter Name]``, is a slot)
+UI_VERBS = frozenset(
+    (
+        *("change", "edit", "show", "hide", "view", "update", "set", "rename", "copy", "clear", "reset", "save"),
+        *("delete", "remove", "sort", "filter", "search", "toggle", "open", "close"),
+    )
+)
+#: nouns of the game world, a slot only after a pronoun or instruction: ``[Your Position]``, not
+#: ``[Start Position]``, ``[Meeting Room]``
+WORLD_NOUNS = frozenset(("room", "position"))
+WORLD_PREFIXES = frozenset(
+    (
+        *("insert", "fill", "in", "enter", "add", "your", "agent", "agent's", "user", "user's", "recipient"),
+        *("recipient's", "teammate", "teammate's", "leader's", "player's", "assigned"),
+    )
+)
 
 
 def is_slot_phrase(inner: str) -> bool:
     """Is the text between brackets a slot written in words (any letter case, optionally ending
     in "here"): up to three ``SLOT_PREFIXES`` and a ``SLOT_NOUNS`` word; one to three words and a
     ``SLOT_HEADS`` noun; a ``SLOT_VERBS`` verb, up to four words and what it asks for; a
-    ``SLOT_OF_HEADS`` noun, "of" and one to three words; or two slot nouns joined by "and"/"or"?
-    ``[insert coin]`` is not."""
-    words = inner.lower().split()
-    if words and words[-1] == "here":
+    ``SLOT_OF_HEADS`` noun, "of" and one to three words, the last a slot noun or
+    ``SLOT_OF_OBJECTS``; or two slot nouns joined by "and"/"or"? Hyphens separate words
+    (``[Your-Name]``); a number may stand between words or after a single word (``[Agent 1
+    Name]``, ``[Name 2]``). ``[insert coin]``, ``[Change Name]``, ``[Meeting Room]`` are not."""
+    words = inner.lower().replace("-", " ").split()
+    if len(words) == 2 and words[1].isdigit():
+        words.pop()  # [Name 2]
+    if not words or words[0].isdigit() or words[-1].isdigit():
+        return False  # [Mill Street Address 12]: a number ends an address or a title
+    words = [w for w in words if not w.isdigit()]
+    if words[-1] == "here":
         words.pop()
     if len(words) == 1:
         return words[0] in SLOT_NOUNS_ALONE
@@ -99,17 +134,23 @@ def is_slot_phrase(inner: str) -> bool:
         return False
     if words[0] in SLOT_VERBS and words[-1] in _ASKED_FOR:
         return True
-    if words[0] in SLOT_OF_HEADS and words[1] == "of" and 3 <= len(words) <= 5:
+    if words[0] in SLOT_OF_HEADS and words[1] == "of" and 3 <= len(words) <= 5 and words[-1] in _OF_OBJECTS:
         return True
     if len(words) == 3 and words[1] in ("and", "or") and words[0] in _PAIRED and words[2] in _PAIRED:
         return True  # [Date and Time], [Name or Role]
     if len(words) > 4:
         return False
-    return words[-1] in SLOT_HEADS or (words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1]))
+    if words[-1] in WORLD_NOUNS:
+        return all(w in WORLD_PREFIXES for w in words[:-1])
+    return (words[-1] in SLOT_HEADS and words[0] not in UI_VERBS) or (
+        words[-1] in SLOT_NOUNS and all(w in SLOT_PREFIXES for w in words[:-1])
+    )
 
 
 _ASKED_FOR = SLOT_NOUNS | SLOT_HEADS | SLOT_DETAILS
-_PAIRED = SLOT_NOUNS | SLOT_HEADS
+_OF_OBJECTS = SLOT_NOUNS | SLOT_HEADS | SLOT_OF_OBJECTS
+# [Time and Place] is a heading; [Date and Time] a slot
+_PAIRED = (SLOT_NOUNS | SLOT_HEADS) - {"place"}
 
 
 def _alternation(words: frozenset[str]) -> str:
@@ -120,26 +161,33 @@ def _alternation(words: frozenset[str]) -> str:
 # ``SLOT_CANDIDATE`` and ``is_slot_phrase``: a case-insensitive alternation tried at every "["
 # cost it a microsecond per bracket)
 _PHRASE_WORD = r"[a-z'][a-z']{0,40}"
-_HERE = r"(?:\s{1,3}here)?"
+# between two words: spaces or hyphens, and numbers standing between them ([Agent 1 Name])
+_SEP = r"[\s-]{1,3}(?:[0-9]{1,9}[\s-]{1,3}){0,3}"
+_HERE = rf"(?:{_SEP}here)?"
 _SLOT_PHRASE = (
-    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)})\s{{1,3}}){{1,3}}(?:{_alternation(SLOT_NOUNS)}){_HERE}"
-    rf"|(?:{_PHRASE_WORD}\s{{1,3}}){{1,3}}(?:{_alternation(SLOT_HEADS)}){_HERE}"
-    rf"|(?:{_alternation(SLOT_VERBS)})(?:\s{{1,3}}{_PHRASE_WORD}){{0,4}}\s{{1,3}}(?:{_alternation(_ASKED_FOR)}){_HERE}"
-    rf"|(?:{_alternation(SLOT_OF_HEADS)})\s{{1,3}}of(?!\s{{1,3}}here[\]>}}])(?:\s{{1,3}}{_PHRASE_WORD}){{1,3}}{_HERE}"
-    rf"|(?:{_alternation(_PAIRED)})\s{{1,3}}(?:and|or)\s{{1,3}}(?:{_alternation(_PAIRED)}){_HERE}"
-    rf"|(?:{_alternation(SLOT_NOUNS_ALONE)}){_HERE})"
+    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)}){_SEP}){{1,3}}(?:{_alternation(SLOT_NOUNS - WORLD_NOUNS)}){_HERE}"
+    rf"|(?:(?:{_alternation(WORLD_PREFIXES)}){_SEP}){{1,3}}(?:{_alternation(WORLD_NOUNS)}){_HERE}"
+    rf"|(?!(?:{_alternation(UI_VERBS)})[\s-])(?:{_PHRASE_WORD}{_SEP}){{1,3}}(?:{_alternation(SLOT_HEADS)}){_HERE}"
+    rf"|(?:{_alternation(SLOT_VERBS)})(?:{_SEP}{_PHRASE_WORD}){{0,4}}{_SEP}(?:{_alternation(_ASKED_FOR)}){_HERE}"
+    rf"|(?:{_alternation(SLOT_OF_HEADS)}){_SEP}of(?:{_SEP}{_PHRASE_WORD}){{0,2}}{_SEP}(?:{_alternation(_OF_OBJECTS)}){_HERE}"
+    rf"|(?:{_alternation(_PAIRED)}){_SEP}(?:and|or){_SEP}(?:{_alternation(_PAIRED)}){_HERE}"
+    rf"|(?:{_alternation(SLOT_NOUNS_ALONE)})(?:[\s-]{{1,3}}[0-9]{{1,9}}|{_HERE}))"
 )
-#: what the leak detector matches after "[" before asking ``is_slot_phrase``
-SLOT_CANDIDATE = r"(?=[A-Za-z])[A-Za-z' ]{1,60}+\](?![\[(])"
+_SLOT_CHARS = r"[A-Za-z0-9'\- ]{1,60}+"
+#: what the leak detector matches after "[" before asking ``is_slot_phrase`` (padding allowed:
+#: ``[ Your Name ]``)
+SLOT_CANDIDATE = rf"(?=[ \t]{{0,3}}[A-Za-z]){_SLOT_CHARS}\](?![\[(])"
 #: the same after "<" and "{": ``<Your Name>``, ``<YOUR NAME>``, ``{Agent Name}``, ``{Name}``,
 #: ``<insert goal here>``. These need an upper-case first letter or a ``SLOT_VERBS`` verb first:
 #: in lower case, ``<name>``, ``<time>``, ``<b>`` are HTML/XML tags and ``<tool name>``,
 #: ``<your message>`` are how a prompt spells a format ("Reply with {"tool": "<tool name>", ...}")
 _BRACED_SLOT_GUARD = rf"(?=[A-Z]|(?:{_alternation(SLOT_VERBS)})\s)"
+# a brace right after a letter, digit or backslash is LaTeX: \text{Time}, \textbf{Goal}
+_NOT_LATEX = r"(?<![A-Za-z0-9\\])"
 SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
     ("[", SLOT_CANDIDATE),
-    ("<", _BRACED_SLOT_GUARD + r"[A-Za-z' ]{1,60}+>"),
-    ("{", _BRACED_SLOT_GUARD + r"[A-Za-z' ]{1,60}+\}"),
+    ("<", _BRACED_SLOT_GUARD + _SLOT_CHARS + ">"),
+    ("{", r"(?<![A-Za-z0-9\\]\{)" + _BRACED_SLOT_GUARD + _SLOT_CHARS + r"\}"),
 )
 
 # possessive (no backtracking into a run that cannot end well): "[INSERT " * 50000 stays cheap
@@ -147,16 +195,23 @@ _UPPER_SNAKE = r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,8}+"
 _LOWER_SNAKE = r"[a-z][a-z0-9]{0,40}+(?:_[a-z0-9]{1,40}+){1,8}+"
 # upper kebab case whose last segment names a slot: [AGENT-NAME], <START-DATE>; each segment starts
 # with a letter and the last is a slot noun, so [COVID-19], [GPT-4], [UTF-8], [FOLLOW-UP] are not
+# or in a slot noun and HERE ([NAME-HERE]); a function word in it makes it a phrase: [UP-TO-DATE],
+# [SAVE-THE-DATE], [YOU-ARE-HERE]
 _KEBAB_LAST = (
     *("NAME", "GOAL", "DATE", "LOCATION", "TOPIC", "EMAIL", "ID", "DESCRIPTION", "DETAILS", "TITLE", "ROLE"),
-    *("NUMBER", "ADDRESS", "HERE"),
+    *("NUMBER", "ADDRESS"),
 )
+_KEBAB_FUNCTION_WORDS = "TO|OF|THE|A|AN|ARE|IS|AT|IN|ON|UP|OUT|BY|FOR|AND|OR"
 _UPPER_KEBAB = (
-    r"[A-Z][A-Z0-9]{0,40}+(?:-[A-Z][A-Z0-9]{0,40}+){1,8}+(?:" + "|".join(f"(?<=-{w})" for w in _KEBAB_LAST) + ")"
+    rf"(?!(?:[A-Z0-9]{{1,41}}-){{0,8}}(?:{_KEBAB_FUNCTION_WORDS})-)"
+    r"[A-Z][A-Z0-9]{0,40}+(?:-[A-Z][A-Z0-9]{0,40}+){1,8}+(?:"
+    + "|".join(f"(?<=-{w})|(?<=[^A-Z0-9]{w}-HERE)" for w in _KEBAB_LAST)
+    + ")"
 )
 # lower camel case in braces: {agentName}, {currentGoal} (a template variable; prose has none), a
 # first part of two letters or more: {iPhone}, {eBay} are names
-_LOWER_CAMEL = r"[a-z][a-z0-9]{1,40}+(?:[A-Z][a-z0-9]{0,40}+){1,8}+"
+# and a lower-case letter or digit in every hump: {macOS} is a name
+_LOWER_CAMEL = r"[a-z][a-z0-9]{1,40}+(?:[A-Z][a-z0-9]{1,40}+){1,8}+"
 _PAD = r"[ \t]{0,3}"
 # Mistral's control words are bracketed upper snake case too; they are tool markup
 _MISTRAL = r"(?!/?(?:TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|AVAILABLE_TOOLS|CALL_ID|SYSTEM_PROMPT)\])"
@@ -174,14 +229,14 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     (
         "{",
         rf"{_PAD}(?:current_goal|goal|agent_name|room|name|task|{_WORDS}|AGENT_NAME|CURRENT_GOAL|{_LOWER_SNAKE}"
-        rf"|{_LOWER_CAMEL}){_PAD}\}}",
+        rf"|{_LOWER_CAMEL}|placeholder){_PAD}\}}",
     ),
     (
         "[",
         r"(?=[A-Za-z])(?:(?:TODO|TBD):[^\[\]\n]{0,200}+|INSERT\b[^\[\]\n]{0,200}+|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}+"
         rf"|YOUR [A-Z ]{{1,80}}+|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}))\]{_NOT_LINK}",
     ),
-    ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}+|{_WORDS}|{_UPPER_SNAKE}|{_UPPER_KEBAB})>"),
+    ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}+|{_WORDS}|placeholder|{_UPPER_SNAKE}|{_UPPER_KEBAB})>"),
     # padded ([ AGENT_NAME ]) and kebab ([AGENT-NAME]) bracketed slots
     ("[", rf"(?:[ \t]{{1,3}}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}){_PAD}|{_UPPER_KEBAB})\]{_NOT_LINK}"),
 )
@@ -191,9 +246,68 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
 PLACEHOLDER_PATTERNS: tuple[str, ...] = (
     *(re.escape(first) + rest for first, rest in PLACEHOLDER_SHAPES),
     rf"<{_BRACED_SLOT_GUARD}{_SLOT_PHRASE}>",
-    rf"\{{{_BRACED_SLOT_GUARD}{_SLOT_PHRASE}\}}",
-    rf"\[{_SLOT_PHRASE}\]{_NOT_LINK}",
+    rf"{_NOT_LATEX}\{{{_BRACED_SLOT_GUARD}{_SLOT_PHRASE}\}}",
+    rf"\[{_PAD}{_SLOT_PHRASE}{_PAD}\]{_NOT_LINK}",
 )
+
+
+#: words that keep a line-start slot a slot whatever follows it (``[Your Name] Ada``, ``[Agent
+#: Name]: hi all``): the model knows who speaks and to whom; an instruction is never filled
+_UNFILLED = (
+    frozenset(("your", "yours", "agent", "agent's", "user", "user's", "teammate", "teammate's", "here")) | SLOT_VERBS
+)
+_LINE_START = re.compile(r"[ \t]{0,8}(?:(?:[-*>]|[0-9]{1,3}[.)])[ \t]{1,3})?")
+_LINK_DESTINATION = r"(?:<|[a-z][a-z0-9+.-]{1,20}:|/|\.{1,2}/|#)"  # <url>, https:, mailto:, /path, ./path, #anchor
+_LABEL_VALUE = re.compile(r":?[ \t]{1,3}(?=\S)")
+
+
+_REFERENCE = re.compile(rf"(?:^|\n)[ ]{{0,3}}(\[[^\[\]\n]{{1,62}}\]):[ \t]{{0,3}}{_LINK_DESTINATION}")
+
+
+@functools.lru_cache(maxsize=4)
+def _reference_labels(text: str, lo: int) -> frozenset[str]:
+    """The Markdown reference labels ``text[lo:]`` defines, once per text (a string's hash is
+    cached, so each later hit in the same text costs a lookup, not a scan)."""
+    if "]:" not in text:
+        return frozenset()
+    return frozenset(m.group(1) for m in _REFERENCE.finditer(text[lo:]))
+
+
+def is_filled_label(text: str, start: int, end: int, lo: int = 0) -> bool:
+    """Is the bracketed slot phrase ``text[start:end]`` (``[Team Name]``) a label, not a slot?
+
+    - a Markdown reference link: ``text`` defines it on a line of its own with a URL or path
+      (``[Job Description]: https://...``), so ``[Job Description]`` is the link's text;
+    - a form label with its value, written in title or sentence case (``[Team Name]``, not
+      ``[TEAM NAME]``), not naming the speaker or addressee nor instructing (``_UNFILLED``:
+      ``[Your Name] Ada`` stays a slot): at the start of a line (``lo`` or after a newline,
+      optionally indented and after a list marker) followed on the same line by an optional colon,
+      a space and a value that starts with a capital letter, a digit, "(", "@" or "+" (``[Team
+      Role] Scout``, ``- [Quest Title]: The Lost Mill``); elsewhere a colon, a space and a value
+      that starts with a digit, "(", "@" or "+" (``Office [Phone Number]: 555-0199``)."""
+    inner = text[start + 1 : end - 1].strip()
+    if text[start] != "[" or not inner:
+        return False
+    if text[start:end] in _reference_labels(text, lo):
+        return True
+    if not inner[0].isupper() or inner == inner.upper():
+        return False
+    m = _LABEL_VALUE.match(text, end)
+    if m is None or not _UNFILLED.isdisjoint(inner.lower().replace("-", " ").split()):
+        return False
+    first = text[m.end()]
+    if first.isdigit() or first in "(@+":
+        return text[end] == ":" or _at_line_start(text, start, lo)
+    return first.isupper() and _at_line_start(text, start, lo)
+
+
+def _at_line_start(text: str, start: int, lo: int) -> bool:
+    # looks back at most 16 characters (the longest _LINE_START): linear on a long line of hits
+    k = max(lo, start - 16)
+    nl = text.rfind("\n", k, start)
+    if nl == -1 and k > lo:
+        return False
+    return _LINE_START.fullmatch(text, k if nl == -1 else nl + 1, start) is not None
 
 
 def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
@@ -211,7 +325,7 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
     if snake:
         # each name also in kebab case and run together (camelCase in any case: agentName);
         # the guard keeps the case-insensitive alternation from being tried after every bracket
-        spellings = sorted({v for n in snake for v in (n, n.replace("_", "-"), n.replace("_", ""))}, key=len)[::-1]
+        spellings = sorted({v for n in snake for v in (n, *(n.replace("_", c) for c in ("-", "", " ")))}, key=len)[::-1]
         alt = _PAD + "(?=[A-Za-z_])(?i:" + "|".join(map(re.escape, spellings)) + ")" + _PAD
         shapes += [("[", alt + r"\]" + _NOT_LINK), ("<", alt + ">"), ("{", alt + r"\}")]
     if single:

@@ -12,8 +12,9 @@ from leader_eval.types import ToolCall
 NAME_KEYS = ("tool", "name")
 ARGS_KEYS = ("arguments", "parameters")
 #: an object or array whose first key is quoted (double quotes, or single: a Python dict is a
-#: failed attempt too), or an empty one; ``{0:21}`` is no attempt
-JSON_OPENING = r"[\[{][\s\[{]*(?:[\"']|\}|\])"
+#: failed attempt too), or an empty one; ``{0:21}`` is no attempt, and nor is a Python list of
+#: strings (``['wood', 'stone'] is what we need``): single quotes only as a dict key, ``{'tool':``
+JSON_OPENING = r"[\[{][\s\[{]*(?:\"|\}|\])|(?:\[[\s\[]*)?\{\s*'[^'\n]{0,100}'\s*:"
 
 
 def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
