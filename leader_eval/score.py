@@ -177,6 +177,7 @@ class CaseScorer:
                 allowed_placeholders=tuple(self.suite.render.get("allowed_placeholders", ())),
                 forbid=(*leakage.get("forbid", ()), *self.case.expect.get("forbid", ())),
                 scaffold_texts=self.scaffold_texts,
+                tool_names=tuple(t.name for t in self.suite.tools),
             )
         )
         # inside a call's arguments the end-of-turn token is never "at the end of the output"

@@ -69,14 +69,14 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # unrendered template syntax and placeholders: checks/placeholders.py, the one definition
     *(("ph", first, rest) for first, rest in PLACEHOLDER_SHAPES),
     # the start of a JSON (or Python-dict) object whose first key names a tool call's parts
-    ("json", "{", r"\s{0,20}[\"'](?:name|tool|tool_name|function|type|id|arguments|parameters)[\"']\s{0,20}:"),
+    ("json", "{", r"\s{0,20}[\"'](?:name|tool|tool_name|function|type|id|arguments|parameters|action)[\"']\s{0,20}:"),
 )
 
-_JSON_NAME_KEYS = ("name", "tool", "tool_name", "function")
-_JSON_ARG_KEYS = ("arguments", "parameters", "args", "input")
+_JSON_NAME_KEYS = ("name", "tool", "tool_name", "function", "action")  # action: LangChain's agent format
+_JSON_ARG_KEYS = ("arguments", "parameters", "args", "input", "action_input")
 # fallback for malformed objects (truncated, single-quoted, trailing commas)
-_LOOSE_NAME = re.compile(r"[\"'](?:name|tool|tool_name)[\"']\s{0,20}:\s{0,20}[\"']")
-_LOOSE_ARGS = re.compile(r"[\"'](?:arguments|parameters|args|input)[\"']\s{0,20}:")
+_LOOSE_NAME = re.compile(r"[\"'](?:name|tool|tool_name|action)[\"']\s{0,20}:\s{0,20}[\"']")
+_LOOSE_ARGS = re.compile(r"[\"'](?:arguments|parameters|args|input|action_input)[\"']\s{0,20}:")
 _JSON_MAX_CHARS = 20_000  # an object longer than this is data, not a call envelope
 _JSON_MAX_CANDIDATES = 64  # per text: bounds the work on adversarial input
 _LOOSE_WINDOW = 1_000
@@ -122,6 +122,7 @@ class LeakConfig:
     forbid: tuple[str, ...] = ()
     scaffold_texts: tuple[str, ...] = ()
     scaffold_min_words: int = 12  # a verbatim run of this many scaffold words is an echo
+    tool_names: tuple[str, ...] = ()  # the suite's tools: "assign_task(agent=" in a message is a call
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,8 @@ class CompiledLeakConfig:
     extra_literals: tuple[tuple[str, bool, bool] | None, ...] = ()
     # the characters every scanner match starts with (see ``_first_chars``), or None
     scanner_firsts: tuple[str, ...] | None = None
+    # a call of one of the suite's tools written as text (``_tool_call_text``), and its names
+    tool_call_text: re.Pattern[str] | None = None
 
 
 def _group_by_first_char(entries: list[tuple[str, str, str]]) -> str:
@@ -290,6 +293,7 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         scaffold=_build_scaffold(cfg.scaffold_texts, cfg.scaffold_min_words),
         extra_literals=tuple(_required_literal(p) for _, p in extra),
         scanner_firsts=_first_chars(scanner),
+        tool_call_text=_tool_call_text(cfg.tool_names),
     )
 
 
@@ -353,6 +357,17 @@ def _matches_from(pattern: re.Pattern[str], text: str, starts: list[int], hi: in
         if m is not None:
             yield m
             pos = max(m.end(), k + 1)
+
+
+def _tool_call_text(names: tuple[str, ...]) -> re.Pattern[str] | None:
+    """``name(`` then ``)`` or a keyword argument, for the suite's own tool names only: a call
+    written as text ("I'll run assign_task(agent=\"Ada\")"). Any other ``word(key=`` is code or
+    prose (``print(end="")``), and a tool named without a call is a mention."""
+    names = tuple(sorted({n for n in names if n.isidentifier()}, key=len, reverse=True))
+    if not names:
+        return None
+    alts = "|".join(map(re.escape, names))
+    return re.compile(rf"(?<![\w.])(?:{alts})[ \t]{{0,3}}\([ \t]{{0,3}}(?:\)|[A-Za-z_]\w{{0,64}}[ \t]{{0,3}}=(?!=))")
 
 
 _LITERAL_MIN = 3  # a shorter literal is in most texts: not worth the check
@@ -714,6 +729,14 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
         for m in itertools.islice(matches, MAX_FINDINGS):
             if m.end() > m.start():
                 spans.append((reason, m.start(), m.end()))
+    if cfg.tool_call_text is not None and any(n in text for n in cfg.config.tool_names):
+        for m in itertools.islice(cfg.tool_call_text.finditer(text, lo, hi), MAX_FINDINGS):
+            if where == "text" and not text[lo : m.start()].strip():
+                continue  # a whole output that opens with the call is a failed attempt, not a leak
+            if code is None:
+                code = _CodeSpans(text, lo, hi)
+            if not code.contains(m.start(), m.end()):
+                spans.append((Reason.LEAK_TOOL_MARKUP, m.start(), m.end()))
     if cfg.scaffold is not None:
         spans.extend((Reason.LEAK_SCAFFOLD, s, e) for s, e in _scaffold_echoes(text, lo, hi, cfg.scaffold))
     spans = _outermost(spans)[:MAX_FINDINGS]
