@@ -359,6 +359,41 @@ def _matches_from(pattern: re.Pattern[str], text: str, starts: list[int], hi: in
             pos = max(m.end(), k + 1)
 
 
+# At most this many "(" in a text: find tool-call-as-text matches from them; more, one regex scan.
+_PARENS_MAX = 1024
+
+
+def _tool_call_matches(cfg: CompiledLeakConfig, text: str, lo: int, hi: int) -> Iterable[re.Match[str]]:
+    """``cfg.tool_call_text.finditer(text, lo, hi)``, tried only where it can match.
+
+    The pattern opens with a look-behind, which gives the regex engine nothing to skip with: it
+    tried every position (~20 ms per MB, the slowest part of scoring a 1 MB output). Every match
+    is a tool name followed, after at most three spaces or tabs, by "(", which is rare in text:
+    so each "(" gives the places a match can start, and ``match`` is tried there in order, going
+    on from each match's end as the search does (as ``_scan`` does for the scanner)."""
+    pattern = cfg.tool_call_text
+    assert pattern is not None
+    opens: list[int] = []
+    k = text.find("(", lo, hi)
+    while k != -1:
+        if len(opens) == _PARENS_MAX:
+            return pattern.finditer(text, lo, hi)
+        opens.append(k)
+        k = text.find("(", k + 1, hi)
+    names = [n for n in cfg.config.tool_names if n.isidentifier()]  # as _tool_call_text keeps
+    starts: set[int] = set()
+    for p in opens:
+        e = p  # where the name would end: at "(", or before up to three spaces or tabs
+        while True:
+            for name in names:
+                if e - len(name) >= lo and text.startswith(name, e - len(name)):
+                    starts.add(e - len(name))
+            if p - e == 3 or e <= lo or text[e - 1] not in " \t":
+                break
+            e -= 1
+    return _matches_from(pattern, text, sorted(starts), hi)
+
+
 def _tool_call_text(names: tuple[str, ...]) -> re.Pattern[str] | None:
     """``name(`` then ``)`` or a keyword argument, for the suite's own tool names only: a call
     written as text ("I'll run assign_task(agent=\"Ada\")"). Any other ``word(key=`` is code or
@@ -662,6 +697,8 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
             break
         kind = m.lastgroup.rpartition("_")[0] if m.lastgroup else ""
         start, end = m.start(), m.end()
+        if kind == "json" and (start < json_until or json_budget <= 0):
+            continue  # skipped below too, whether in code or not: decided before the code spans
         if kind in _CODE_EXEMPT:
             if code is None:
                 code = _CodeSpans(text, lo, hi)
@@ -730,7 +767,7 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
             if m.end() > m.start():
                 spans.append((reason, m.start(), m.end()))
     if cfg.tool_call_text is not None and any(n in text for n in cfg.config.tool_names):
-        for m in itertools.islice(cfg.tool_call_text.finditer(text, lo, hi), MAX_FINDINGS):
+        for m in itertools.islice(_tool_call_matches(cfg, text, lo, hi), MAX_FINDINGS):
             if where == "text" and not text[lo : m.start()].strip():
                 continue  # a whole output that opens with the call is a failed attempt, not a leak
             if code is None:
