@@ -18,7 +18,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from leader_eval.checks.degeneration import DegenerationConfig, check_degeneration, check_repetition, is_empty
+from leader_eval.checks.degeneration import (
+    DegenerationConfig,
+    check_degeneration,
+    check_repetition,
+    is_empty,
+    repetition_passes,
+)
 from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import REGISTRY, ParseResult, parse_output
@@ -52,6 +58,7 @@ LEAK_PRECEDENCE = (
     Reason.FORBIDDEN_PATTERN,
 )
 _LEAK_RANK = {str(r): i for i, r in enumerate(LEAK_PRECEDENCE)}
+_IN_CHECK_ORDER = frozenset(CHECK_ORDER)
 
 
 def _leak_rank(reason: Reason | str) -> int:
@@ -241,7 +248,7 @@ class CaseScorer:
                 parsed.calls, self.case.expect, self.tools, goal=self.goal, validators=self.validators
             ):
                 checks[c.check] = c
-        findings = list(self._leaks(parsed))
+        findings = self._leaks(parsed)
         if checks["format"].reason == Reason.NO_CALL and _attempt_after_leaks(parsed, findings):
             # "<think>...</think>{'tool': ..." is a failed attempt behind a leak, not prose
             checks["format"] = CheckResult("format", False, Reason.UNPARSEABLE, parsed.error or "")
@@ -264,7 +271,7 @@ class CaseScorer:
                 f"visible text does not match {missing[0]!r}" if missing else "",
             )
         ordered = [checks[name] for name in CHECK_ORDER if name in checks]
-        ordered += [c for name, c in checks.items() if name not in CHECK_ORDER]
+        ordered += [c for name, c in checks.items() if name not in _IN_CHECK_ORDER]
         failed = [c for c in ordered if not c.passed]
         ordered = [
             CheckResult(
@@ -297,11 +304,12 @@ class CaseScorer:
             checks=[c.to_dict() for c in ordered],
         )
 
-    def _leaks(self, parsed: ParseResult) -> Iterator[Finding]:
-        yield from find_leaks(parsed.visible_text, self.leak_cfg, where="text")
+    def _leaks(self, parsed: ParseResult) -> list[Finding]:
+        found = find_leaks(parsed.visible_text, self.leak_cfg, where="text")
         for i, call in enumerate(parsed.calls):
             for path, text in _string_leaves(call.arguments, f"call[{i}].arguments"):
-                yield from find_leaks(text, self.arg_leak_cfg, where=path)
+                found += find_leaks(text, self.arg_leak_cfg, where=path)
+        return found
 
 
 def _call_dict(call: ToolCall) -> dict[str, Any]:
@@ -323,6 +331,11 @@ def _copy_json(value: Any) -> Any:
     """The copy ``asdict`` makes of a field value: containers rebuilt, anything else deep-copied."""
     if isinstance(value, _IMMUTABLE):
         return value
+    if type(value) is dict:  # the usual arguments object: no generator, no call per string
+        return {
+            k if isinstance(k, _IMMUTABLE) else _copy_json(k): v if isinstance(v, _IMMUTABLE) else _copy_json(v)
+            for k, v in value.items()
+        }
     if isinstance(value, dict):
         return type(value)((_copy_json(k), _copy_json(v)) for k, v in value.items())
     if isinstance(value, list | tuple):
@@ -427,6 +440,8 @@ def _argument_repetition(parsed: ParseResult, cfg: DegenerationConfig) -> CheckR
     prefix = "call" if parsed.strict_ok else "lenient_call"
     for i, call in enumerate(parsed.lenient_calls):
         for path, text in _string_leaves(call.arguments, f"{prefix}[{i}].arguments"):
+            if repetition_passes(text, cfg):  # a pass leaves no record: the verdict is enough
+                continue
             c = check_repetition(text, cfg)
             if not c.passed:
                 found = tuple(replace(f, where=path) for f in c.findings)

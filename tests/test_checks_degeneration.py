@@ -17,6 +17,8 @@ from leader_eval.checks.degeneration import (
     _Repeats,
     _stable_argsort,
     check_degeneration,
+    check_repetition,
+    repetition_passes,
 )
 from leader_eval.types import Reason
 
@@ -129,3 +131,28 @@ def test_a_passing_output_reports_the_bound_not_a_guess() -> None:
     rep = check_degeneration(text, stop_reason="stop", prompt_text="", cfg=DegenerationConfig())[2]
     assert rep.passed and rep.data["longest_repeat_fraction"] is None
     assert rep.data["longest_repeat_below"] == len(text) // 2 + 1
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(["go", "Go", "to", "the", "river", "mill", "now.", "x"]), max_size=120),
+    loop=st.integers(0, 6),
+    ngram=st.integers(1, 5),
+    ngram_limit=st.sampled_from([0.0, 0.2, 0.5, 0.8, 1.0]),
+    substring_limit=st.sampled_from([0.1, 0.5, 0.9]),
+    min_chars=st.sampled_from([0, 10, 40]),
+)
+def test_repetition_passes_only_where_the_check_passes(
+    words: list[str], loop: int, ngram: int, ngram_limit: float, substring_limit: float, min_chars: int
+) -> None:
+    # the scorer skips the full repetition check of a call argument when this says it passes:
+    # a wrong True would hide a loop in a message
+    text = " ".join(words) + " ab cd" * loop
+    cfg = DegenerationConfig(
+        ngram=ngram,
+        max_ngram_repeat_fraction=ngram_limit,
+        max_repeated_substring_fraction=substring_limit,
+        min_chars=min_chars,
+    )
+    if repetition_passes(text, cfg):
+        assert check_repetition(text, cfg).passed, (text, cfg)

@@ -10,6 +10,7 @@ on their last ``window_chars`` characters: a runaway loop runs to the end of the
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -293,11 +294,20 @@ def _may_repeat(text: str, length: int) -> bool:
     ``length`` chars contains a whole block, so if a run occurs twice, so does that block (at
     the same distance). A block that never occurs again proves there is no such run, with one
     substring search per block (in C); on most outputs this replaces hashing every window.
+
+    Only the blocks and the stretch of text a repeat can involve are searched: a repeat at i
+    and j = i + d has 1 <= d and j + length <= n, so i <= n - length - 1; the first block at or
+    after i starts before i + b and lies inside the run, and its copy starts within d <= n -
+    length characters after it (the length-1000 runs of a 2 KB output: 3 of 4 blocks, each
+    searched over three quarters of the text).
     """
     b = (length + 1) // 2
-    if b < 1 or len(text) // b > _MAX_BLOCKS:
+    n = len(text)
+    if b < 1 or n // b > _MAX_BLOCKS:
         return True
-    return any(text.find(text[start : start + b], start + 1) != -1 for start in range(0, len(text) - b + 1, b))
+    reach = n - length  # the largest distance between a run and its repeat
+    last = min(n - b, reach + b - 2)  # the last block start a repeat can need
+    return any(text.find(text[s : s + b], s + 1, s + reach + b) != -1 for s in range(0, last + 1, b))
 
 
 def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: DegenerationConfig) -> CheckResult:
@@ -357,6 +367,42 @@ def check_repetition(text: str, cfg: DegenerationConfig) -> CheckResult:
         return CheckResult("repetition", True, detail=f"shorter than {cfg.min_chars} chars: not judged")
     distinct, total = _grams(text[max(0, len(text) - cfg.window_chars) :], max(1, cfg.ngram))
     return _repetition(text, distinct, total, cfg)
+
+
+def repetition_passes(text: str, cfg: DegenerationConfig) -> bool:
+    """True only if ``check_repetition(text, cfg)`` passes, usually decided on part of the text;
+    False when that is not shown here (then the full check decides).
+
+    A caller that needs only the verdict (the scorer's check of each call argument, where a
+    pass leaves no record) skips most of the work: the long-repeat rule is decided by its exact
+    pre-check ``_may_repeat`` alone (a possible repeat: not shown), and the word n-grams are
+    counted in steps that stop once enough distinct ones are seen for the n-gram rule to pass
+    (the distinct count only grows, and the rule is monotone in it)."""
+    if len(text.strip()) < cfg.min_chars:
+        return True
+    window = text[max(0, len(text) - cfg.window_chars) :]
+    need = int(cfg.max_repeated_substring_fraction * len(window)) + 1
+    if need < len(window) and _may_repeat(window, need):
+        return False
+    n = max(1, cfg.ngram)
+    words = window.lower().split()
+    total = max(0, len(words) - n + 1)
+    limit = cfg.max_ngram_repeat_fraction
+
+    def fails(distinct: int) -> bool:  # _repetition's n-gram rule, as it computes it
+        return (1.0 - distinct / total if total else 0.0) > limit
+
+    enough = next((d for d in range(max(0, int((1.0 - limit) * total) - 2), total + 1) if not fails(d)), None)
+    if enough is None or (enough and fails(enough - 1) is False):
+        return False  # no count passes, or the estimate started too high: let the full check decide
+    grams = zip(*(words[k:] for k in range(n)), strict=False)
+    seen: set[tuple[str, ...]] = set()
+    read = 0
+    while len(seen) < enough and read < total:
+        step = enough - len(seen)  # at least this many more n-grams are needed to get there
+        seen.update(itertools.islice(grams, step))
+        read += step
+    return len(seen) >= enough
 
 
 def _restates(distinct: set[tuple[str, ...]], total: int, prompt_text: str, cfg: DegenerationConfig) -> CheckResult:

@@ -17,8 +17,9 @@ import functools
 import itertools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 try:
     from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+
@@ -100,6 +101,7 @@ _KIND_REASON = {
 _CODE_EXEMPT = frozenset({"tool", "reason", "declared", "ph", "json"})
 
 _CONTEXT_CHARS = 60
+W = TypeVar("W", str, bytes)  # a word: str, or bytes for an ASCII text (see _ascii_words)
 # a text with more leaks than this is hopeless anyway; the cap bounds the time on inputs
 # such as "<think>" * 50000, where building 50,000 findings was the cost
 MAX_FINDINGS = 1000
@@ -131,6 +133,14 @@ class _ScaffoldIndex:
     stride: int
     min_words: int
     ascii_only: bool = False  # every scaffold word is ASCII (see _ascii_skeleton)
+    # the same words and grams as UTF-8 bytes, compared with an ASCII text's words split as bytes
+    # (_ascii_words): a non-ASCII word's bytes never equal an ASCII word, as the strings never do
+    bwords: tuple[tuple[bytes, ...], ...] = ()
+    bgrams: dict[tuple[bytes, ...], tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # (first word, last word) of every gram, as str and as bytes: a window whose two ends are
+    # no gram's ends is no gram, and checking the ends hashes a third of the words
+    ends: frozenset[tuple[str, str]] = frozenset()
+    bends: frozenset[tuple[bytes, bytes]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,8 @@ class CompiledLeakConfig:
     # per ``extra`` pattern: a literal every match contains (and whether it is compared
     # ignoring case), or None; a text without it cannot match (see ``_required_literal``)
     extra_literals: tuple[tuple[str, bool, bool] | None, ...] = ()
+    # the characters every scanner match starts with (see ``_first_chars``), or None
+    scanner_firsts: tuple[str, ...] | None = None
     # a call of one of the suite's tools written as text (``_tool_call_text``), and its names
     tool_call_text: re.Pattern[str] | None = None
 
@@ -179,6 +191,21 @@ _WORD = re.compile(r"\w+")
 _WORD_SPLIT = re.compile(r"(\w+)")
 # every ASCII character that \w does not match (whitespace included) becomes a space
 _ASCII_NONWORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+# ... and, for bytes, every ASCII word character becomes its lower case in the same pass
+_ASCII_WORD_LOWER = bytes(
+    ord(chr(c).lower()) if c < 128 and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256)
+)
+
+
+def _ascii_words(text: str) -> list[bytes]:
+    """``_words`` of an ASCII text, as bytes: one translate (non-word characters to spaces,
+    letters to lower case, as str.lower does on ASCII) and a split, skipping the str machinery
+    and the separate lower(); ~6 us less per 2 KB, on every leak scan."""
+    return text.encode("ascii").translate(_ASCII_WORD_LOWER).split()
+
+
+def _utf8(word: str) -> bytes:
+    return word.encode("utf-8", "surrogatepass")  # one-to-one, so distinct words stay distinct
 
 
 def _build_scaffold(texts: tuple[str, ...], min_words: int) -> _ScaffoldIndex | None:
@@ -198,7 +225,11 @@ def _build_scaffold(texts: tuple[str, ...], min_words: int) -> _ScaffoldIndex | 
                 hits.append((ti, i))
     frozen = {k: tuple(v) for k, v in grams.items()}
     ascii_only = all(w.isascii() for ws in words for w in ws)
-    return _ScaffoldIndex(words, frozen, gram, stride, min_words, ascii_only)
+    bwords = tuple(tuple(map(_utf8, ws)) for ws in words)
+    bgrams = {tuple(map(_utf8, k)): v for k, v in frozen.items()}
+    ends = frozenset((k[0], k[-1]) for k in frozen)
+    bends = frozenset((k[0], k[-1]) for k in bgrams)
+    return _ScaffoldIndex(words, frozen, gram, stride, min_words, ascii_only, bwords, bgrams, ends, bends)
 
 
 def _ascii_skeleton(text: str) -> str:
@@ -212,12 +243,18 @@ def _ascii_skeleton(text: str) -> str:
     return text.replace("\u212a", "k").encode("ascii", "replace").decode("ascii")
 
 
-def _candidate_keys(ws: list[str], idx: _ScaffoldIndex) -> list[tuple[str, ...]] | None:
-    """The gram at every stride-th word, or None when none of them is a scaffold gram."""
+def _candidate_keys(
+    ws: list[W], idx: _ScaffoldIndex, grams: Mapping[tuple[W, ...], object], ends: frozenset[tuple[W, W]]
+) -> list[tuple[W, ...]] | None:
+    """The gram at every stride-th word, or None when none of them is one of ``grams`` (the
+    index's grams, as str or as bytes like ``ws``; ``ends`` their first and last words)."""
     # built in C: ws[k::stride] holds word q + k of each window q, and zip stops at the last
-    # window that fits
-    keys = list(zip(*(ws[k :: idx.stride] for k in range(idx.gram)), strict=False))
-    if idx.grams.keys().isdisjoint(keys):  # the common case, decided in C
+    # window that fits (the one whose last word, at k = gram - 1, exists)
+    stride, last = idx.stride, idx.gram - 1
+    if ends.isdisjoint(zip(ws[::stride], ws[last::stride], strict=False)):  # no gram has these two ends
+        return None
+    keys = list(zip(*(ws[k::stride] for k in range(idx.gram)), strict=False))
+    if grams.keys().isdisjoint(keys):  # the common case, decided in C
         return None
     return keys
 
@@ -255,8 +292,106 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         allowed=allowed,
         scaffold=_build_scaffold(cfg.scaffold_texts, cfg.scaffold_min_words),
         extra_literals=tuple(_required_literal(p) for _, p in extra),
+        scanner_firsts=_first_chars(scanner),
         tool_call_text=_tool_call_text(cfg.tool_names),
     )
+
+
+def _first_chars(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """The characters a match of ``pattern`` can start with, when its top level is a literal
+    character or an alternation of branches that each start with one (as the combined scanner
+    is built); None when that is not certain (any other shape, or case folding)."""
+    try:
+        parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+    except Exception:  # an optimisation: never a reason to fail
+        return None
+    if parsed.state.flags & re.IGNORECASE or not len(parsed):
+        return None
+    op, av = parsed[0]
+    branches = av[1] if op is sre_parse.BRANCH and len(parsed) == 1 else [parsed]
+    firsts: set[str] = set()
+    for branch in branches:
+        if not len(branch) or branch[0][0] is not sre_parse.LITERAL:
+            return None
+        firsts.add(chr(branch[0][1]))
+    return tuple(sorted(firsts))
+
+
+# At most this many characters that can start a match: try a match at each (found with
+# str.find, in C); more, and one regex scan is cheaper than a Python step per candidate.
+_SPARSE_MAX = 48
+
+
+def _scan(cfg: CompiledLeakConfig, text: str, lo: int, hi: int) -> Iterable[re.Match[str]]:
+    """``cfg.scanner.finditer(text, lo, hi)``, faster on text with few candidates.
+
+    The regex engine's search tests every position against the set of first characters
+    (~50 instructions per character: ~100k per 2 KB output, the largest cost of the scan).
+    Every match starts with one of ``cfg.scanner_firsts``, so the same matches are found by
+    trying ``match`` only where one occurs, in order, going on from each match's end as the
+    search does (``match`` at a position sees the text before it, as the search does); text
+    with none of them has no match at all."""
+    firsts = cfg.scanner_firsts
+    if firsts is None:
+        return cfg.scanner.finditer(text, lo, hi)
+    starts: list[int] = []
+    for c in firsts:
+        k = text.find(c, lo, hi)  # memchr: a fraction of an instruction per character
+        while k != -1:
+            if len(starts) == _SPARSE_MAX:
+                return cfg.scanner.finditer(text, lo, hi)
+            starts.append(k)
+            k = text.find(c, k + 1, hi)
+    if not starts:
+        return ()
+    starts.sort()
+    return _matches_from(cfg.scanner, text, starts, hi)
+
+
+def _matches_from(pattern: re.Pattern[str], text: str, starts: list[int], hi: int) -> Iterator[re.Match[str]]:
+    pos = -1
+    for k in starts:
+        if k < pos:
+            continue
+        m = pattern.match(text, k, hi)
+        if m is not None:
+            yield m
+            pos = max(m.end(), k + 1)
+
+
+# At most this many "(" in a text: find tool-call-as-text matches from them; more, one regex scan.
+_PARENS_MAX = 1024
+
+
+def _tool_call_matches(cfg: CompiledLeakConfig, text: str, lo: int, hi: int) -> Iterable[re.Match[str]]:
+    """``cfg.tool_call_text.finditer(text, lo, hi)``, tried only where it can match.
+
+    The pattern opens with a look-behind, which gives the regex engine nothing to skip with: it
+    tried every position (~20 ms per MB, the slowest part of scoring a 1 MB output). Every match
+    is a tool name followed, after at most three spaces or tabs, by "(", which is rare in text:
+    so each "(" gives the places a match can start, and ``match`` is tried there in order, going
+    on from each match's end as the search does (as ``_scan`` does for the scanner)."""
+    pattern = cfg.tool_call_text
+    assert pattern is not None
+    opens: list[int] = []
+    k = text.find("(", lo, hi)
+    while k != -1:
+        if len(opens) == _PARENS_MAX:
+            return pattern.finditer(text, lo, hi)
+        opens.append(k)
+        k = text.find("(", k + 1, hi)
+    names = [n for n in cfg.config.tool_names if n.isidentifier()]  # as _tool_call_text keeps
+    starts: set[int] = set()
+    for p in opens:
+        e = p  # where the name would end: at "(", or before up to three spaces or tabs
+        while True:
+            for name in names:
+                if e - len(name) >= lo and text.startswith(name, e - len(name)):
+                    starts.add(e - len(name))
+            if p - e == 3 or e <= lo or text[e - 1] not in " \t":
+                break
+            e -= 1
+    return _matches_from(pattern, text, sorted(starts), hi)
 
 
 def _tool_call_text(names: tuple[str, ...]) -> re.Pattern[str] | None:
@@ -463,27 +598,42 @@ def _tag_family(tag: str) -> tuple[str, bool]:
 
 def _scaffold_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[tuple[int, int]]:
     segment = text[lo:hi]
-    if idx.ascii_only and not segment.isascii() and _candidate_keys(_words(_ascii_skeleton(segment)), idx) is None:
+    if segment.isascii():
+        return _echo_runs(segment, lo, _ascii_words(segment), idx, idx.bwords, idx.bgrams, idx.bends)
+    if idx.ascii_only and _candidate_keys(_ascii_words(_ascii_skeleton(segment)), idx, idx.bgrams, idx.bends) is None:
         return []
-    ws = _words(segment)
+    return _echo_runs(segment, lo, _words(segment), idx, idx.words, idx.grams, idx.ends)
+
+
+def _echo_runs(
+    segment: str,
+    lo: int,
+    ws: list[W],
+    idx: _ScaffoldIndex,
+    scaffold_words: tuple[tuple[W, ...], ...],
+    grams: Mapping[tuple[W, ...], tuple[tuple[int, int], ...]],
+    ends: frozenset[tuple[W, W]],
+) -> list[tuple[int, int]]:
+    """The echoes of the scaffold in ``segment`` (at ``lo`` of its text), whose words are ``ws``:
+    ``scaffold_words`` and ``grams`` are the index's, of the same type as ``ws``."""
     n = len(ws)
     if n < idx.min_words:
         return []
     g = idx.gram
-    keys = _candidate_keys(ws, idx)
+    keys = _candidate_keys(ws, idx, grams, ends)
     if keys is None:
         return []
     runs: list[tuple[int, int]] = []
     covered = 0
     # only the windows that hit, picked in C (a long text with an echo has thousands of windows)
-    for w in itertools.compress(range(len(keys)), map(idx.grams.__contains__, keys)):
+    for w in itertools.compress(range(len(keys)), map(grams.__contains__, keys)):
         q = w * idx.stride
         if q < covered:
             continue
-        hits = idx.grams[keys[w]]
+        hits = grams[keys[w]]
         best = (0, 0)
         for ti, r in hits:
-            sw = idx.words[ti]
+            sw = scaffold_words[ti]
             a, b = q, r
             while a > covered and b > 0 and ws[a - 1] == sw[b - 1]:
                 a -= 1
@@ -535,16 +685,20 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
     if isinstance(cfg, LeakConfig):  # be forgiving: compile (cached) on the caller's behalf
         cfg = compile_leak_config(cfg)
     lo, hi = _visible_bounds(text, cfg)
+    if lo >= hi:  # nothing visible (a call's output, once parsed, is mostly empty text)
+        return []
     spans: list[tuple[Reason, int, int]] = []
     code: _CodeSpans | None = None
     tags: list[tuple[int, int, str, bool]] = []
     json_until = lo
     json_budget = _JSON_MAX_CANDIDATES
-    for m in cfg.scanner.finditer(text, lo, hi):
+    for m in _scan(cfg, text, lo, hi):
         if len(spans) >= MAX_FINDINGS or len(tags) >= 2 * MAX_FINDINGS:
             break
         kind = m.lastgroup.rpartition("_")[0] if m.lastgroup else ""
         start, end = m.start(), m.end()
+        if kind == "json" and (start < json_until or json_budget <= 0):
+            continue  # skipped below too, whether in code or not: decided before the code spans
         if kind in _CODE_EXEMPT:
             if code is None:
                 code = _CodeSpans(text, lo, hi)
@@ -613,7 +767,7 @@ def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> li
             if m.end() > m.start():
                 spans.append((reason, m.start(), m.end()))
     if cfg.tool_call_text is not None and any(n in text for n in cfg.config.tool_names):
-        for m in itertools.islice(cfg.tool_call_text.finditer(text, lo, hi), MAX_FINDINGS):
+        for m in itertools.islice(_tool_call_matches(cfg, text, lo, hi), MAX_FINDINGS):
             if where == "text" and not text[lo : m.start()].strip():
                 continue  # a whole output that opens with the call is a failed attempt, not a leak
             if code is None:

@@ -26,10 +26,12 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from referencing.exceptions import Unresolvable
 
+from leader_eval.fast_validity import Predicate, compile_validity
 from leader_eval.tool_schema import validator_for
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
+_FAST: dict[int, tuple[Draft202012Validator, Predicate | None]] = {}
 _REGEXES: dict[str, re.Pattern[str] | None] = {}
 _GOAL_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {}
 
@@ -70,6 +72,26 @@ def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
         _VALIDATORS[key] = v
     _VALIDATORS[id(schema)] = v
     return v
+
+
+def _fast_valid(validator: Draft202012Validator, arguments: Any) -> bool:
+    """True only if ``validator`` finds no error in ``arguments``, decided without jsonschema
+    for the schemas ``fast_validity`` handles (~1 us instead of ~10 us); False: ask jsonschema."""
+    known = _FAST.get(id(validator))
+    if known is None or known[0] is not validator:
+        pred: Predicate | None = None
+        if validator.TYPE_CHECKER is Draft202012Validator.TYPE_CHECKER:  # the types it copies
+            try:
+                pred = compile_validity(validator.schema)
+            except RecursionError:  # a self-referencing schema object: jsonschema decides
+                pred = None
+        if len(_FAST) > 4096:
+            _FAST.clear()
+        known = _FAST[id(validator)] = (validator, pred)
+    try:
+        return known[1] is not None and known[1](arguments)
+    except RecursionError:
+        return False
 
 
 def _regex(pattern: str) -> re.Pattern[str] | None:
@@ -509,7 +531,7 @@ def _schema_check(
             continue  # an unknown tool is tool_choice's finding
         validator = validators[call.name] if validators and call.name in validators else _validator(schema)
         try:
-            if validator.is_valid(call.arguments):
+            if _fast_valid(validator, call.arguments) or validator.is_valid(call.arguments):
                 continue
             err = best_match(validator.iter_errors(call.arguments))
         except RecursionError:

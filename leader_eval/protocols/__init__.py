@@ -124,9 +124,12 @@ class ParseResult:
 
 def _lenient(protocol: str, scan: Scan, api_tool_calls: list[dict[str, Any]] | None) -> list[ToolCall]:
     try:
-        extract = REGISTRY[protocol].lenient
+        p = REGISTRY[protocol]
+        extract = p.lenient
         if extract is None:
             return api_calls(api_tool_calls, strict=False)
+        if p.lenient_needs and all(scan.text.find(n, scan.start) == -1 for n in p.lenient_needs):
+            return []
         return list(itertools.islice(extract(scan), MAX_CALLS))
     except (Fail, RecursionError, MemoryError, ValueError, TypeError):
         # A diagnostic must never take scoring down with it.
@@ -216,9 +219,14 @@ def parse_output(
     if error is not None:
         calls, consumed = [], []
 
-    # the strict decodes start at or after body_lo, where the lenient scans look too
-    scan = Scan(text, body_lo, memo)
-    lenient = list(calls) if error is None else _lenient(protocol, scan, api_tool_calls)
+    # the strict decodes start at or after body_lo, where the lenient scans look too; built
+    # only when a lenient scan runs (a strict success of a text protocol runs none)
+    scan = Scan(text, body_lo, memo) if error is not None or REGISTRY[protocol].strict is None else None
+    if error is None:
+        lenient = list(calls)
+    else:
+        assert scan is not None
+        lenient = _lenient(protocol, scan, api_tool_calls)
     if error == NO_CALL_ERROR and lenient:
         error = NOT_ALONE_ERROR
 
@@ -229,10 +237,10 @@ def parse_output(
     others: list[str] = []
     # A strict success consumed the whole body: no text is left for another protocol to explain
     # (API calls are the exception: their content text sits beside them), so skip the scans.
-    for other in PROTOCOLS if (error is not None or REGISTRY[protocol].strict is None) else ():
+    for other in PROTOCOLS if scan is not None else ():
         if other == protocol:
             continue
-        found = _lenient(other, scan, api_tool_calls)
+        found = _lenient(other, scan, api_tool_calls)  # type: ignore[arg-type]  # not None here
         if any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
             others.append(other)
 

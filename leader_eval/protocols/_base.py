@@ -27,7 +27,8 @@ class ToolCallProtocol:
     a tool-markup finding that is exactly one of these pieces is the attempt itself, already
     named ``unparseable``, never a separate leak. ``template_markers`` are substrings of a chat
     template that select the protocol (checked in registry order); ``renderers`` are prefixes of
-    tinker-cookbook renderer names that speak it. API-level protocols have no text parsers.
+    tinker-cookbook renderer names that speak it. ``lenient_needs`` lets a lenient scan be
+    skipped on text it cannot find anything in. API-level protocols have no text parsers.
     """
 
     name: str
@@ -38,6 +39,11 @@ class ToolCallProtocol:
     inner: tuple[str, ...] = ()
     template_markers: tuple[str, ...] = ()
     renderers: tuple[str, ...] = ()
+    #: substrings one of which the text must hold (at or after where the lenient scan starts)
+    #: for ``lenient`` to find anything: without any, the scan is skipped (empty: always scan).
+    #: Every failed strict parse runs every protocol's lenient scan, and on most text there is
+    #: nothing for most of them to find.
+    lenient_needs: tuple[str, ...] = ()
     _attempt: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
     _markup: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -181,4 +181,5 @@ PROTOCOL = ToolCallProtocol(
         r"<parameter\s+name\s*=[^<>\n]*>",
     ),
     template_markers=("<function_calls>", "<tool_use>"),
+    lenient_needs=(_TU_OPEN, "<invoke"),
 )

@@ -56,4 +56,5 @@ PROTOCOL = ToolCallProtocol(
     closing=(r"</tool_call>",),
     template_markers=("<tool_call>",),
     renderers=("qwen", "hermes"),
+    lenient_needs=(OPEN,),
 )

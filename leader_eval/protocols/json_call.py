@@ -59,4 +59,4 @@ def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
         yield ToolCall(name, args, "json", (s, e), scan.text[s:e])
 
 
-PROTOCOL = ToolCallProtocol(name="json", strict=strict, lenient=lenient, opening=JSON_OPENING)
+PROTOCOL = ToolCallProtocol(name="json", strict=strict, lenient=lenient, opening=JSON_OPENING, lenient_needs=("{",))

@@ -96,6 +96,7 @@ PROTOCOL = ToolCallProtocol(
     name="kimi_k2",
     strict=strict,
     lenient=lenient,
+    lenient_needs=(CALL_BEGIN,),
     opening=r"<\|tool_calls?_section_begin\|>|<\|tool_call_begin\|>",
     closing=(r"<\|tool_calls?_section_end\|>", re.escape(CALL_END)),
     inner=(re.escape(CALL_BEGIN), re.escape(ARG_BEGIN), r"functions\.[^\s:<>|]+:\d+"),

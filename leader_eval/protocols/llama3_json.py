@@ -58,4 +58,5 @@ PROTOCOL = ToolCallProtocol(
     inner=(r"<\|python_tag\|>",),
     template_markers=(PYTHON_TAG, "ipython"),
     renderers=("llama3",),
+    lenient_needs=("{",),  # its calls are JSON objects, the tag optional
 )

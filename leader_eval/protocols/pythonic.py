@@ -19,7 +19,12 @@ _PY_LIST_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
 _PY_EMPTY_LIST = re.compile(r"\[\s*\]")
 # Brackets and quoted strings: enough to find where a bracketed candidate ends. Strings are
 # matched without crossing a newline so an unclosed quote cannot swallow the rest of the text.
-_PY_TOKENS = re.compile(r"""[\[\](){}]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+# A string is written "unrolled", "[^"\\\n]*(?:\\.[^"\\\n]*)*": the same matches as
+# "(?:[^"\\\n]|\\.)*" (the two alternatives start with different characters, so neither form
+# ever backtracks into a shorter match), but a run of plain characters is one tight loop in
+# the regex engine instead of an alternation per character (~50 us less per 2 KB string).
+_STR = r""""[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"""
+_PY_TOKENS = re.compile(r"[\[\](){}]|" + _STR)
 _PY_MAX_DEPTH = 100
 _PY_TOKEN_BUDGET = 20_000
 _PY_MAX_CANDIDATES = 32
@@ -103,7 +108,7 @@ def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
 
 
 # Brackets, commas and one-line strings: enough to find the commas between list elements.
-_PY_COMMA_TOKENS = re.compile(r"""[\[\](){},]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+_PY_COMMA_TOKENS = re.compile(r"[\[\](){},]|" + _STR)
 
 
 def _py_past_cap(text: str, lo: int, hi: int) -> bool:
@@ -236,6 +241,7 @@ PROTOCOL = ToolCallProtocol(
     name="pythonic",
     strict=strict,
     lenient=lenient,
+    lenient_needs=("[",),
     opening=r"\[\s*[A-Za-z_][\w.]*\s*\(",
     # the head the leak detector reports: "[name(arg="
     inner=(r"\[\s*[A-Za-z_][\w.]*\s*\(\s*[A-Za-z_]\w*\s*=",),
