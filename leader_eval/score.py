@@ -305,7 +305,9 @@ class CaseScorer:
         )
 
     def _leaks(self, parsed: ParseResult) -> list[Finding]:
-        found = find_leaks(parsed.visible_text, self.leak_cfg, where="text")
+        found = find_leaks(
+            parsed.visible_text, self.leak_cfg, where="text", reasoning_seen=parsed.reasoning is not None
+        )
         for i, call in enumerate(parsed.calls):
             for path, text in _string_leaves(call.arguments, f"call[{i}].arguments"):
                 found += find_leaks(text, self.arg_leak_cfg, where=path)
@@ -393,17 +395,26 @@ def _looks_like_attempt(parsed: ParseResult) -> bool:
 _ROLE_AFTER_TOKEN = re.compile(
     r"[ \t]{0,3}(?i:assistant|model|user|system|developer|tool|ipython|final|analysis|commentary)\b"
 )
-_PREFIX_LEAKS = (Reason.LEAK_REASONING, Reason.LEAK_SPECIAL_TOKEN)
+_PREFIX_LEAKS = (Reason.LEAK_REASONING, Reason.LEAK_SPECIAL_TOKEN, Reason.LEAK_MARKER)
+_STRAY_CLOSER = re.compile(r"(?:</|\[/|\u25c1/)\S{1,40}\Z")
 
 
 def _attempt_after_leaks(parsed: ParseResult, findings: list[Finding]) -> bool:
     """Is the visible text an attempt at the protocol once its leading leaks are set aside: an
-    undeclared reasoning block, special tokens, a role header (``<|im_start|>assistant``), with
-    only whitespace between them? Those stay leaks of their own class; the call after them is
+    undeclared reasoning block (or its body and stray closer, the opener having been in the
+    prompt), special tokens, a marker, a role header (``<|im_start|>assistant``), with only
+    whitespace between them? Those stay leaks of their own class; the call after them is
     the attempt (a format failure), not tool markup shown to the room."""
     visible, pos = parsed.visible_text, 0
     for f in findings:
-        if f.where != "text" or f.reason not in _PREFIX_LEAKS or visible[pos : f.start].strip():
+        # a stray closer first (``...plan.\n</think>``): the template opened the block in the
+        # prompt, so the text before it is the reasoning, not prose
+        opened_in_prompt = pos == 0 and f.reason == Reason.LEAK_REASONING and _STRAY_CLOSER.match(f.text)
+        if (
+            f.where != "text"
+            or f.reason not in _PREFIX_LEAKS
+            or (visible[pos : f.start].strip() and not opened_in_prompt)
+        ):
             break
         pos = f.end
         if f.reason == Reason.LEAK_SPECIAL_TOKEN and (m := _ROLE_AFTER_TOKEN.match(visible, pos)):

@@ -166,6 +166,15 @@ def test_a_declared_reasoning_block_is_kept_as_reasoning_not_a_leak(suite: Suite
     assert undeclared.reason == "unparseable" and undeclared.leaked
 
 
+@pytest.mark.parametrize("after", [_call("We build the windmill by the river."), "Hello team, windmill today!"])
+def test_a_second_reasoning_block_after_the_declared_one_is_a_leak(suite: Suite, after: str) -> None:
+    # the parser keeps the first block as reasoning; a second one is shown to the room
+    text = "<think>Bo asked first.</think>\n<think>Again: the goal is the windmill.</think>\n" + after
+    s = _scorer(suite, model=THINKER).score(_sample(text + "<|im_end|>"))
+    assert s.reasoning == "Bo asked first."
+    assert s.leak_classes == ["leak_reasoning"] and not s.passed
+
+
 @pytest.mark.parametrize("tail", ["", "\n<|im_end|>", "\n\u200b"])
 def test_a_declared_reasoning_block_with_nothing_after_it_is_empty(suite: Suite, tail: str) -> None:
     text = "<think>Ada asked what we do; I should answer with the goal. " * 3 + "</think>" + tail

@@ -509,9 +509,9 @@ class _CodeSpans:
         return k >= 0 and end <= self.ends[k]
 
 
-def _visible_bounds(text: str, c: CompiledLeakConfig) -> tuple[int, int]:
-    """The part of raw text the room sees: minus a declared leading reasoning block and one
-    trailing end-of-turn token."""
+def _visible_bounds(text: str, c: CompiledLeakConfig, reasoning_seen: bool = False) -> tuple[int, int]:
+    """The part of raw text the room sees: minus a declared leading reasoning block (unless the
+    caller already took it off: a second block is a leak) and one trailing end-of-turn token."""
     lo, hi = 0, len(text)
     if c.eot_tokens:
         stripped = len(text.rstrip())
@@ -519,7 +519,7 @@ def _visible_bounds(text: str, c: CompiledLeakConfig) -> tuple[int, int]:
             if stripped >= len(tok) and text.startswith(tok, stripped - len(tok)):
                 hi = stripped - len(tok)
                 break
-    if c.reasoning_tags:
+    if c.reasoning_tags and not reasoning_seen:
         open_tag, close_tag = c.reasoning_tags
         first = len(text) - len(text.lstrip())
         if text.startswith(open_tag, first):
@@ -680,11 +680,15 @@ def _matches_at(pattern: re.Pattern[str], text: str, hay: str, lit: str, lo: int
 # --- the detector -------------------------------------------------------------------------
 
 
-def find_leaks(text: str, cfg: CompiledLeakConfig, *, where: str = "text") -> list[Finding]:
-    """Every leak in ``text`` (what the room sees), sorted by position."""
+def find_leaks(
+    text: str, cfg: CompiledLeakConfig, *, where: str = "text", reasoning_seen: bool = False
+) -> list[Finding]:
+    """Every leak in ``text`` (what the room sees), sorted by position. ``reasoning_seen``: the
+    declared reasoning block was already taken off ``text`` (the parser's visible text), so a
+    block at its start is a second one, shown to the room."""
     if isinstance(cfg, LeakConfig):  # be forgiving: compile (cached) on the caller's behalf
         cfg = compile_leak_config(cfg)
-    lo, hi = _visible_bounds(text, cfg)
+    lo, hi = _visible_bounds(text, cfg, reasoning_seen)
     if lo >= hi:  # nothing visible (a call's output, once parsed, is mostly empty text)
         return []
     spans: list[tuple[Reason, int, int]] = []
