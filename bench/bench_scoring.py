@@ -189,6 +189,11 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
         [f"<tool_call>{_json_call('Ada, please take the map.')}</tool_call>"] * 11_000
     ),
     "256 JSON calls (the most one output may hold)": lambda rng: "[" + ", ".join([_ONE_CALL] * 256) + "]",
+    # the rules of the red-team passes (tool calls as text, empty, bracketed slots and labels)
+    "1 MB prose then 1,000 tool calls as text": lambda rng: "hello " + "a" * 1_000_000 + " assign_task(agent=1)" * 1000,
+    '"\\u200b" * 1000000': lambda rng: "\u200b" * 1_000_000,
+    '"[Team Name] Scout\\n" * 55000': lambda rng: "[Team Name] Scout\n" * 55_000,
+    '"[   " * 250000': lambda rng: "[   " * 250_000,
 }
 # inputs also scored under the protocol whose parser they stress (the case's own is json)
 OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -255,14 +256,12 @@ def _is_empty(text: str, cfg: DegenerationConfig) -> bool:
     stripped = text.strip()
     if not stripped:
         return True
-    lead = 0
-    while lead < len(stripped) and _invisible(stripped[lead]):
-        lead += 1
+    lead = _invisible_run().match(stripped).end() if _invisible(stripped[0]) else 0  # type: ignore[union-attr]
     rest = stripped[lead:]
     pattern = _end_token_pattern(tuple(cfg.eot_tokens))
     if rest and (pattern is None or not pattern.match(rest)):
         return False  # visible text first
-    return all(_invisible(ch) for ch in pattern.sub("", rest)) if rest and pattern else True
+    return _invisible_run().fullmatch(pattern.sub("", rest)) is not None if rest and pattern else True
 
 
 def is_empty(text: str, cfg: DegenerationConfig) -> bool:
@@ -273,6 +272,15 @@ def is_empty(text: str, cfg: DegenerationConfig) -> bool:
 
 def _invisible(ch: str) -> bool:
     return ch.isspace() or unicodedata.category(ch) == "Cf"
+
+
+@functools.cache
+def _invisible_run() -> re.Pattern[str]:
+    """A run of ``_invisible`` characters, as one regex: a character loop in Python took 150 ms
+    on 1 MB of zero-width spaces. Built on first need (~0.1 s: every code point is asked once),
+    which only an output opening with an invisible character or an end token has."""
+    chars = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if _invisible(c))
+    return re.compile(f"[{re.escape(chars)}]*")
 
 
 def _context(text: str, start: int, end: int) -> str:

@@ -79,6 +79,9 @@ _LOOSE_NAME = re.compile(r"[\"'](?:name|tool|tool_name|action)[\"']\s{0,20}:\s{0
 _LOOSE_ARGS = re.compile(r"[\"'](?:arguments|parameters|args|input|action_input)[\"']\s{0,20}:")
 _JSON_MAX_CHARS = 20_000  # an object longer than this is data, not a call envelope
 _JSON_MAX_CANDIDATES = 64  # per text: bounds the work on adversarial input
+# bracketed phrases judged per text (each costs a few microseconds of Python): a real message has a
+# handful; 55,000 "[Team Name] Scout" lines took 270 ms. Past the budget, phrases are not judged.
+_SLOT_MAX_CANDIDATES = 4096
 _LOOSE_WINDOW = 1_000
 
 # names inside special-token brackets that mark tool-call framing rather than chat framing
@@ -394,6 +397,9 @@ def _tool_call_matches(cfg: CompiledLeakConfig, text: str, lo: int, hi: int) -> 
     return _matches_from(pattern, text, sorted(starts), hi)
 
 
+_NON_SPACE = re.compile(r"\S")
+
+
 def _tool_call_text(names: tuple[str, ...]) -> re.Pattern[str] | None:
     """``name(`` then ``)`` or a keyword argument, for the suite's own tool names only: a call
     written as text ("I'll run assign_task(agent=\"Ada\")"). Any other ``word(key=`` is code or
@@ -696,6 +702,7 @@ def find_leaks(
     tags: list[tuple[int, int, str, bool]] = []
     json_until = lo
     json_budget = _JSON_MAX_CANDIDATES
+    slot_budget = _SLOT_MAX_CANDIDATES
     for m in _scan(cfg, text, lo, hi):
         if len(spans) >= MAX_FINDINGS or len(tags) >= 2 * MAX_FINDINGS:
             break
@@ -732,7 +739,8 @@ def find_leaks(
             spans.append((Reason.LEAK_TOOL_MARKUP, start, end))
             continue
         if kind == "slot":
-            if m.group() in cfg.allowed or not is_slot_phrase(m.group()[1:-1]):
+            slot_budget -= 1
+            if slot_budget < 0 or m.group() in cfg.allowed or not is_slot_phrase(m.group()[1:-1]):
                 continue
             if is_filled_label(text, start, end, lo):  # "[Team Role] Scout": a form label
                 continue
@@ -771,8 +779,12 @@ def find_leaks(
             if m.end() > m.start():
                 spans.append((reason, m.start(), m.end()))
     if cfg.tool_call_text is not None and any(n in text for n in cfg.config.tool_names):
+        # where the visible text starts (found once: a strip per match made 1,000 calls after
+        # 1 MB of prose take a second)
+        first = _NON_SPACE.search(text, lo, hi)
+        opening = first.start() if first else hi
         for m in itertools.islice(_tool_call_matches(cfg, text, lo, hi), MAX_FINDINGS):
-            if where == "text" and not text[lo : m.start()].strip():
+            if where == "text" and m.start() <= opening:
                 continue  # a whole output that opens with the call is a failed attempt, not a leak
             if code is None:
                 code = _CodeSpans(text, lo, hi)

@@ -212,7 +212,8 @@ _UPPER_KEBAB = (
 # first part of two letters or more: {iPhone}, {eBay} are names
 # and a lower-case letter or digit in every hump: {macOS} is a name
 _LOWER_CAMEL = r"[a-z][a-z0-9]{1,40}+(?:[A-Z][a-z0-9]{1,40}+){1,8}+"
-_PAD = r"[ \t]{0,3}"
+# possessive: what follows never starts with a blank, and retrying shorter pads made "[   " * N slow
+_PAD = r"[ \t]{0,3}+"
 # Mistral's control words are bracketed upper snake case too; they are tool markup
 _MISTRAL = r"(?!/?(?:TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|AVAILABLE_TOOLS|CALL_ID|SYSTEM_PROMPT)\])"
 # a bracket that opens a Markdown link or reference is a link's text, not a slot
@@ -238,7 +239,12 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     ),
     ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}+|{_WORDS}|placeholder|{_UPPER_SNAKE}|{_UPPER_KEBAB})>"),
     # padded ([ AGENT_NAME ]) and kebab ([AGENT-NAME]) bracketed slots
-    ("[", rf"(?:[ \t]{{1,3}}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}){_PAD}|{_UPPER_KEBAB})\]{_NOT_LINK}"),
+    # (the blanks are possessive and a letter must follow: the words were tried after every "[   ")
+    (
+        "[",
+        rf"(?:[ \t]{{1,3}}+(?=[A-Za-z_])(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}){_PAD}"
+        rf"|{_UPPER_KEBAB})\]{_NOT_LINK}",
+    ),
 )
 
 #: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for), and
