@@ -121,15 +121,40 @@ class ParseResult:
     reasoning: str | None
     other_protocols: tuple[str, ...]
 
+    def __init__(
+        self,
+        protocol: str,
+        strict_ok: bool,
+        calls: tuple[ToolCall, ...],
+        lenient_calls: tuple[ToolCall, ...],
+        error: str | None,
+        consumed: tuple[tuple[int, int], ...],
+        visible_text: str,
+        reasoning: str | None,
+        other_protocols: tuple[str, ...],
+    ) -> None:
+        # one per output: __dict__ filled directly rather than a frozen dataclass's
+        # object.__setattr__ per field (as CheckResult in leader_eval/types.py)
+        d = self.__dict__
+        d["protocol"] = protocol
+        d["strict_ok"] = strict_ok
+        d["calls"] = calls
+        d["lenient_calls"] = lenient_calls
+        d["error"] = error
+        d["consumed"] = consumed
+        d["visible_text"] = visible_text
+        d["reasoning"] = reasoning
+        d["other_protocols"] = other_protocols
+
 
 def _lenient(protocol: str, scan: Scan, api_tool_calls: list[dict[str, Any]] | None) -> list[ToolCall]:
+    p = REGISTRY[protocol]
+    extract = p.lenient
+    if extract is not None and p.lenient_needs and not any(map(scan.holds, p.lenient_needs)):
+        return []  # nothing this scan could find (most protocols, on most failed outputs)
     try:
-        p = REGISTRY[protocol]
-        extract = p.lenient
         if extract is None:
             return api_calls(api_tool_calls, strict=False)
-        if p.lenient_needs and all(scan.text.find(n, scan.start) == -1 for n in p.lenient_needs):
-            return []
         return list(itertools.islice(extract(scan), MAX_CALLS))
     except (Fail, RecursionError, MemoryError, ValueError, TypeError):
         # A diagnostic must never take scoring down with it.
@@ -241,7 +266,7 @@ def parse_output(
         if other == protocol:
             continue
         found = _lenient(other, scan, api_tool_calls)  # type: ignore[arg-type]  # not None here
-        if any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
+        if found and any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
             others.append(other)
 
     # What the room sees: the body without the consumed markup.

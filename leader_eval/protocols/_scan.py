@@ -216,12 +216,24 @@ class Scan:
         self.text = text
         self.start = start
         self._objects: list[tuple[dict[str, Any], int, int]] | None = None
+        self._holds: dict[str, bool] = {}
         # start -> (what decoding there spent, the value and its end, or None): the lenient
         # parsers of every protocol try the same JSON objects, each under its own budget
         n = len(text)
         self._decoded: dict[int, tuple[tuple[int, ...], tuple[Any, int] | None]] = {
             pos: (window_charges(n, pos, got[1]), got) for pos, got in (memo or {}).items()
         }
+
+    def holds(self, needle: str) -> bool:
+        """Does the text hold ``needle`` at or after ``start``? (Asked once per needle: protocols
+        share needles, and most of them are absent from most text.) A needle whose first
+        character the text lacks is absent without a substring search."""
+        known = self._holds.get(needle)
+        if known is None:
+            first = needle[:1]
+            known = (first == needle or self.holds(first)) and self.text.find(needle, self.start) != -1
+            self._holds[needle] = known
+        return known
 
     def budget(self) -> Budget:
         return Budget(_LENIENT_BUDGET_FACTOR * (len(self.text) - self.start) + 4096)
