@@ -20,7 +20,7 @@ import os
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, uint32_t, uint64_t
-from libc.string cimport memset
+from libc.string cimport memcmp, memset
 
 
 cdef extern from "Python.h":
@@ -140,6 +140,8 @@ cdef inline bint _same_chars(
     int ka, void *da, Py_ssize_t sa, int kb, void *db, Py_ssize_t sb, Py_ssize_t n
 ) noexcept nogil:
     cdef Py_ssize_t j
+    if ka == kb:  # one representation: equal characters are equal bytes
+        return memcmp(<char *>da + sa * ka, <char *>db + sb * kb, n * ka) == 0
     for j in range(n):
         if PyUnicode_READ(ka, da, sa + j) != PyUnicode_READ(kb, db, sb + j):
             return False

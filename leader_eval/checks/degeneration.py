@@ -16,7 +16,7 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -256,8 +256,7 @@ def _prompt_index(prompt_text: str, n: int) -> Any:
     return _compiled.PromptIndex(prompt_text.lower(), n)
 
 
-@dataclass(frozen=True, slots=True)
-class _Counts:
+class _Counts(NamedTuple):
     """Word n-grams of one text: how many, how many distinct, and how many of the distinct ones
     are the prompt's (None until asked, on the Python path, which keeps ``grams`` for it)."""
 
