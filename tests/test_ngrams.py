@@ -82,7 +82,6 @@ def test_work_cap_gives_the_text_back_to_python(monkeypatch: pytest.MonkeyPatch)
     text = "the loop the loop the loop " * 40
     assert ngrams.counts(text, 4, probes_per_word=0) is None  # a repeated word needs a probe
     assert not ngrams.PromptIndex(text, 4, probes_per_word=0).complete
-    assert ngrams.counts("one two three four five", 4, probes_per_word=0) == (2, 2, 0)
     # and the checks then count with Python's sets: same records as the compiled path
     cfg = DegenerationConfig()
     want = check_degeneration(text, stop_reason=None, prompt_text=text[:200], cfg=cfg)
