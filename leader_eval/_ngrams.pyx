@@ -1,0 +1,426 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Word n-gram counts of one text, compiled: the degeneration checks' hot loop.
+
+``counts(text, n, prompt)`` returns ``(total, distinct, shared)`` for the words of ``text``
+(maximal runs of characters that are not whitespace, exactly as ``str.split()`` cuts them): how
+many word n-grams there are, how many of them are distinct, and how many of the distinct ones
+occur in the prompt (a ``PromptIndex`` of the same ``n``). They are the numbers the pure-Python
+sets of ``checks/degeneration.py`` give, which a test compares on generated text: every equality
+is decided by comparing the words' characters, or the n-grams' word ids; a hash only picks the
+bucket. The hash is seeded per process and the probing work is capped: a text that hits the cap
+(one built to collide) returns None, and the caller counts it with Python's sets, so no input
+costs more than the Python path plus the cap.
+
+Why compiled: in Python each n-gram is a tuple of fresh word strings, hashed and stored in a set
+(~45 us per 2 KB output, and twice per output when a call's message is judged on its own); here
+no word is copied out of its string.
+"""
+
+import os
+
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int32_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memset
+
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    int PyUnicode_KIND(object o)
+    void *PyUnicode_DATA(object o)
+    Py_UCS4 PyUnicode_READ(int kind, void *data, Py_ssize_t index) nogil
+    bint Py_UNICODE_ISSPACE(Py_UCS4 ch) nogil
+
+
+# per process, so that no fixed text collides everywhere (the counts never depend on it)
+cdef uint64_t _SEED = int.from_bytes(os.urandom(8), "little") | 1
+
+# at most this many probes per word (plus a constant) before giving the text back to Python
+cdef enum:
+    _PROBES_PER_WORD = 64
+
+
+cdef inline uint64_t _mix(uint64_t x) noexcept nogil:
+    # splitmix64's finaliser: every input bit reaches every output bit
+    x ^= x >> 30
+    x *= <uint64_t>0xBF58476D1CE4E5B9
+    x ^= x >> 27
+    x *= <uint64_t>0x94D049BB133111EB
+    x ^= x >> 31
+    return x
+
+
+cdef struct Words:
+    Py_ssize_t count
+    Py_ssize_t *start
+    Py_ssize_t *length
+    uint64_t *hash
+
+
+cdef int _split(str text, Words *w) except -1:
+    """Word starts, lengths and hashes of ``text``, as ``text.split()`` cuts it."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void *data = PyUnicode_DATA(text)
+    cdef Py_ssize_t cap = n // 2 + 1, i = 0, k = 0, s
+    cdef uint64_t h
+    cdef Py_UCS4 c
+    w.count = 0
+    w.start = <Py_ssize_t *>PyMem_Malloc(cap * sizeof(Py_ssize_t))
+    w.length = <Py_ssize_t *>PyMem_Malloc(cap * sizeof(Py_ssize_t))
+    w.hash = <uint64_t *>PyMem_Malloc(cap * sizeof(uint64_t))
+    if w.start == NULL or w.length == NULL or w.hash == NULL:
+        raise MemoryError()
+    if kind == 1:  # Latin-1 text (most output): the same loop on bytes, without the kind switch
+        w.count = _split_latin1(<const unsigned char *>data, n, w)
+        return 0
+    while i < n:
+        c = PyUnicode_READ(kind, data, i)
+        if Py_UNICODE_ISSPACE(c):
+            i += 1
+            continue
+        s = i
+        h = _SEED
+        while True:
+            h = (h ^ <uint64_t>c) * <uint64_t>0x100000001B3
+            i += 1
+            if i >= n:
+                break
+            c = PyUnicode_READ(kind, data, i)
+            if Py_UNICODE_ISSPACE(c):
+                break
+        w.start[k] = s
+        w.length[k] = i - s
+        w.hash[k] = _mix(h ^ <uint64_t>(i - s))
+        k += 1
+    w.count = k
+    return 0
+
+
+cdef bint _LATIN1_SPACE[256]
+for _c in range(256):
+    _LATIN1_SPACE[_c] = chr(_c).isspace()
+
+
+cdef Py_ssize_t _split_latin1(const unsigned char *data, Py_ssize_t n, Words *w) noexcept nogil:
+    cdef Py_ssize_t i = 0, k = 0, s
+    cdef uint64_t h
+    cdef unsigned char c
+    while i < n:
+        c = data[i]
+        if _LATIN1_SPACE[c]:
+            i += 1
+            continue
+        s = i
+        h = _SEED
+        while True:
+            h = (h ^ c) * <uint64_t>0x100000001B3
+            i += 1
+            if i >= n:
+                break
+            c = data[i]
+            if _LATIN1_SPACE[c]:
+                break
+        w.start[k] = s
+        w.length[k] = i - s
+        w.hash[k] = _mix(h ^ <uint64_t>(i - s))
+        k += 1
+    return k
+
+
+cdef void _free_words(Words *w) noexcept:
+    PyMem_Free(w.start)
+    PyMem_Free(w.length)
+    PyMem_Free(w.hash)
+    w.start = NULL
+    w.length = NULL
+    w.hash = NULL
+
+
+cdef inline bint _same_chars(
+    int ka, void *da, Py_ssize_t sa, int kb, void *db, Py_ssize_t sb, Py_ssize_t n
+) noexcept nogil:
+    cdef Py_ssize_t j
+    if ka == kb:  # one representation: equal characters are equal bytes
+        return memcmp(<char *>da + sa * ka, <char *>db + sb * kb, n * ka) == 0
+    for j in range(n):
+        if PyUnicode_READ(ka, da, sa + j) != PyUnicode_READ(kb, db, sb + j):
+            return False
+    return True
+
+
+cdef inline Py_ssize_t _table_size(Py_ssize_t items) noexcept nogil:
+    cdef Py_ssize_t size = 16
+    while size < 2 * items + 2:
+        size <<= 1
+    return size
+
+
+cdef inline uint64_t _gram_hash(const uint32_t *ids, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t h = _SEED
+    cdef Py_ssize_t j
+    for j in range(n):
+        h = _mix(h ^ ids[j])
+    return h
+
+
+cdef inline bint _same_ids(const uint32_t *a, const uint32_t *b, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(n):
+        if a[j] != b[j]:
+            return False
+    return True
+
+
+cdef class PromptIndex:
+    """The prompt's distinct words (ids 0..vocabulary-1, in order of first occurrence) and its
+    distinct word n-grams, built once per case. ``complete`` is False when building it hit the
+    work cap: ``counts`` then returns None for every text (the caller counts in Python)."""
+
+    cdef str text
+    cdef int kind
+    cdef void *data
+    cdef readonly Py_ssize_t n
+    cdef readonly Py_ssize_t vocabulary
+    cdef readonly bint complete
+    cdef Words words
+    cdef int32_t *word_slot  # word table: position of the first occurrence, -1 empty
+    cdef Py_ssize_t word_mask
+    cdef uint32_t *ids  # the prompt as word ids
+    cdef int32_t *gram_slot  # n-gram table: position of the first occurrence in ids, -1 empty
+    cdef uint64_t *gram_hash
+    cdef Py_ssize_t gram_mask
+
+    def __cinit__(self, str text not None, Py_ssize_t n, Py_ssize_t probes_per_word=_PROBES_PER_WORD):
+        self.words.start = NULL
+        self.words.length = NULL
+        self.words.hash = NULL
+        self.word_slot = NULL
+        self.ids = NULL
+        self.gram_slot = NULL
+        self.gram_hash = NULL
+        self.complete = False
+        self.vocabulary = 0
+        if n < 1:
+            raise ValueError("n must be at least 1")
+        self.text = text
+        self.kind = PyUnicode_KIND(text)
+        self.data = PyUnicode_DATA(text)
+        self.n = n
+        _split(text, &self.words)
+        cdef Py_ssize_t count = self.words.count, i, slot, probes = 0
+        cdef Py_ssize_t budget = probes_per_word * count + (4096 if probes_per_word else 0)
+        cdef Py_ssize_t size, total
+        cdef int32_t first
+        cdef uint32_t next_id = 0
+        cdef uint64_t h
+        if count >= 0x7FFFFFFF:
+            return
+        size = _table_size(count)
+        self.word_mask = size - 1
+        self.word_slot = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
+        self.ids = <uint32_t *>PyMem_Malloc((count + 1) * sizeof(uint32_t))
+        if self.word_slot == NULL or self.ids == NULL:
+            raise MemoryError()
+        memset(self.word_slot, 0xFF, size * sizeof(int32_t))
+        for i in range(count):
+            h = self.words.hash[i]
+            slot = h & self.word_mask
+            while True:
+                first = self.word_slot[slot]
+                if first < 0:
+                    self.word_slot[slot] = <int32_t>i
+                    self.ids[i] = next_id
+                    next_id += 1
+                    break
+                probes += 1
+                if probes > budget:
+                    return
+                if (
+                    self.words.hash[first] == h
+                    and self.words.length[first] == self.words.length[i]
+                    and _same_chars(
+                        self.kind, self.data, self.words.start[first],
+                        self.kind, self.data, self.words.start[i], self.words.length[i],
+                    )
+                ):
+                    self.ids[i] = self.ids[first]
+                    break
+                slot = (slot + 1) & self.word_mask
+        self.vocabulary = next_id
+        total = count - n + 1 if count >= n else 0
+        size = _table_size(total)
+        self.gram_mask = size - 1
+        self.gram_slot = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
+        self.gram_hash = <uint64_t *>PyMem_Malloc(size * sizeof(uint64_t))
+        if self.gram_slot == NULL or self.gram_hash == NULL:
+            raise MemoryError()
+        memset(self.gram_slot, 0xFF, size * sizeof(int32_t))
+        for i in range(total):
+            h = _gram_hash(&self.ids[i], n)
+            slot = h & self.gram_mask
+            while True:
+                first = self.gram_slot[slot]
+                if first < 0:
+                    self.gram_slot[slot] = <int32_t>i
+                    self.gram_hash[slot] = h
+                    break
+                probes += 1
+                if probes > budget:
+                    return
+                if self.gram_hash[slot] == h and _same_ids(&self.ids[first], &self.ids[i], n):
+                    break
+                slot = (slot + 1) & self.gram_mask
+        self.complete = True
+
+    def __dealloc__(self):
+        _free_words(&self.words)
+        PyMem_Free(self.word_slot)
+        PyMem_Free(self.ids)
+        PyMem_Free(self.gram_slot)
+        PyMem_Free(self.gram_hash)
+
+    cdef inline Py_ssize_t word_id(
+        self, int kind, void *data, Py_ssize_t start, Py_ssize_t length, uint64_t h,
+        Py_ssize_t *probes, Py_ssize_t budget,
+    ) noexcept:
+        """The prompt's id of the word at ``start`` of another text, -1 if none, -2 past the cap."""
+        cdef Py_ssize_t slot = h & self.word_mask
+        cdef int32_t first
+        while True:
+            first = self.word_slot[slot]
+            if first < 0:
+                return -1
+            probes[0] += 1
+            if probes[0] > budget:
+                return -2
+            if (
+                self.words.hash[first] == h
+                and self.words.length[first] == length
+                and _same_chars(self.kind, self.data, self.words.start[first], kind, data, start, length)
+            ):
+                return self.ids[first]
+            slot = (slot + 1) & self.word_mask
+
+    cdef inline int has_gram(self, const uint32_t *ids, uint64_t h, Py_ssize_t *probes, Py_ssize_t budget) noexcept:
+        """Is this n-gram of prompt word ids one of the prompt's: 1 yes, 0 no, -1 past the cap."""
+        cdef Py_ssize_t slot = h & self.gram_mask
+        cdef int32_t first
+        while True:
+            first = self.gram_slot[slot]
+            if first < 0:
+                return 0
+            probes[0] += 1
+            if probes[0] > budget:
+                return -1
+            if self.gram_hash[slot] == h and _same_ids(&self.ids[first], ids, self.n):
+                return 1
+            slot = (slot + 1) & self.gram_mask
+
+
+def counts(str text not None, Py_ssize_t n, PromptIndex prompt=None, Py_ssize_t probes_per_word=_PROBES_PER_WORD):
+    """``(total, distinct, shared)`` word n-grams of ``text`` (``shared``: distinct ones that are
+    ``prompt``'s, 0 without one), or None when the work cap was hit (count in Python). The cap:
+    ``probes_per_word`` table probes per word, plus 4,096 (none with 0: for tests)."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    if prompt is not None and (not prompt.complete or prompt.n != n):
+        return None
+    cdef Words w
+    w.start = NULL
+    w.length = NULL
+    w.hash = NULL
+    cdef uint32_t *ids = NULL
+    cdef int32_t *word_slot = NULL
+    cdef int32_t *gram_slot = NULL
+    cdef uint64_t *gram_hash = NULL
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void *data = PyUnicode_DATA(text)
+    cdef Py_ssize_t count, i, j, slot, size, total, probes = 0, budget, wid
+    cdef Py_ssize_t distinct = 0, shared = 0
+    cdef Py_ssize_t vocabulary = prompt.vocabulary if prompt is not None else 0
+    cdef uint32_t next_id
+    cdef int32_t first
+    cdef uint64_t h
+    cdef int in_prompt
+    try:
+        _split(text, &w)
+        count = w.count
+        if count >= 0x7FFFFFFF or vocabulary + count >= 0xFFFFFFFF:
+            return None
+        budget = probes_per_word * count + (4096 if probes_per_word else 0)
+        next_id = <uint32_t>vocabulary
+        size = _table_size(count)
+        ids = <uint32_t *>PyMem_Malloc((count + 1) * sizeof(uint32_t))
+        word_slot = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
+        if ids == NULL or word_slot == NULL:
+            raise MemoryError()
+        memset(word_slot, 0xFF, size * sizeof(int32_t))
+        for i in range(count):
+            h = w.hash[i]
+            if prompt is not None:
+                wid = prompt.word_id(kind, data, w.start[i], w.length[i], h, &probes, budget)
+                if wid == -2:
+                    return None
+                if wid >= 0:
+                    ids[i] = <uint32_t>wid
+                    continue
+            slot = h & (size - 1)
+            while True:
+                first = word_slot[slot]
+                if first < 0:
+                    word_slot[slot] = <int32_t>i
+                    ids[i] = next_id
+                    next_id += 1
+                    break
+                probes += 1
+                if probes > budget:
+                    return None
+                if (
+                    w.hash[first] == h
+                    and w.length[first] == w.length[i]
+                    and _same_chars(kind, data, w.start[first], kind, data, w.start[i], w.length[i])
+                ):
+                    ids[i] = ids[first]
+                    break
+                slot = (slot + 1) & (size - 1)
+        total = count - n + 1 if count >= n else 0
+        size = _table_size(total)
+        gram_slot = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
+        gram_hash = <uint64_t *>PyMem_Malloc(size * sizeof(uint64_t))
+        if gram_slot == NULL or gram_hash == NULL:
+            raise MemoryError()
+        memset(gram_slot, 0xFF, size * sizeof(int32_t))
+        for i in range(total):
+            h = _gram_hash(&ids[i], n)
+            slot = h & (size - 1)
+            while True:
+                first = gram_slot[slot]
+                if first < 0:
+                    gram_slot[slot] = <int32_t>i
+                    gram_hash[slot] = h
+                    distinct += 1
+                    if prompt is not None:
+                        in_prompt = True
+                        for j in range(n):
+                            if ids[i + j] >= vocabulary:
+                                in_prompt = False
+                                break
+                        if in_prompt:
+                            in_prompt = prompt.has_gram(&ids[i], h, &probes, budget)
+                            if in_prompt < 0:
+                                return None
+                            shared += in_prompt
+                    break
+                probes += 1
+                if probes > budget:
+                    return None
+                if gram_hash[slot] == h and _same_ids(&ids[first], &ids[i], n):
+                    break
+                slot = (slot + 1) & (size - 1)
+        return total, distinct, shared
+    finally:
+        _free_words(&w)
+        PyMem_Free(ids)
+        PyMem_Free(word_slot)
+        PyMem_Free(gram_slot)
+        PyMem_Free(gram_hash)
