@@ -186,6 +186,11 @@ def _body_end(text: str, lo: int, eot_tokens: tuple[str, ...]) -> int:
     while True:
         while hi > lo and text[hi - 1].isspace():
             hi -= 1
+        try:
+            if not text.endswith(eot_tokens, lo, hi):  # none of them ends the body (the usual case)
+                return hi
+        except TypeError:  # a token that is not a string (None is skipped below, as "")
+            pass
         for tok in eot_tokens:
             if tok and hi - len(tok) >= lo and text.startswith(tok, hi - len(tok)):
                 hi -= len(tok)
@@ -211,8 +216,10 @@ def parse_output(
     api_tool_calls: list[dict[str, Any]] | None = None,
 ) -> ParseResult:
     """Parse one raw output under ``protocol``; never raises on any text."""
-    get(protocol)  # an unknown protocol is the caller's error
-    if isinstance(text, bytes | bytearray):
+    spec = REGISTRY.get(protocol) or get(protocol)  # an unknown protocol is the caller's error
+    if type(text) is str:
+        pass
+    elif isinstance(text, bytes | bytearray):
         text = bytes(text).decode("utf-8", "replace")
     elif not isinstance(text, str):
         text = "" if text is None else str(text)
@@ -227,7 +234,7 @@ def parse_output(
     error: str | None = reasoning_error
     if error is None:
         try:
-            parser = REGISTRY[protocol].strict
+            parser = spec.strict
             if parser is None:  # an API protocol: the calls came beside the text
                 calls = api_calls(api_tool_calls, strict=True)
                 if not calls:
@@ -246,7 +253,7 @@ def parse_output(
 
     # the strict decodes start at or after body_lo, where the lenient scans look too; built
     # only when a lenient scan runs (a strict success of a text protocol runs none)
-    scan = Scan(text, body_lo, memo) if error is not None or REGISTRY[protocol].strict is None else None
+    scan = Scan(text, body_lo, memo) if error is not None or spec.strict is None else None
     if error is None:
         lenient = list(calls)
     else:
@@ -257,11 +264,12 @@ def parse_output(
 
     # Other protocols explain what the model did instead. A call another parser finds inside a
     # call of the protocol in force (the JSON inside a Hermes tag) explains nothing new.
-    own = sorted({c.span for c in lenient if c.span is not None})
-    own_starts = [a for a, _ in own]
     others: list[str] = []
     # A strict success consumed the whole body: no text is left for another protocol to explain
     # (API calls are the exception: their content text sits beside them), so skip the scans.
+    if scan is not None:
+        own = sorted({c.span for c in lenient if c.span is not None})
+        own_starts = [a for a, _ in own]
     for other in PROTOCOLS if scan is not None else ():
         if other == protocol:
             continue
