@@ -224,3 +224,27 @@ def test_lenient_decode_matches_window_by_window_at_every_cut() -> None:
                     broken = doc[:at] + junk + doc[at:]
                     _same_as_window_by_window(broken, 0, 10**9, 0)
                     _same_as_window_by_window(broken, 0, 2600, 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(["f(a=1)", "g.h(b='x\u00e9')", 'k(c="\\\\")', " ", "\n", "\r", "\r\n", "\t"]),
+        min_size=1,
+        max_size=12,
+    ),
+    before=st.sampled_from(["", "Sure:\r", "x\r\n", "caf\u00e9 "]),
+)
+def test_pythonic_calls_keep_their_text_across_every_line_break(parts: list[str], before: str) -> None:
+    # Python ends a line at \r\n, \r and \n: a call after a lone \r once put its line past the
+    # last one the parser knew of (an IndexError out of parse_output, under every protocol)
+    calls = [p for p in parts if "(" in p] or ["f(a=1)"]
+    layout = "".join(p for p in parts if "(" not in p)
+    text = before + "[" + layout + ("," + layout).join(calls) + "]"
+    got = parse_output(text, "pythonic")
+    found = got.calls if got.strict_ok else got.lenient_calls
+    assert [c.name for c in found] == [c.split("(")[0] for c in calls]
+    for c in found:
+        assert c.span is not None and text[c.span[0] : c.span[1]] == c.raw
+        assert c.raw.startswith(c.name) and c.raw.endswith(")")
+    assert "pythonic" in parse_output(text, "json").other_protocols

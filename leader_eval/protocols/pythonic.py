@@ -266,10 +266,17 @@ def _ast_parse(source: str) -> ast.Expression:
         raise Fail(f"not a Python expression: {exc}") from None
 
 
-class _LineIndex:
-    """Turns ast positions (line, UTF-8 byte column) into character offsets.
+_LINE_BREAK = re.compile("\r\n|\r|\n")
+_LINE_BREAK_BYTES = re.compile(b"\r\n|\r|\n")
 
-    Calls come in source order, so a cursor makes the conversion linear for non-ASCII sources.
+
+class _LineIndex:
+    r"""Turns ast positions (line, UTF-8 byte column) into character offsets.
+
+    Lines end where Python's tokenizer ends them: at ``\r\n``, ``\r`` or ``\n`` (a lone
+    ``\r`` counted as no line break put a call's line past the last one: an IndexError out of
+    every lenient scan). Calls come in source order, so a cursor makes the conversion linear
+    for non-ASCII sources.
     """
 
     def __init__(self, source: str) -> None:
@@ -278,10 +285,14 @@ class _LineIndex:
         src = source if self.ascii else self.data
         nl = "\n" if self.ascii else b"\n"
         self.starts = [0]
-        pos = src.find(nl)  # type: ignore[arg-type]
-        while pos != -1:
-            self.starts.append(pos + 1)
-            pos = src.find(nl, pos + 1)  # type: ignore[arg-type]
+        if "\r" in source:
+            breaks = _LINE_BREAK.finditer(source) if self.ascii else _LINE_BREAK_BYTES.finditer(self.data)
+            self.starts += [m.end() for m in breaks]
+        else:
+            pos = src.find(nl)  # type: ignore[arg-type]
+            while pos != -1:
+                self.starts.append(pos + 1)
+                pos = src.find(nl, pos + 1)  # type: ignore[arg-type]
         self.cursor = (0, 0)  # (byte offset, char offset)
 
     def offset(self, line: int, col: int) -> int:
