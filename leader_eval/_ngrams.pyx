@@ -171,6 +171,91 @@ cdef inline bint _same_ids(const uint32_t *a, const uint32_t *b, Py_ssize_t n) n
     return True
 
 
+cdef Py_ssize_t _word_ids(
+    Words *w, int kind, void *data, uint32_t *ids, int32_t *slots, Py_ssize_t mask, uint32_t first_new,
+    PromptIndex prompt, Py_ssize_t *probes, Py_ssize_t budget,
+) noexcept:
+    """Give each word of ``w`` an id: ``prompt``'s where the prompt has the word, else a new one
+    from ``first_new`` on, in order of first occurrence (``slots``: a table of ``mask + 1``
+    entries, all -1, that keeps the position of each new word's first occurrence). The number
+    of new ids, or -1 past the probe cap."""
+    cdef Py_ssize_t i, slot, wid
+    cdef int32_t first
+    cdef uint32_t next_id = first_new
+    cdef uint64_t h
+    for i in range(w.count):
+        h = w.hash[i]
+        if prompt is not None:
+            wid = prompt.word_id(kind, data, w.start[i], w.length[i], h, probes, budget)
+            if wid == -2:
+                return -1
+            if wid >= 0:
+                ids[i] = <uint32_t>wid
+                continue
+        slot = h & mask
+        while True:
+            first = slots[slot]
+            if first < 0:
+                slots[slot] = <int32_t>i
+                ids[i] = next_id
+                next_id += 1
+                break
+            probes[0] += 1
+            if probes[0] > budget:
+                return -1
+            if (
+                w.hash[first] == h
+                and w.length[first] == w.length[i]
+                and _same_chars(kind, data, w.start[first], kind, data, w.start[i], w.length[i])
+            ):
+                ids[i] = ids[first]
+                break
+            slot = (slot + 1) & mask
+    return next_id - first_new
+
+
+cdef Py_ssize_t _distinct_grams(
+    const uint32_t *ids, Py_ssize_t total, Py_ssize_t n, int32_t *slots, uint64_t *hashes, Py_ssize_t mask,
+    PromptIndex prompt, Py_ssize_t *shared, Py_ssize_t *probes, Py_ssize_t budget,
+) noexcept:
+    """How many of the ``total`` n-grams of ``ids`` are distinct (``slots``/``hashes``: a table
+    of ``mask + 1`` entries, slots all -1, left holding each distinct one's first position), and
+    in ``shared`` how many of those ``prompt`` has; -1 past the probe cap."""
+    cdef Py_ssize_t i, j, slot, distinct = 0
+    cdef Py_ssize_t vocabulary = prompt.vocabulary if prompt is not None else 0
+    cdef int32_t first
+    cdef uint64_t h
+    cdef int found
+    for i in range(total):
+        h = _gram_hash(&ids[i], n)
+        slot = h & mask
+        while True:
+            first = slots[slot]
+            if first < 0:
+                slots[slot] = <int32_t>i
+                hashes[slot] = h
+                distinct += 1
+                if prompt is not None:
+                    found = 1
+                    for j in range(n):  # a word the prompt lacks: not one of its n-grams
+                        if ids[i + j] >= vocabulary:
+                            found = 0
+                            break
+                    if found:
+                        found = prompt.has_gram(&ids[i], h, probes, budget)
+                        if found < 0:
+                            return -1
+                        shared[0] += found
+                break
+            probes[0] += 1
+            if probes[0] > budget:
+                return -1
+            if hashes[slot] == h and _same_ids(&ids[first], &ids[i], n):
+                break
+            slot = (slot + 1) & mask
+    return distinct
+
+
 cdef class PromptIndex:
     """The prompt's distinct words (ids 0..vocabulary-1, in order of first occurrence) and its
     distinct word n-grams, built once per case. ``complete`` is False when building it hit the
@@ -207,12 +292,8 @@ cdef class PromptIndex:
         self.data = PyUnicode_DATA(text)
         self.n = n
         _split(text, &self.words)
-        cdef Py_ssize_t count = self.words.count, i, slot, probes = 0
+        cdef Py_ssize_t count = self.words.count, probes = 0, size, total, vocabulary, shared = 0
         cdef Py_ssize_t budget = probes_per_word * count + (4096 if probes_per_word else 0)
-        cdef Py_ssize_t size, total
-        cdef int32_t first
-        cdef uint32_t next_id = 0
-        cdef uint64_t h
         if count >= 0x7FFFFFFF:
             return
         size = _table_size(count)
@@ -222,31 +303,12 @@ cdef class PromptIndex:
         if self.word_slot == NULL or self.ids == NULL:
             raise MemoryError()
         memset(self.word_slot, 0xFF, size * sizeof(int32_t))
-        for i in range(count):
-            h = self.words.hash[i]
-            slot = h & self.word_mask
-            while True:
-                first = self.word_slot[slot]
-                if first < 0:
-                    self.word_slot[slot] = <int32_t>i
-                    self.ids[i] = next_id
-                    next_id += 1
-                    break
-                probes += 1
-                if probes > budget:
-                    return
-                if (
-                    self.words.hash[first] == h
-                    and self.words.length[first] == self.words.length[i]
-                    and _same_chars(
-                        self.kind, self.data, self.words.start[first],
-                        self.kind, self.data, self.words.start[i], self.words.length[i],
-                    )
-                ):
-                    self.ids[i] = self.ids[first]
-                    break
-                slot = (slot + 1) & self.word_mask
-        self.vocabulary = next_id
+        vocabulary = _word_ids(
+            &self.words, self.kind, self.data, self.ids, self.word_slot, self.word_mask, 0, None, &probes, budget
+        )
+        if vocabulary < 0:
+            return
+        self.vocabulary = vocabulary
         total = count - n + 1 if count >= n else 0
         size = _table_size(total)
         self.gram_mask = size - 1
@@ -255,22 +317,10 @@ cdef class PromptIndex:
         if self.gram_slot == NULL or self.gram_hash == NULL:
             raise MemoryError()
         memset(self.gram_slot, 0xFF, size * sizeof(int32_t))
-        for i in range(total):
-            h = _gram_hash(&self.ids[i], n)
-            slot = h & self.gram_mask
-            while True:
-                first = self.gram_slot[slot]
-                if first < 0:
-                    self.gram_slot[slot] = <int32_t>i
-                    self.gram_hash[slot] = h
-                    break
-                probes += 1
-                if probes > budget:
-                    return
-                if self.gram_hash[slot] == h and _same_ids(&self.ids[first], &self.ids[i], n):
-                    break
-                slot = (slot + 1) & self.gram_mask
-        self.complete = True
+        if _distinct_grams(
+            self.ids, total, n, self.gram_slot, self.gram_hash, self.gram_mask, None, &shared, &probes, budget
+        ) >= 0:
+            self.complete = True
 
     def __dealloc__(self):
         _free_words(&self.words)
@@ -317,7 +367,9 @@ cdef class PromptIndex:
             slot = (slot + 1) & self.gram_mask
 
 
-def counts(str text not None, Py_ssize_t n, PromptIndex prompt=None, Py_ssize_t probes_per_word=_PROBES_PER_WORD):
+def counts(
+    str text not None, Py_ssize_t n, PromptIndex prompt=None, Py_ssize_t probes_per_word=_PROBES_PER_WORD
+):
     """``(total, distinct, shared)`` word n-grams of ``text`` (``shared``: distinct ones that are
     ``prompt``'s, 0 without one), or None when the work cap was hit (count in Python). The cap:
     ``probes_per_word`` table probes per word, plus 4,096 (none with 0: for tests)."""
@@ -335,54 +387,22 @@ def counts(str text not None, Py_ssize_t n, PromptIndex prompt=None, Py_ssize_t 
     cdef uint64_t *gram_hash = NULL
     cdef int kind = PyUnicode_KIND(text)
     cdef void *data = PyUnicode_DATA(text)
-    cdef Py_ssize_t count, i, j, slot, size, total, probes = 0, budget, wid
-    cdef Py_ssize_t distinct = 0, shared = 0
+    cdef Py_ssize_t count, size, total, probes = 0, budget, distinct, shared = 0
     cdef Py_ssize_t vocabulary = prompt.vocabulary if prompt is not None else 0
-    cdef uint32_t next_id
-    cdef int32_t first
-    cdef uint64_t h
-    cdef int in_prompt
     try:
         _split(text, &w)
         count = w.count
         if count >= 0x7FFFFFFF or vocabulary + count >= 0xFFFFFFFF:
             return None
         budget = probes_per_word * count + (4096 if probes_per_word else 0)
-        next_id = <uint32_t>vocabulary
         size = _table_size(count)
         ids = <uint32_t *>PyMem_Malloc((count + 1) * sizeof(uint32_t))
         word_slot = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
         if ids == NULL or word_slot == NULL:
             raise MemoryError()
         memset(word_slot, 0xFF, size * sizeof(int32_t))
-        for i in range(count):
-            h = w.hash[i]
-            if prompt is not None:
-                wid = prompt.word_id(kind, data, w.start[i], w.length[i], h, &probes, budget)
-                if wid == -2:
-                    return None
-                if wid >= 0:
-                    ids[i] = <uint32_t>wid
-                    continue
-            slot = h & (size - 1)
-            while True:
-                first = word_slot[slot]
-                if first < 0:
-                    word_slot[slot] = <int32_t>i
-                    ids[i] = next_id
-                    next_id += 1
-                    break
-                probes += 1
-                if probes > budget:
-                    return None
-                if (
-                    w.hash[first] == h
-                    and w.length[first] == w.length[i]
-                    and _same_chars(kind, data, w.start[first], kind, data, w.start[i], w.length[i])
-                ):
-                    ids[i] = ids[first]
-                    break
-                slot = (slot + 1) & (size - 1)
+        if _word_ids(&w, kind, data, ids, word_slot, size - 1, <uint32_t>vocabulary, prompt, &probes, budget) < 0:
+            return None
         total = count - n + 1 if count >= n else 0
         size = _table_size(total)
         gram_slot = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
@@ -390,33 +410,9 @@ def counts(str text not None, Py_ssize_t n, PromptIndex prompt=None, Py_ssize_t 
         if gram_slot == NULL or gram_hash == NULL:
             raise MemoryError()
         memset(gram_slot, 0xFF, size * sizeof(int32_t))
-        for i in range(total):
-            h = _gram_hash(&ids[i], n)
-            slot = h & (size - 1)
-            while True:
-                first = gram_slot[slot]
-                if first < 0:
-                    gram_slot[slot] = <int32_t>i
-                    gram_hash[slot] = h
-                    distinct += 1
-                    if prompt is not None:
-                        in_prompt = True
-                        for j in range(n):
-                            if ids[i + j] >= vocabulary:
-                                in_prompt = False
-                                break
-                        if in_prompt:
-                            in_prompt = prompt.has_gram(&ids[i], h, &probes, budget)
-                            if in_prompt < 0:
-                                return None
-                            shared += in_prompt
-                    break
-                probes += 1
-                if probes > budget:
-                    return None
-                if gram_hash[slot] == h and _same_ids(&ids[first], &ids[i], n):
-                    break
-                slot = (slot + 1) & (size - 1)
+        distinct = _distinct_grams(ids, total, n, gram_slot, gram_hash, size - 1, prompt, &shared, &probes, budget)
+        if distinct < 0:
+            return None
         return total, distinct, shared
     finally:
         _free_words(&w)
