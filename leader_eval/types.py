@@ -113,12 +113,7 @@ class ToolCall:
     ) -> None:
         # the parsers build one per call, twice for a call both parses find: fill __dict__
         # directly, as CheckResult does (same signature and defaults)
-        d = self.__dict__
-        d["name"] = name
-        d["arguments"] = arguments
-        d["protocol"] = protocol
-        d["span"] = span
-        d["raw"] = raw
+        self.__dict__.update(name=name, arguments=arguments, protocol=protocol, span=span, raw=raw)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

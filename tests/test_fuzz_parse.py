@@ -135,26 +135,25 @@ def test_known_decode_spends_what_a_fresh_decode_spends(
 
 
 def _window_by_window(text: str, pos: int, budget: Budget, charges: list[int]) -> tuple[object, int] | None:
-    """try_decode as specified: each window decoded in turn (512 characters, then 4x larger),
-    growing only while the failure is the window's own cut."""
-    n, width = len(text), 512
-    while True:
-        stop = min(n, pos + width)
-        chunk = text if (pos == 0 and stop == n) else text[pos:stop]
-        charges.append(len(chunk))
-        if not budget.spend(len(chunk)):
+    """try_decode as specified: windows of 512, 2,048, 8,192, ... characters (at most the rest
+    of the text), each decoded in turn while the failure is that window's own cut."""
+    n = len(text)
+    for stop in dict.fromkeys(min(n, pos + 512 * 4**k) for k in range(12)):
+        size = stop - pos
+        charges.append(size)
+        if not budget.spend(size):
             charges.append(-1)
             return None
         try:
-            value, end = DECODER.raw_decode(chunk)
+            value, end = DECODER.raw_decode(text[pos:stop])
         except json.JSONDecodeError as exc:
-            if not (stop < n and (exc.pos >= len(chunk) - 16 or exc.msg.startswith("Unterminated string"))):
-                return None
-            width *= 4
-            continue
+            if stop < n and (exc.pos >= size - 16 or exc.msg.startswith("Unterminated string")):
+                continue  # the window's own cut: a larger one may hold the value
+            return None
         except (RecursionError, ValueError, MemoryError):
             return None
         return value, pos + end
+    return None
 
 
 def _same_as_window_by_window(text: str, pos: int, budget_chars: int, failures_spent: int) -> None:

@@ -135,16 +135,17 @@ class ParseResult:
     ) -> None:
         # one per output: __dict__ filled directly rather than a frozen dataclass's
         # object.__setattr__ per field (as CheckResult in leader_eval/types.py)
-        d = self.__dict__
-        d["protocol"] = protocol
-        d["strict_ok"] = strict_ok
-        d["calls"] = calls
-        d["lenient_calls"] = lenient_calls
-        d["error"] = error
-        d["consumed"] = consumed
-        d["visible_text"] = visible_text
-        d["reasoning"] = reasoning
-        d["other_protocols"] = other_protocols
+        self.__dict__.update(
+            protocol=protocol,
+            strict_ok=strict_ok,
+            calls=calls,
+            lenient_calls=lenient_calls,
+            error=error,
+            consumed=consumed,
+            visible_text=visible_text,
+            reasoning=reasoning,
+            other_protocols=other_protocols,
+        )
 
 
 def _lenient(protocol: str, scan: Scan, api_tool_calls: list[dict[str, Any]] | None) -> list[ToolCall]:

@@ -36,6 +36,7 @@ _PY_MAX_DEPTH = 100
 _FAST_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _FAST_CALL = re.compile(rf"({_FAST_NAME}(?:\.{_FAST_NAME})*) *\( *")
 _FAST_KEY = re.compile(rf"({_FAST_NAME}) *= *")
+_FAST_SEPARATOR = re.compile(r" *(,)? *")
 _FAST_SCALAR = re.compile(r"(?:-?(?:0|[1-9][0-9]{0,17})|True|False|None)")
 _FAST_SURROGATE = re.compile("[\ud800-\udfff]")
 _FAST_ESCAPED = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
@@ -71,10 +72,20 @@ def _fast_string(text: str, pos: int) -> tuple[str, int] | None:
     return "".join(pieces), close + 1
 
 
-def _fast_list(text: str, s: int) -> tuple[list[tuple[str, dict[str, Any], int, int]], int, int] | None:
+def _fast_separator(text: str, pos: int) -> tuple[bool, int]:
+    """(whether a comma follows ``pos``, between spaces; where the next piece starts)."""
+    m = _FAST_SEPARATOR.match(text, pos)
+    return (m is not None and m.group(1) is not None), (m.end() if m is not None else pos)
+
+
+def _fast_list(
+    text: str, s: int, max_tokens: int = _PY_TOKEN_BUDGET
+) -> tuple[list[tuple[str, dict[str, Any], int, int]], int, int] | None:
     """The list of calls opening at ``s`` if it is of the usual shape (see ``_FAST_NAME``):
     ((name, arguments, start, end) per call, where the list ends, how many bracket and string
-    tokens ``_PY_TOKENS`` finds in it); None for anything else."""
+    tokens ``_PY_TOKENS`` finds in it); None for anything else, and as soon as the list has
+    more than ``MAX_CALLS`` calls or ``max_tokens`` tokens (the caller's own path decides
+    those, and a 1 MB list is not read twice)."""
     calls: list[tuple[str, dict[str, Any], int, int]] = []
     tokens = 2  # the list's brackets
     pos = s + 1
@@ -89,6 +100,8 @@ def _fast_list(text: str, s: int) -> tuple[list[tuple[str, dict[str, Any], int, 
             return None
         start, pos = m.start(), m.end()
         tokens += 2  # the call's parentheses
+        if len(calls) == MAX_CALLS or tokens > max_tokens:
+            return None
         args: dict[str, Any] = {}
         while not text.startswith(")", pos):
             k = _FAST_KEY.match(text, pos)
@@ -111,26 +124,16 @@ def _fast_list(text: str, s: int) -> tuple[list[tuple[str, dict[str, Any], int, 
                 literal = v.group()
                 args[key] = _FAST_CONSTANTS[literal] if literal in _FAST_CONSTANTS else int(literal)
                 pos = v.end()
-            while text.startswith(" ", pos):
-                pos += 1
-            if text.startswith(",", pos):
-                pos += 1
-                while text.startswith(" ", pos):
-                    pos += 1
-            elif not text.startswith(")", pos):
+            comma, pos = _fast_separator(text, pos)
+            if not comma and not text.startswith(")", pos):
                 return None
         pos += 1
         calls.append((name, args, start, pos))
-        while text.startswith(" ", pos):
-            pos += 1
-        if text.startswith(",", pos):
-            pos += 1
-            while text.startswith(" ", pos):
-                pos += 1
-        elif not text.startswith("]", pos):
-            return None
+        comma, pos = _fast_separator(text, pos)
         if text.startswith("]", pos):
             return calls, pos + 1, tokens
+        if not comma:
+            return None
 
 
 def lenient(scan: Scan) -> Iterator[ToolCall]:
@@ -142,7 +145,7 @@ def lenient(scan: Scan) -> Iterator[ToolCall]:
         if not m:
             return
         s = m.start()
-        fast = _fast_list(text, s)
+        fast = _fast_list(text, s, tokens_left - 1)
         if fast is not None and tokens_left > fast[2]:
             # the bracket scan below would end this list where it ends, spending its tokens
             tokens_left -= fast[2]
