@@ -420,3 +420,75 @@ def counts(
         PyMem_Free(word_slot)
         PyMem_Free(gram_slot)
         PyMem_Free(gram_hash)
+
+
+# --- repeated windows (the repetition check's long-repeat rule) -----------------------------
+
+def first_repeat(str text not None, Py_ssize_t length, Py_ssize_t probes_per_window=_PROBES_PER_WORD):
+    """The leftmost window of ``length`` characters of ``text`` that occurs again later, and its
+    next occurrence, as ``(i, j)``; ``(-1, -1)`` when no window occurs twice; None when the probe
+    cap was hit (then the caller searches with its own method). Exact: windows are compared by
+    their characters; a rolling hash (seeded per process) only picks the bucket. One pass."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    if length < 1 or length >= n:
+        return (-1, -1)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void *data = PyUnicode_DATA(text)
+    cdef Py_ssize_t windows = n - length + 1, size = _table_size(windows), mask = size - 1
+    # a comparison of two windows costs length / 8 probes: at most ~64 characters compared per character of text
+    cdef Py_ssize_t budget = probes_per_window * (windows + n // 8) + (4096 if probes_per_window else 0), probes = 0
+    cdef Py_ssize_t j, k, slot, best_i = -1, best_j = -1
+    cdef int32_t first
+    cdef uint64_t base = _SEED | 1, top = 1, h = 0
+    cdef int32_t *slots = NULL
+    cdef uint64_t *hashes = NULL
+    cdef unsigned char *seen_twice = NULL
+    if windows >= 0x7FFFFFFF:
+        return None
+    try:
+        slots = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
+        hashes = <uint64_t *>PyMem_Malloc(size * sizeof(uint64_t))
+        seen_twice = <unsigned char *>PyMem_Malloc(size)
+        if slots == NULL or hashes == NULL or seen_twice == NULL:
+            raise MemoryError()
+        memset(slots, 0xFF, size * sizeof(int32_t))
+        memset(seen_twice, 0, size)
+        for k in range(length - 1):
+            top *= base
+        for k in range(length):
+            h = h * base + <uint64_t>PyUnicode_READ(kind, data, k)
+        for j in range(windows):
+            if j:
+                h = (h - <uint64_t>PyUnicode_READ(kind, data, j - 1) * top) * base
+                h += <uint64_t>PyUnicode_READ(kind, data, j + length - 1)
+            slot = _mix(h) & mask
+            while True:
+                first = slots[slot]
+                if first < 0:
+                    slots[slot] = <int32_t>j
+                    hashes[slot] = h
+                    break
+                if hashes[slot] == h:
+                    if seen_twice[slot]:
+                        # this content is known to repeat, so best_i <= first; a window equal
+                        # to it changes nothing, and one that only shares its hash is first
+                        # seen after it (same-hash entries sit in the order they came), so
+                        # its pairs cannot start before best_i either: no need to compare
+                        break
+                    probes += length // 8 + 1  # a comparison costs by its length
+                    if probes > budget:
+                        return None
+                    if memcmp(<char *>data + first * kind, <char *>data + j * kind, length * kind) == 0:
+                        seen_twice[slot] = 1
+                        if best_i < 0 or first < best_i:
+                            best_i, best_j = first, j
+                        break
+                probes += 1
+                if probes > budget:
+                    return None
+                slot = (slot + 1) & mask
+        return (best_i, best_j)
+    finally:
+        PyMem_Free(slots)
+        PyMem_Free(hashes)
+        PyMem_Free(seen_twice)

@@ -78,6 +78,35 @@ def test_counts_on_long_repetitive_text() -> None:
             assert got == _python_counts(text, n, prompt)
 
 
+def _first_repeat_brute_force(text: str, length: int) -> tuple[int, int]:
+    for i in range(len(text) - length + 1):
+        for j in range(i + 1, len(text) - length + 1):
+            if text[i : i + length] == text[j : j + length]:
+                return i, j
+    return -1, -1
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(["a", "b", " ", "\u03a3", "\U0001f600", "\ud800"]), min_size=1, max_size=60).map(
+        "".join
+    ),
+    data=st.data(),
+)
+def test_first_repeat_is_the_leftmost_repeated_window_and_its_next_copy(text: str, data: st.DataObject) -> None:
+    length = data.draw(st.integers(1, len(text)))
+    assert ngrams.first_repeat(text, length) == _first_repeat_brute_force(text, length)
+
+
+def test_first_repeat_on_a_long_loop() -> None:
+    text = "We build the mill. " * 3000 + "Done."
+    assert ngrams.first_repeat(text, 1000) == (0, 19)
+    # the longest repeat: the loop less one sentence ("Done." ends only one copy)
+    assert ngrams.first_repeat(text, len(text) - 24) == (0, 19)
+    assert ngrams.first_repeat(text, len(text) - 23) == (-1, -1)
+    assert ngrams.first_repeat(text, 10, probes_per_window=0) is None  # past the cap: the caller searches
+
+
 def test_work_cap_gives_the_text_back_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "the loop the loop the loop " * 40
     assert ngrams.counts(text, 4, probes_per_word=0) is None  # a repeated word needs a probe
@@ -104,6 +133,9 @@ class _Capped:
 
     def counts(self, text: str, n: int, prompt: object = None) -> object:
         return self._m.counts(text, n, prompt, probes_per_word=0)  # type: ignore[attr-defined]
+
+    def first_repeat(self, text: str, length: int) -> object:
+        return self._m.first_repeat(text, length, probes_per_window=0)  # type: ignore[attr-defined]
 
 
 def _corpus(seed: int) -> list[str]:

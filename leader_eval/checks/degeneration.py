@@ -76,21 +76,32 @@ class _Repeats:
 
     def __init__(self, text: str, codes: np.ndarray | None = None) -> None:
         self.text = text
-        n = self.n = len(text)
-        if codes is None:
-            codes = _codes(text)
-        pw, self.inv = _power_table(n + 1)
-        self.prefix = np.zeros(n + 1, dtype=np.uint64)
-        np.cumsum(codes * pw[:n], out=self.prefix[1:])
+        self.n = len(text)
+        self._codes = codes
+        self._prefix: np.ndarray | None = None
+
+    @property
+    def prefix(self) -> np.ndarray:
+        # built on first need: the compiled search (``pair``) never needs it
+        if self._prefix is None:
+            n = self.n
+            codes = _codes(self.text) if self._codes is None else self._codes
+            pw, self.inv = _power_table(n + 1)
+            self._prefix = np.zeros(n + 1, dtype=np.uint64)
+            np.cumsum(codes * pw[:n], out=self._prefix[1:])
+        return self._prefix
 
     def _hashes(self, length: int) -> np.ndarray:
         m = self.n - length + 1
-        return (self.prefix[length : length + m] - self.prefix[:m]) * self.inv[:m]
+        prefix = self.prefix
+        return (prefix[length : length + m] - prefix[:m]) * self.inv[:m]
 
     def any_repeat(self, length: int) -> bool:
         """Cheap test (may say True on a hash collision; ``pair`` then verifies)."""
         if length < 1 or length >= self.n:
             return False
+        if _compiled is not None:
+            return True  # ``pair`` decides in one pass
         s = np.sort(self._hashes(length))
         return bool((s[1:] == s[:-1]).any())
 
@@ -99,6 +110,10 @@ class _Repeats:
         occurrence; verified by comparing the strings."""
         if length < 1 or length >= self.n:
             return None
+        if _compiled is not None:
+            got = _compiled.first_repeat(self.text, length)
+            if got is not None:  # None: past its probe cap, search with the hashes below
+                return got if got[0] >= 0 else None
         h = self._hashes(length)
         # fast path: the leftmost window whose hash occurs again and that hash's next
         # occurrence, from one unstable sort; it is the first candidate the full search below
