@@ -168,6 +168,9 @@ def compile_validity(schema: Any) -> Predicate | None:
     def valid(v: Any) -> bool:
         if type(v) not in _PLAIN:
             return False
-        return all(check(v) for check in checks)
+        for check in checks:  # noqa: SIM110 (a loop, not all(generator): this runs per call and value)
+            if not check(v):
+                return False
+        return True
 
     return valid

@@ -271,37 +271,42 @@ class CaseScorer:
                 f"visible text does not match {missing[0]!r}" if missing else "",
             )
         ordered = [checks[name] for name in CHECK_ORDER if name in checks]
-        ordered += [c for name, c in checks.items() if name not in _IN_CHECK_ORDER]
-        failed = [c for c in ordered if not c.passed]
-        ordered = [
-            CheckResult(
-                c.check, c.passed, c.reason, c.detail, not self.hard.isdisjoint(_reasons_of(c)), c.findings, c.data
-            )
-            if not c.passed
-            else c
-            for c in ordered
-        ]
-        hard = any(c.hard for c in ordered if not c.passed)
+        if len(ordered) < len(checks):
+            ordered += [c for name, c in checks.items() if name not in _IN_CHECK_ORDER]
+        # each check's record, a failed one's ``hard`` decided by every reason it holds (the
+        # record is what a CheckResult rebuilt with that ``hard`` would give, built directly)
+        records = []
+        failed: CheckResult | None = None
+        hard = False
+        for c in ordered:
+            d = c.to_dict()
+            if not c.passed:
+                if failed is None:
+                    failed = c
+                d["hard"] = is_hard = _is_hard(c, self.hard)
+                hard = hard or is_hard
+            records.append(d)
         arg_check = checks.get("arguments")
         partial = float(arg_check.data.get("partial_credit", 1.0 if arg_check.passed else 0.0)) if arg_check else 0.0
         tool_check = checks.get("tool_choice")
+        format_ok = checks["format"].passed
         return SampleScore(
-            case_id=sample.case_id,
-            index=sample.index,
-            outcome="ok",
-            passed=not failed,
-            hard_fail=hard,
-            reason=str(failed[0].reason) if failed and failed[0].reason else (failed[0].check if failed else None),
-            strict_format=checks["format"].passed,
-            lenient_format=bool(parsed.strict_ok or parsed.lenient_calls),
-            tool_correct=bool(tool_check.passed) if tool_check else checks["format"].passed,
-            leaked=bool(findings),
-            partial_credit=partial,
-            calls=[_call_dict(c) for c in parsed.calls],
-            lenient_calls=[_call_dict(c) for c in parsed.lenient_calls],
-            other_protocols=list(parsed.other_protocols),
-            reasoning=parsed.reasoning or sample.reasoning,
-            checks=[c.to_dict() for c in ordered],
+            sample.case_id,
+            sample.index,
+            "ok",
+            failed is None,
+            hard,
+            (str(failed.reason) if failed.reason else failed.check) if failed is not None else None,
+            format_ok,
+            bool(parsed.strict_ok or parsed.lenient_calls),
+            bool(tool_check.passed) if tool_check else format_ok,
+            bool(findings),
+            partial,
+            [_call_dict(c) for c in parsed.calls],
+            [_call_dict(c) for c in parsed.lenient_calls],
+            list(parsed.other_protocols),
+            parsed.reasoning or sample.reasoning,
+            records,
         )
 
     def _leaks(self, parsed: ParseResult) -> list[Finding]:
@@ -324,6 +329,22 @@ def _call_dict(call: ToolCall) -> dict[str, Any]:
         "span": list(call.span) if call.span else None,
         "raw": call.raw,
     }
+
+
+def _is_hard(check: CheckResult, hard: set[str]) -> bool:
+    """Is any reason a failed check holds (its own, its findings', its argument failures') one
+    the case lists in ``hard_fail``? The first one found decides (no set of them is built)."""
+    if not hard:
+        return False
+    if check.reason and str(check.reason) in hard:
+        return True
+    for f in check.findings:
+        if str(f.reason) in hard:
+            return True
+    for f in check.data.get("failures", ()) if isinstance(check.data, dict) else ():
+        if isinstance(f, dict) and f.get("reason") and str(f["reason"]) in hard:
+            return True
+    return False
 
 
 _IMMUTABLE = (str, int, float, bool, type(None))
@@ -369,16 +390,6 @@ def _format_check(parsed: ParseResult, expect_no_call: bool) -> CheckResult:
     if parsed.error and _looks_like_attempt(parsed):
         return CheckResult("format", False, Reason.UNPARSEABLE, parsed.error)
     return CheckResult("format", False, Reason.NO_CALL, parsed.error or "no tool call")
-
-
-def _reasons_of(check: CheckResult) -> set[str]:
-    """Every reason a failed check holds: its own, its findings', its argument failures'."""
-    out = {str(check.reason)} if check.reason else set()
-    out.update(str(f.reason) for f in check.findings)
-    for f in check.data.get("failures", ()) if isinstance(check.data, dict) else ():
-        if isinstance(f, dict) and f.get("reason"):
-            out.add(str(f["reason"]))
-    return out
 
 
 def _looks_like_attempt(parsed: ParseResult) -> bool:

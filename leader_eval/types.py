@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-# The scorer builds about fifteen CheckResults per sample. A frozen dataclass's generated
+# The scorer builds about fifteen CheckResults per sample (and a ToolCall per call each parse
+# finds). A frozen dataclass's generated
 # ``__init__`` sets each field through ``object.__setattr__`` (~0.8 us for CheckResult), so
 # CheckResult defines its own ``__init__`` that fills ``__dict__`` directly (~0.3 us), with the
 # same signature and defaults; the dataclass machinery (eq, hash, repr, replace, asdict,
@@ -101,6 +102,18 @@ class ToolCall:
     protocol: str
     span: tuple[int, int] | None = None  # where in the raw text; None for API-level calls
     raw: str = ""
+
+    def __init__(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        protocol: str,
+        span: tuple[int, int] | None = None,
+        raw: str = "",
+    ) -> None:
+        # the parsers build one per call, twice for a call both parses find: fill __dict__
+        # directly, as CheckResult does (same signature and defaults)
+        self.__dict__.update(name=name, arguments=arguments, protocol=protocol, span=span, raw=raw)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

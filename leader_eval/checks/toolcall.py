@@ -131,7 +131,8 @@ def _integer_only(schema: Any) -> bool:
 
 
 def _sub_schema(schema: Any, key: str | int) -> Any:
-    if not isinstance(schema, Mapping):
+    # ``type(x) is dict or``: the usual case without the ABC check (~0.1 us each, per argument)
+    if not (type(schema) is dict or isinstance(schema, Mapping)):
         return None
     if isinstance(key, int):
         prefix = schema.get("prefixItems")
@@ -139,7 +140,7 @@ def _sub_schema(schema: Any, key: str | int) -> Any:
             return prefix[key]
         return schema.get("items")
     props = schema.get("properties")
-    return props.get(key) if isinstance(props, Mapping) else None
+    return props.get(key) if type(props) is dict or isinstance(props, Mapping) else None
 
 
 # A mismatch: (kind "type"|"value", path suffix, expected, got).
@@ -288,7 +289,7 @@ _MISSING = object()
 
 def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | None) -> _Failure | None:
     """One expected argument; ``value`` is ``_MISSING`` when the call omitted it."""
-    if not isinstance(constraint, Mapping):
+    if not (type(constraint) is dict or isinstance(constraint, Mapping)):
         constraint = {"equals": constraint}
     if value is _MISSING:
         if constraint.get("optional") or constraint.get("present") is False:
@@ -417,7 +418,7 @@ def _score_pair(
     if call.name != exp.get("tool"):
         return _Pair(False, 0, units, [])
     schema = tools.get(call.name)
-    args = call.arguments if isinstance(call.arguments, Mapping) else {}
+    args = call.arguments if type(call.arguments) is dict or isinstance(call.arguments, Mapping) else {}
     base = f"calls[{call_index}].arguments"
     failures: list[_Failure] = []
     matched = 0
@@ -454,6 +455,8 @@ def _assign(weights: list[list[float]]) -> list[tuple[int, int]]:
     n_cols = len(weights[0]) if n_rows else 0
     if n_rows == 0 or n_cols == 0:
         return []
+    if n_rows == 1 and n_cols == 1:  # the usual case: the one permutation (weights are >= 0)
+        return [(0, 0)]
     transposed = n_rows > n_cols
     w = [list(col) for col in zip(*weights, strict=True)] if transposed else weights
     r, c = len(w), len(w[0])
@@ -531,8 +534,9 @@ def _schema_check(
             continue  # an unknown tool is tool_choice's finding
         validator = validators[call.name] if validators and call.name in validators else _validator(schema)
         try:
-            if _fast_valid(validator, call.arguments) or validator.is_valid(call.arguments):
+            if _fast_valid(validator, call.arguments):
                 continue
+            # no error: best_match gives None (so no separate is_valid walk before it)
             err = best_match(validator.iter_errors(call.arguments))
         except RecursionError:
             failures.append(
@@ -636,9 +640,10 @@ def match_calls(
         ]
 
     pairs = [[_score_pair(e, c, j, tools, goal) for j, c in enumerate(calls)] for e in expected]
+    n_expected, n_calls = len(expected), len(calls)
     # Lexicographic objective in one number: fully correct pairs first, then right tool names,
     # then the fraction of arguments met. k+1 and k*(k+2)+1 keep the tiers from overlapping.
-    k = min(len(expected), len(calls))
+    k = min(n_expected, n_calls)
     tier_name = k + 1
     tier_full = k * tier_name + k + 1
     weights = [
@@ -650,40 +655,41 @@ def match_calls(
     ]
     assignment = _assign(weights)
     by_expected = dict(assignment)
-    used = set(by_expected.values())
+    # (expected, call, its pair) for each assigned pair, in assignment order
+    assigned = [(i, j, pairs[i][j]) for i, j in assignment]
 
-    # tool_choice
+    # tool_choice: a wrong tool, else a missing call, else an extra call (the first of each)
     choice_fail: _Failure | None = None
-    unmatched_expected = [i for i in range(len(expected)) if i not in by_expected]
-    extra = [j for j in range(len(calls)) if j not in used]
-    wrong = [(i, j) for i, j in assignment if not pairs[i][j].name_ok]
+    wrong = [(i, j) for i, j, pair in assigned if not pair.name_ok]
+    unmatched = len(by_expected) < n_expected
     if wrong:
         i, j = wrong[0]
         choice_fail = _Failure(Reason.WRONG_TOOL, f"calls[{j}].name", expected[i].get("tool"), calls[j].name)
-    elif unmatched_expected:
-        i = unmatched_expected[0]
+    elif unmatched:
+        i = next(i for i in range(n_expected) if i not in by_expected)
         choice_fail = _Failure(Reason.MISSING_CALL, f"expect.calls[{i}]", expected[i].get("tool"), None)
-    elif extra and count_rule == "exact":
-        j = extra[0]
+    elif len(assignment) < n_calls and count_rule == "exact":
+        used = set(by_expected.values())
+        j = next(j for j in range(n_calls) if j not in used)
         choice_fail = _Failure(Reason.EXTRA_CALL, f"calls[{j}]", None, calls[j].name)
     pairing = [{"expected": i, "call": j} for i, j in assignment]
     if choice_fail is None:
-        detail = f"{len(calls)} call(s), {len(expected)} expected"
+        detail = f"{n_calls} call(s), {n_expected} expected"
     else:
         detail = f"{choice_fail.reason}: expected {choice_fail.expected!r}, got {choice_fail.got!r}"
     choice = _result("tool_choice", choice_fail, detail, {"pairing": pairing})
 
-    # arguments
+    # arguments: the failures of each expected call paired with a call of its tool, in the
+    # order of the expected calls
     units = sum(max(len(e.get("args") or {}), 1) for e in expected)
-    matched = sum(pairs[i][j].matched for i, j in assignment if pairs[i][j].name_ok)
+    named = [(i, pair) for i, _, pair in assigned if pair.name_ok]
+    if len(named) > 1:
+        named.sort(key=lambda item: item[0])
+    matched = sum(pair.matched for _, pair in named)
     credit = matched / units if units else 1.0
-    arg_failures: list[_Failure] = []
-    for i in range(len(expected)):
-        paired = by_expected.get(i)
-        if paired is not None and pairs[i][paired].name_ok:
-            arg_failures.extend(pairs[i][paired].failures)
+    arg_failures: list[_Failure] = [f for _, pair in named for f in pair.failures]
     first_arg: _Failure | None = min(arg_failures, key=_rank) if arg_failures else None
-    if first_arg is None and (wrong or unmatched_expected):
+    if first_arg is None and (wrong or unmatched):
         first_arg = choice_fail  # the expected arguments were never given
     data: dict[str, Any] = {"partial_credit": credit}
     if arg_failures:

@@ -121,15 +121,41 @@ class ParseResult:
     reasoning: str | None
     other_protocols: tuple[str, ...]
 
+    def __init__(
+        self,
+        protocol: str,
+        strict_ok: bool,
+        calls: tuple[ToolCall, ...],
+        lenient_calls: tuple[ToolCall, ...],
+        error: str | None,
+        consumed: tuple[tuple[int, int], ...],
+        visible_text: str,
+        reasoning: str | None,
+        other_protocols: tuple[str, ...],
+    ) -> None:
+        # one per output: __dict__ filled directly rather than a frozen dataclass's
+        # object.__setattr__ per field (as CheckResult in leader_eval/types.py)
+        self.__dict__.update(
+            protocol=protocol,
+            strict_ok=strict_ok,
+            calls=calls,
+            lenient_calls=lenient_calls,
+            error=error,
+            consumed=consumed,
+            visible_text=visible_text,
+            reasoning=reasoning,
+            other_protocols=other_protocols,
+        )
+
 
 def _lenient(protocol: str, scan: Scan, api_tool_calls: list[dict[str, Any]] | None) -> list[ToolCall]:
+    p = REGISTRY[protocol]
+    extract = p.lenient
+    if extract is not None and p.lenient_needs and not any(map(scan.holds, p.lenient_needs)):
+        return []  # nothing this scan could find (most protocols, on most failed outputs)
     try:
-        p = REGISTRY[protocol]
-        extract = p.lenient
         if extract is None:
             return api_calls(api_tool_calls, strict=False)
-        if p.lenient_needs and all(scan.text.find(n, scan.start) == -1 for n in p.lenient_needs):
-            return []
         return list(itertools.islice(extract(scan), MAX_CALLS))
     except (Fail, RecursionError, MemoryError, ValueError, TypeError):
         # A diagnostic must never take scoring down with it.
@@ -161,6 +187,11 @@ def _body_end(text: str, lo: int, eot_tokens: tuple[str, ...]) -> int:
     while True:
         while hi > lo and text[hi - 1].isspace():
             hi -= 1
+        try:
+            if not text.endswith(eot_tokens, lo, hi):  # none of them ends the body (the usual case)
+                return hi
+        except TypeError:  # a token that is not a string (None is skipped below, as "")
+            pass
         for tok in eot_tokens:
             if tok and hi - len(tok) >= lo and text.startswith(tok, hi - len(tok)):
                 hi -= len(tok)
@@ -186,8 +217,10 @@ def parse_output(
     api_tool_calls: list[dict[str, Any]] | None = None,
 ) -> ParseResult:
     """Parse one raw output under ``protocol``; never raises on any text."""
-    get(protocol)  # an unknown protocol is the caller's error
-    if isinstance(text, bytes | bytearray):
+    spec = REGISTRY.get(protocol) or get(protocol)  # an unknown protocol is the caller's error
+    if type(text) is str:
+        pass
+    elif isinstance(text, bytes | bytearray):
         text = bytes(text).decode("utf-8", "replace")
     elif not isinstance(text, str):
         text = "" if text is None else str(text)
@@ -202,7 +235,7 @@ def parse_output(
     error: str | None = reasoning_error
     if error is None:
         try:
-            parser = REGISTRY[protocol].strict
+            parser = spec.strict
             if parser is None:  # an API protocol: the calls came beside the text
                 calls = api_calls(api_tool_calls, strict=True)
                 if not calls:
@@ -221,7 +254,7 @@ def parse_output(
 
     # the strict decodes start at or after body_lo, where the lenient scans look too; built
     # only when a lenient scan runs (a strict success of a text protocol runs none)
-    scan = Scan(text, body_lo, memo) if error is not None or REGISTRY[protocol].strict is None else None
+    scan = Scan(text, body_lo, memo) if error is not None or spec.strict is None else None
     if error is None:
         lenient = list(calls)
     else:
@@ -232,16 +265,17 @@ def parse_output(
 
     # Other protocols explain what the model did instead. A call another parser finds inside a
     # call of the protocol in force (the JSON inside a Hermes tag) explains nothing new.
-    own = sorted({c.span for c in lenient if c.span is not None})
-    own_starts = [a for a, _ in own]
     others: list[str] = []
     # A strict success consumed the whole body: no text is left for another protocol to explain
     # (API calls are the exception: their content text sits beside them), so skip the scans.
+    if scan is not None:
+        own = sorted({c.span for c in lenient if c.span is not None})
+        own_starts = [a for a, _ in own]
     for other in PROTOCOLS if scan is not None else ():
         if other == protocol:
             continue
         found = _lenient(other, scan, api_tool_calls)  # type: ignore[arg-type]  # not None here
-        if any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
+        if found and any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
             others.append(other)
 
     # What the room sees: the body without the consumed markup.
