@@ -25,6 +25,7 @@ import json
 import os
 import pstats
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -263,7 +264,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         prof.disable()
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
     wall, cpu, reasons = throughput(scorer, samples)
+    from leader_eval.checks import degeneration
+
     out: dict[str, Any] = {
+        "ngram_counter": "compiled" if getattr(degeneration, "_compiled", None) is not None else "python",
         "n": len(samples),
         "mean_chars": statistics.mean(len(s.text) for s in samples),
         "cpu_per_output_us": cpu / len(samples) * 1e6,
@@ -288,13 +292,24 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _extract(ref: str, into: Path) -> Path:
-    """``git archive REF`` of this repository, unpacked into ``into``."""
+    """``git archive REF`` of this repository, unpacked into ``into``, its compiled module (if it
+    has one) built in place as the install builds it: a baseline is measured as users run it."""
     data = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
     tar_path = into / "tree.tar"
     tar_path.write_bytes(data)
+    tree = into / "tree"
     with tarfile.open(tar_path) as tar:
-        tar.extractall(into / "tree", filter="data")
-    return into / "tree"
+        tar.extractall(tree, filter="data")
+    pyx = tree / "leader_eval" / "_ngrams.pyx"
+    if pyx.exists():  # built apart from the tree: Cython's command would read its pyproject.toml
+        build = into / "ngrams-build"
+        build.mkdir()
+        shutil.copy(pyx, build)
+        cmd = [sys.executable, "-m", "Cython.Build.Cythonize", "-i", "-q", "-3", "_ngrams.pyx"]
+        subprocess.run(cmd, cwd=build, check=True, capture_output=True)
+        for so in build.glob("_ngrams.*.so"):
+            shutil.copy(so, pyx.parent)
+    return tree
 
 
 def _run_worker(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -324,6 +339,10 @@ def main() -> int:
         print(json.dumps(worker(args)))
         return 0
 
+    pyx = ROOT / "leader_eval" / "_ngrams.pyx"
+    built = list(pyx.parent.glob("_ngrams.*.so"))
+    if pyx.exists() and (not built or max(b.stat().st_mtime for b in built) < pyx.stat().st_mtime):
+        print("warning: leader_eval/_ngrams is not built or older than its .pyx: pip install -e . first")
     load = os.getloadavg()
     print(
         f"python {sys.version.split()[0]}, one process per tree; {args.n} outputs (seed {args.seed}); "
@@ -349,7 +368,8 @@ def main() -> int:
         r = best[label]
         print(
             f"{label:<12} {1e6 / r['cpu_per_output_us']:>8,.0f} outputs/s  ({r['cpu_per_output_us']:.1f} us CPU, "
-            f"{r['wall_per_output_us']:.1f} us wall per output; ~{r['mean_chars']:.0f} chars)"
+            f"{r['wall_per_output_us']:.1f} us wall per output; ~{r['mean_chars']:.0f} chars; "
+            f"n-grams: {r.get('ngram_counter', 'python')})"
         )
     if len(labels) == 2:
         a, b = (best[x]["cpu_per_output_us"] for x in labels)

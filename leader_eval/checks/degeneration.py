@@ -15,11 +15,18 @@ import re
 import sys
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason
+
+_compiled: ModuleType | None
+try:  # the word n-gram counts, compiled (built at install; see _ngrams.pyx)
+    from leader_eval import _ngrams as _compiled
+except ImportError:  # not built (no C compiler where it was installed): the same counts, in Python
+    _compiled = None
 
 
 @dataclass(frozen=True)
@@ -69,21 +76,32 @@ class _Repeats:
 
     def __init__(self, text: str, codes: np.ndarray | None = None) -> None:
         self.text = text
-        n = self.n = len(text)
-        if codes is None:
-            codes = _codes(text)
-        pw, self.inv = _power_table(n + 1)
-        self.prefix = np.zeros(n + 1, dtype=np.uint64)
-        np.cumsum(codes * pw[:n], out=self.prefix[1:])
+        self.n = len(text)
+        self._codes = codes
+        self._prefix: np.ndarray | None = None
+
+    @property
+    def prefix(self) -> np.ndarray:
+        # built on first need: the compiled search (``pair``) never needs it
+        if self._prefix is None:
+            n = self.n
+            codes = _codes(self.text) if self._codes is None else self._codes
+            pw, self.inv = _power_table(n + 1)
+            self._prefix = np.zeros(n + 1, dtype=np.uint64)
+            np.cumsum(codes * pw[:n], out=self._prefix[1:])
+        return self._prefix
 
     def _hashes(self, length: int) -> np.ndarray:
         m = self.n - length + 1
-        return (self.prefix[length : length + m] - self.prefix[:m]) * self.inv[:m]
+        prefix = self.prefix
+        return (prefix[length : length + m] - prefix[:m]) * self.inv[:m]
 
     def any_repeat(self, length: int) -> bool:
         """Cheap test (may say True on a hash collision; ``pair`` then verifies)."""
         if length < 1 or length >= self.n:
             return False
+        if _compiled is not None:
+            return True  # ``pair`` decides in one pass
         s = np.sort(self._hashes(length))
         return bool((s[1:] == s[:-1]).any())
 
@@ -92,6 +110,10 @@ class _Repeats:
         occurrence; verified by comparing the strings."""
         if length < 1 or length >= self.n:
             return None
+        if _compiled is not None:
+            got = _compiled.first_repeat(self.text, length)
+            if got is not None:  # None: past its probe cap, search with the hashes below
+                return got if got[0] >= 0 else None
         h = self._hashes(length)
         # fast path: the leftmost window whose hash occurs again and that hash's next
         # occurrence, from one unstable sort; it is the first candidate the full search below
@@ -242,6 +264,35 @@ def _prompt_grams(prompt_text: str, n: int) -> frozenset[tuple[str, ...]]:
     return frozenset(_grams(prompt_text, n)[0])
 
 
+@functools.lru_cache(maxsize=64)
+def _prompt_index(prompt_text: str, n: int) -> Any:
+    """The compiled counter's index of the prompt's words and n-grams (cached per case)."""
+    assert _compiled is not None
+    return _compiled.PromptIndex(prompt_text.lower(), n)
+
+
+class _Counts(NamedTuple):
+    """Word n-grams of one text: how many, how many distinct, and how many of the distinct ones
+    are the prompt's (None until asked, on the Python path, which keeps ``grams`` for it)."""
+
+    total: int
+    distinct: int
+    shared: int | None = None
+    grams: set[tuple[str, ...]] | None = None
+
+
+def _counts(text: str, n: int, prompt_text: str = "") -> _Counts:
+    """``_grams`` as counts, by the compiled counter where it is built and the text is within
+    its work cap (then ``shared`` is counted too, for ``prompt_text``), else by Python's sets."""
+    if _compiled is not None and n >= 1:
+        index = _prompt_index(prompt_text, n) if prompt_text else None
+        got = _compiled.counts(text.lower(), n, index)
+        if got is not None:
+            return _Counts(got[0], got[1], got[2] if index is not None else None)
+    grams, total = _grams(text, max(1, n))
+    return _Counts(total, len(grams), None, grams)
+
+
 @functools.lru_cache(maxsize=32)
 def _end_token_pattern(tokens: tuple[str, ...]) -> re.Pattern[str] | None:
     ordered = sorted(set(tokens) - {""}, key=len, reverse=True)
@@ -318,14 +369,14 @@ def _may_repeat(text: str, length: int) -> bool:
     return any(text.find(text[s : s + b], s + 1, s + reach + b) != -1 for s in range(0, last + 1, b))
 
 
-def _repetition(text: str, distinct: set[tuple[str, ...]], total: int, cfg: DegenerationConfig) -> CheckResult:
+def _repetition(text: str, distinct: int, total: int, cfg: DegenerationConfig) -> CheckResult:
     stripped_len = len(text.strip())
     if stripped_len < cfg.min_chars:
         return CheckResult("repetition", True, detail=f"shorter than {cfg.min_chars} chars: not judged")
     offset = max(0, len(text) - cfg.window_chars)
     window = text[offset:]
     n = len(window)
-    ngram_frac = 1.0 - len(distinct) / total if total else 0.0
+    ngram_frac = 1.0 - distinct / total if total else 0.0
     # fail iff longest / n > threshold, i.e. longest >= floor(threshold * n) + 1
     need = int(cfg.max_repeated_substring_fraction * n) + 1
     reps: _Repeats | None = None
@@ -373,8 +424,8 @@ def check_repetition(text: str, cfg: DegenerationConfig) -> CheckResult:
     under the thresholds. Same ``min_chars`` and thresholds as on the whole output."""
     if len(text.strip()) < cfg.min_chars:
         return CheckResult("repetition", True, detail=f"shorter than {cfg.min_chars} chars: not judged")
-    distinct, total = _grams(text[max(0, len(text) - cfg.window_chars) :], max(1, cfg.ngram))
-    return _repetition(text, distinct, total, cfg)
+    counts = _counts(text[max(0, len(text) - cfg.window_chars) :], max(1, cfg.ngram))
+    return _repetition(text, counts.distinct, counts.total, cfg)
 
 
 def repetition_passes(text: str, cfg: DegenerationConfig) -> bool:
@@ -393,9 +444,13 @@ def repetition_passes(text: str, cfg: DegenerationConfig) -> bool:
     if need < len(window) and _may_repeat(window, need):
         return False
     n = max(1, cfg.ngram)
+    limit = cfg.max_ngram_repeat_fraction
+    if _compiled is not None:
+        got = _compiled.counts(window.lower(), n, None)
+        if got is not None:  # the exact count, faster than the early stop below
+            return not ((1.0 - got[1] / got[0] if got[0] else 0.0) > limit)
     words = window.lower().split()
     total = max(0, len(words) - n + 1)
-    limit = cfg.max_ngram_repeat_fraction
 
     def fails(distinct: int) -> bool:  # _repetition's n-gram rule, as it computes it
         return (1.0 - distinct / total if total else 0.0) > limit
@@ -413,11 +468,17 @@ def repetition_passes(text: str, cfg: DegenerationConfig) -> bool:
     return len(seen) >= enough
 
 
-def _restates(distinct: set[tuple[str, ...]], total: int, prompt_text: str, cfg: DegenerationConfig) -> CheckResult:
-    if not prompt_text or not distinct or total + cfg.ngram - 1 < cfg.min_restate_words:
+def _restates(counts: _Counts, prompt_text: str, cfg: DegenerationConfig) -> CheckResult:
+    if not prompt_text or not counts.distinct or counts.total + cfg.ngram - 1 < cfg.min_restate_words:
         return CheckResult("restates_prompt", True, data={"prompt_overlap": None})
-    prompt = _prompt_grams(prompt_text, cfg.ngram)
-    overlap = len(distinct & prompt) / len(distinct)
+    if cfg.ngram < 1:
+        shared = 0  # a prompt has no n-grams of fewer than one word (as the Python sets count)
+    elif counts.shared is not None:
+        shared = counts.shared
+    else:
+        assert counts.grams is not None  # the Python path keeps its set
+        shared = len(counts.grams & _prompt_grams(prompt_text, cfg.ngram))
+    overlap = shared / counts.distinct
     data = {"prompt_overlap": round(overlap, 4), "ngram": cfg.ngram}
     if overlap > cfg.max_prompt_overlap:
         detail = f"{overlap:.0%} of the reply's word {cfg.ngram}-grams are copied from the prompt"
@@ -443,7 +504,7 @@ def check_degeneration(
         results.append(CheckResult("restates_prompt", True, detail="empty: not judged"))
         return results
     window = text[max(0, len(text) - cfg.window_chars) :]
-    distinct, total = _grams(window, max(1, cfg.ngram))
-    results.append(_repetition(text, distinct, total, cfg))
-    results.append(_restates(distinct, total, prompt_text, cfg))
+    counts = _counts(window, max(1, cfg.ngram), prompt_text if cfg.ngram >= 1 else "")
+    results.append(_repetition(text, counts.distinct, counts.total, cfg))
+    results.append(_restates(counts, prompt_text, cfg))
     return results
