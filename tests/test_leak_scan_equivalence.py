@@ -157,6 +157,7 @@ _EDGES = [
     "<<SYS>> <</SYS>> <<done>> {!} [EOS] <0x0A> {{eos}}",
     "[   Current-Goal   ] [AGENT NAME] {_x_y} [_x_y] <agentName> {Agent Name} <insert goal here>",
     "[a_b] [x_y_z] [AB-CD-NAME] [ GOAL ] [\tAGENT_NAME ] [agent_name] [events] [team]",
+    "{%{ goal }%} {#{#} {{{x}}} <<<SYS>> [[NO CHAT]] {'name': 1} { \"tool\" :",  # the opener second
 ]
 
 

@@ -30,13 +30,14 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 try:
     from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+
 except ImportError:  # pragma: no cover
     import sre_parse
 
+from leader_eval.checks._regex_guards import blanks_then, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
     PLACEHOLDER_SHAPES,
     SLOT_CANDIDATES,
@@ -216,94 +217,10 @@ def _group_by_first_char(
         group_leads = guards[first]
         guard = ""
         if len(alts) > 1 and all(lead is not None for lead in group_leads):
-            lookahead = _merged([lead for lead in group_leads if lead is not None])
-            guard = _precheck(first, lookahead) + f"(?={lookahead})"
+            lookahead = merged([lead for lead in group_leads if lead is not None])
+            guard = precheck(first, lookahead) + f"(?={lookahead})"
         groups.append(f"{re.escape(first)}{guard}(?:{'|'.join(alts)})")
     return "|".join(groups)
-
-
-def _precheck(first: str, lookahead: str) -> str:
-    """A lookahead that rejects most positions in one set test before ``lookahead`` is tried: the
-    characters its alternatives can start with; an alternative that starts with ``first`` itself
-    (``<<SYS>>``, ``{{ goal }}``) is kept whole, so that a run of ``first`` fails on the set."""
-    own = [a for a in _alternatives(lookahead) if _opens_with(a, re.escape(first))]
-    others = [a for a in _alternatives(lookahead) if a not in own]
-    seconds = _first_class("|".join(others)) if others else ""
-    if seconds is None:
-        return ""
-    return "(?=" + "|".join([f"[{seconds}]"] * bool(seconds) + own) + ")"
-
-
-def _opens_with(alternative: str, char: str) -> bool:
-    """Does ``alternative`` open with the (escaped) character ``char``, not quantified?"""
-    return alternative.startswith(char) and alternative[len(char) : len(char) + 1] not in ("?", "*", "+", "{")
-
-
-def _alternatives(pattern: str) -> list[str]:
-    """``pattern`` split at its top-level "|" (outside groups and sets)."""
-    out, depth, in_set, i, start = [], 0, False, 0, 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_set:
-            in_set = c != "]"
-        elif c == "[":
-            in_set = True
-            if pattern.startswith("]", i + 1) or pattern.startswith("^]", i + 1):
-                i += 1 + (pattern[i + 1] == "^")  # a "]" first in a set is a character
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    out.append(pattern[start:])
-    return out
-
-
-def _set_end(pattern: str) -> int:
-    """Where the set that opens ``pattern`` ends (after its "]"), or -1."""
-    i = 1
-    while i < len(pattern):
-        if pattern[i] == "\\":
-            i += 2
-            continue
-        if pattern[i] == "]" and i > 1:
-            return i + 1
-        i += 1
-    return -1
-
-
-def _merged(leads: list[str]) -> str:
-    """The alternation of every alternative of ``leads``, with fewer alternatives to try: those that
-    differ only in the set they open with are one (``[ab]X|[cd]X`` -> ``[abcd]X``), and those that
-    open with the same character share it (``eos>|eop>`` -> ``e(?:os>|op>)``). The regex engine
-    tests an alternative's first character or set before entering it, a few instructions each:
-    ~35 alternatives cost more than the rest of a rejected "<"."""
-    by_tail: dict[str, list[str]] = {}
-    by_char: dict[str, list[str]] = {}
-    for alt in dict.fromkeys(a for lead in leads for a in _alternatives(lead)):
-        end = _set_end(alt) if alt.startswith("[") and not alt.startswith("[^") else -1
-        if end > 0 and alt[end : end + 1] not in ("?", "*", "+", "{"):
-            by_tail.setdefault(alt[end:], []).append(alt[1 : end - 1])
-            continue
-        if alt[:1] == "\\" and alt[1:2] in ("|", "{", "}", "[", "]", "(", ")", ".", "\\", " ", "<", ">"):
-            char, rest = alt[:2], alt[2:]
-        elif alt[:1] and alt[0] not in "\\[(.^$|?*+{":
-            char, rest = alt[:1], alt[1:]
-        else:
-            char, rest = alt, ""  # anything else stays as it is
-        if rest[:1] in ("?", "*", "+", "{"):
-            char, rest = alt, ""  # a quantified first character
-        by_char.setdefault(char, []).append(rest)
-    out = [f"[{''.join(sets)}]{tail}" for tail, sets in by_tail.items()]
-    for char, rests in by_char.items():
-        out.append(char + (f"(?:{'|'.join(rests)})" if len(rests) > 1 else rests[0]))
-    return "|".join(out)
 
 
 # --- guards ---------------------------------------------------------------------------------
@@ -314,18 +231,13 @@ def _merged(leads: list[str]) -> str:
 # its entry (tests/test_leak_scan_equivalence.py checks every built-in entry against its lead, and
 # the guarded scanner against the unguarded one). Every alternative of a lead starts with a
 # character or a set: the regex engine rejects those on the first character without entering them.
+# How a pattern is read to build them (its first characters, its alternatives): checks/_regex_guards.py.
 _GUARD_REACH = 400  # longer than any bracketed shape (padded upper snake case: 375)
 _CLOSERS = {"[": "]", "<": ">", "{": "}"}
 # ASCII letters and the four other characters a case-insensitive letter matches (tags are compared
 # ignoring case: "<\u017fcratchpad>" is "<scratchpad>" to the regex engine), "_", "/" (a closing
 # tag) and the bars of special tokens (<|eot|>, <\uff5cend\uff5c>)
 _LEAD_FIRSTS = "A-Za-z_/|\uff5c\u0130\u0131\u017f\u212a"
-
-
-def _blanks_then(body: str, blanks: str = r"[ \t]", most: int = 3) -> str:
-    """``blanks{0,most}+body`` as two alternatives that each start with a character set (``body``
-    must not start with a blank)."""
-    return f"{body}|{blanks}{blanks}{{0,{most - 1}}}+{body}"
 
 
 def _closed_tail(first: str) -> str:
@@ -343,18 +255,18 @@ def _closed_lead(first: str, rest: str = "", narrow: bool = False) -> str:
     close = _CLOSERS[first]
     closed = _closed_tail(first)
     if first == "[":
-        generic = _blanks_then(rf"[{_LEAD_FIRSTS}](?:[\w.]{{0,100}}+\(|{closed}(?![\[(]))", r"\s", 5)
+        generic = blanks_then(rf"[{_LEAD_FIRSTS}](?:[\w.]{{0,100}}+\(|{closed}(?![\[(]))", r"\s", 5)
         if not narrow or not rest.endswith(r"\](?![\[(])"):  # its own lead: only a shape that is no link
             return generic
         closed = _SQUARE_TAIL
     else:
-        generic = _blanks_then(f"[{_LEAD_FIRSTS}]{closed}")
+        generic = blanks_then(f"[{_LEAD_FIRSTS}]{closed}")
     # the entry's own first characters after its padding: "<b>", "{x}" and "x < y" pass no shape's
     # lead after "<" and "{" (after "[", only in the narrow leads)
     padded = rest.startswith(_PAD)
-    own = _first_class(rest[len(_PAD) :] if padded else rest) if rest else None
+    own = first_class(rest[len(_PAD) :] if padded else rest) if rest else None
     if own is not None and not any(re.fullmatch(f"[{own}]", c) for c in (first, close, " ", "\t", "\n")):
-        return _blanks_then(f"[{own}]{closed}") if padded else f"[{own}]{closed}"
+        return blanks_then(f"[{own}]{closed}") if padded else f"[{own}]{closed}"
     return generic
 
 
@@ -363,7 +275,7 @@ _PAD = r"[ \t]{0,3}+"  # as placeholders.py pads a shape
 _WORDS_LEAD = ("TOOL_CALLS", "TOOL_RESULTS", "AVAILABLE_TOOLS", "CALL_ID", "THINK", "INST", "SYSTEM_PROMPT")
 # one alternative per word: each opens with a character, which the regex engine tests first
 _CONTROL_WORDS = "|".join([f"/(?:{'|'.join(_WORDS_LEAD)})\\]", *(rf"{w}\]" for w in [*_WORDS_LEAD, "gMASK"])])
-_SLOT_VERB_ALTERNATION = "|".join(sorted(SLOT_VERBS))
+_SLOT_VERBS = sorted(SLOT_VERBS)  # each its own alternative: they open with a character
 _SLOT_ANGLED = next(rest for first, rest in SLOT_CANDIDATES if first == "<")
 _SLOT_BRACED = next(rest for first, rest in SLOT_CANDIDATES if first == "{")
 _SPECIFIC_LEADS: dict[str, str] = {
@@ -377,10 +289,10 @@ _SPECIFIC_LEADS: dict[str, str] = {
     # upper case, or the one lower-case word: "<p>" is HTML
     next(rest for first, rest in PLACEHOLDER_SHAPES if first == "<"): f"[A-Z]{_closed_tail('<')}|placeholder>",
     # upper case, or an instruction verb and a blank (as the shapes' own lookahead): "<a>", "{x}"
-    _SLOT_ANGLED: f"[A-Z]{_closed_tail('<')}|(?:{_SLOT_VERB_ALTERNATION})\\s{_closed_tail('<')}",
-    _SLOT_BRACED: f"[A-Z]{_closed_tail('{')}|(?:{_SLOT_VERB_ALTERNATION})\\s{_closed_tail('{')}",
+    _SLOT_ANGLED: "|".join([f"[A-Z]{_closed_tail('<')}", *(f"{v}\\s{_closed_tail('<')}" for v in _SLOT_VERBS)]),
+    _SLOT_BRACED: "|".join([f"[A-Z]{_closed_tail('{')}", *(f"{v}\\s{_closed_tail('{')}" for v in _SLOT_VERBS)]),
     _LLAMA2_SYS: _LLAMA2_SYS,  # <<SYS>>: an opener inside
-    _JSON_KEY: _blanks_then(r"[\"']", r"\s", 20),  # a JSON object's first key
+    _JSON_KEY: blanks_then(r"[\"'][a-z]", r"\s", 20),  # a JSON object's first key
     # control words, a link's text or not ([INST][/INST]): one lead for the three
     _MISTRAL_WORDS: _CONTROL_WORDS,
     _THINK_WORDS: _CONTROL_WORDS,
@@ -390,99 +302,6 @@ _SPECIFIC_LEADS: dict[str, str] = {
     PLACEHOLDER_SHAPES[1][1]: r"%[^%\n]{0,200}+%\}",
     PLACEHOLDER_SHAPES[2][1]: r"#[^#\n]{0,200}+#\}",
 }
-
-
-_CATEGORIES = {sre_parse.CATEGORY_SPACE: r"\s", sre_parse.CATEGORY_DIGIT: r"\d", sre_parse.CATEGORY_WORD: r"\w"}
-
-
-def _first_class(pattern: str) -> str | None:
-    """The inside of a character class holding every character a match of ``pattern`` can start
-    with (a superset), or None when that is not certain (a negated set, a pattern that can match
-    the empty string, any construct not handled here)."""
-    try:
-        parsed = sre_parse.parse(pattern)
-    except Exception:  # an optimisation: never a reason to fail
-        return None
-    parts: list[str] = []
-    icase = bool(parsed.state.flags & re.IGNORECASE)
-    return "".join(dict.fromkeys(parts)) if _firsts_of(list(parsed), parts, icase) is False else None
-
-
-def _class_char(c: str) -> str:
-    return f"\\U{ord(c):08x}"
-
-
-def _folds(c: str) -> str | None:
-    """``c`` and every character a case-insensitive match of ``c`` accepts (ASCII letters: their
-    other case and the four non-ASCII characters that fold to some; see ``_LEAD_FIRSTS``)."""
-    if not c.isascii():
-        return None
-    pattern = re.compile(f"(?i:{re.escape(c)})")
-    candidates = dict.fromkeys((c, c.lower(), c.upper(), *_ODD_FOLDS))
-    return "".join(_class_char(x) for x in candidates if pattern.fullmatch(x))
-
-
-_ODD_FOLDS = ("\u0130", "\u0131", "\u017f", "\u212a")
-
-
-def _firsts_of(items: list[tuple[Any, Any]], parts: list[str], icase: bool) -> bool | None:
-    """Add the class parts of what ``items`` (a sequence) can start with to ``parts``: False when
-    the sequence cannot match empty, True when it can, None when unsure."""
-    for op, av in items:
-        if op is sre_parse.LITERAL:
-            folded = _folds(chr(av)) if icase else _class_char(chr(av))
-            if folded is None:
-                return None
-            parts.append(folded)
-            return False
-        if op is sre_parse.IN:
-            if icase:
-                return None
-            for iop, iav in av:
-                if iop is sre_parse.LITERAL:
-                    parts.append(_class_char(chr(iav)))
-                elif iop is sre_parse.RANGE:
-                    parts.append(f"{_class_char(chr(iav[0]))}-{_class_char(chr(iav[1]))}")
-                elif iop is sre_parse.CATEGORY and iav in _CATEGORIES:
-                    parts.append(_CATEGORIES[iav])
-                else:
-                    return None
-            return False
-        if op is sre_parse.BRANCH:
-            empty = False
-            for alt in av[1]:
-                got = _firsts_of(list(alt), parts, icase)
-                if got is None:
-                    return None
-                empty = empty or got
-            if not empty:
-                return False
-        elif op in (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, sre_parse.POSSESSIVE_REPEAT):
-            lo, _, body = av
-            got = _firsts_of(list(body), parts, icase)
-            if got is None:
-                return None
-            if lo > 0 and not got:
-                return False
-        elif op is sre_parse.SUBPATTERN:
-            _, add_flags, del_flags, body = av
-            inner = (icase or bool(add_flags & re.IGNORECASE)) and not del_flags & re.IGNORECASE
-            got = _firsts_of(list(body), parts, inner)
-            if got is None:
-                return None
-            if not got:
-                return False
-        elif op is sre_parse.ASSERT and av[0] == 1:
-            # a lookahead here: the character here is one its body starts with (when it cannot
-            # match empty); what follows it adds nothing that is not already allowed
-            probe: list[str] = []
-            got = _firsts_of(list(av[1]), probe, icase)
-            if got is False:
-                parts.extend(probe)
-                return False
-        elif op not in (sre_parse.ASSERT, sre_parse.ASSERT_NOT, sre_parse.AT):  # zero width: go on
-            return None
-    return True
 
 
 def _lead(first: str, rest: str, narrow: bool = False) -> str | None:
@@ -501,7 +320,7 @@ def _lead(first: str, rest: str, narrow: bool = False) -> str | None:
 _SQUARE_TAIL = rf"[^\[\]]{{0,{_GUARD_REACH}}}+\](?![\[(])"
 _SQUARE_SHAPES = [rest for first, rest in PLACEHOLDER_SHAPES if first == "["]  # [TODO: ...], [ AGENT_NAME ]
 _NARROW_LEADS: dict[str, str] = {
-    _PYTHONIC_CALL: _blanks_then(r"[A-Za-z_][\w.]{0,100}+\(", r"\s", 5),
+    _PYTHONIC_CALL: blanks_then(r"[A-Za-z_][\w.]{0,100}+\(", r"\s", 5),
     # upper case, or lower snake case (an underscore within the first word)
     _SQUARE_SHAPES[0]: f"[A-Z]{_SQUARE_TAIL}|[a-z][a-z0-9]{{0,40}}+_{_SQUARE_TAIL}",
     # padded, or upper kebab case (a hyphen after the first word)
