@@ -195,6 +195,13 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"\\u200b" * 1000000': lambda rng: "\u200b" * 1_000_000,
     '"[Team Name] Scout\\n" * 55000': lambda rng: "[Team Name] Scout\n" * 55_000,
     '"[   " * 250000': lambda rng: "[   " * 250_000,
+    # the leak scanner's per-bracket cost (fourth pass): each opener alone, a letter after it, form
+    # labels past the slot budget, HTML tags, placeholders inside code spans
+    '"[" * 1000000': lambda rng: "[" * 1_000_000,
+    '"[A" * 500000': lambda rng: "[A" * 500_000,
+    '"[x] " * 250000': lambda rng: "[x] " * 250_000,
+    '"<b>" * 333333': lambda rng: "<b>" * 333_333,
+    '"`[GOAL]` " * 111111': lambda rng: "`[GOAL]` " * 111_111,
 }
 # inputs also scored under the protocol whose parser they stress (the case's own is json)
 OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}

@@ -8,10 +8,14 @@ position. A candidate missed there would be a leak missed: these compare both wi
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leader_eval.checks.leakage import LeakConfig, _scan, _tool_call_matches, compile_leak_config
+from leader_eval.checks import leakage
+from leader_eval.checks.leakage import LeakConfig, _scan, _tool_call_matches, compile_leak_config, find_leaks
 
 _ATOMS = [
     *("<", "[", "{", "\u25c1", "}", "]", ">", "|", "(", ")", "=", "==", ".", " ", "\t", "\n", "`", "a", "x_y"),
@@ -46,3 +50,164 @@ def test_fast_scans_find_what_finditer_finds(text: str, cut: tuple[float, float]
             if cfg.tool_call_text is not None:
                 want = [(m.start(), m.end()) for m in cfg.tool_call_text.finditer(text, lo_, hi_)]
                 assert [(m.start(), m.end()) for m in _tool_call_matches(cfg, text, lo_, hi_)] == want
+
+
+# --- the guarded scanner (leads) and the scan on after a spent budget ----------------------------
+
+_BRACKET_ATOMS = [
+    *("[", "]", "<", ">", "{", "}", "(", ")", " ", "  ", "\t", "\n", "/", "|", "_", "-", "'", ":", "=", "1", "`"),
+    *("A", "x", "X_Y", "a_b", "GOAL", "Team Name", "Your Name", "THINK", "INST", "gMASK", "TOOL_CALLS", "CALL_ID"),
+    *("\u017f", "\u212a", "\u0131", "\uff5c", "\u25c1", "\u00e9", "AGENT-NAME", "UP-TO", "agent_name", "agentName"),
+    *("current goal", "TODO:", "INSERT ", "FILL IN", "FILL\nIN", "YOUR NAME", "<<SYS>>", "SYS>>", "think", "Think"),
+    *("tool_call", "function=", "invoke name=", "parameter=", "|im_end|", "{{", "}}", "%", "#", '"name":', "'tool':"),
+    *("f(x=", "pause(", "send_message_to_chat(message=", "eos", "/s", "placeholder", "events", "team", "Name of the"),
+    *("\u00a0", "NO CHAT", "brb:", "SYSTEM", "insert goal here", "describe", "id", "scratchpad", "seed:think"),
+    *("A" * 40, "_" + "B" * 40, "-" + "C" * 40, "cratchpad", "x" * 100, " \t ", "\n\n"),
+    *("[a_b]", "[X]", "[x]", "[ A ]", "[AB-NAME]", "[ GOAL ]", "[Your Name]", "[x](y)", "[team]", "{goal}", "<Name>"),
+]
+_GUARD_CONFIGS = [
+    *_CONFIGS,
+    compile_leak_config(
+        LeakConfig(
+            special_tokens=("<|im_end|>", "<|endoftext|>", "<|im_start|>", "<0x0A>", "[EOS]", "{{eos}}"),
+            eot_tokens=("<|im_end|>",),
+            markers=("[NO CHAT]", "[brb:", "[SYSTEM]", "<<done>>", "{!}"),
+            placeholder_names=("current_goal", "agent_name", "team", "events", "room", "_x_y"),
+            reasoning_tags=("<think>", "</think>"),
+            tool_names=("pause", "send_message_to_chat"),
+        )
+    ),
+]
+_bracket_texts = st.lists(st.sampled_from(_BRACKET_ATOMS), max_size=40).map("".join)
+
+
+def _reference_scanner(
+    entries: tuple[tuple[str, str, str], ...], drop: frozenset[str] = frozenset()
+) -> re.Pattern[str]:
+    """The entries (but those of the ``drop`` kinds) as one plain alternation, one named group each:
+    no grouping by first character, no guards."""
+    return re.compile(
+        "|".join(
+            f"(?P<{kind}_{i}>{re.escape(first)}(?:{rest}))"
+            for i, (kind, first, rest) in enumerate(entries)
+            if kind not in drop
+        )
+    )
+
+
+_DROPS = [frozenset({"slot"}), frozenset({"json"}), frozenset({"slot", "json"})]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=_bracket_texts, cut=st.tuples(st.floats(0, 1), st.floats(0, 1)))
+def test_guarded_scanner_finds_what_a_plain_alternation_finds(text: str, cut: tuple[float, float]) -> None:
+    lo, hi = sorted(int(c * len(text)) for c in cut)
+    for cfg in _GUARD_CONFIGS:
+        plain = _reference_scanner(cfg.entries)
+        for lo_, hi_ in ((0, len(text)), (lo, hi)):
+            want = [(m.start(), m.end(), m.lastgroup) for m in plain.finditer(text, lo_, hi_)]
+            assert [(m.start(), m.end(), m.lastgroup) for m in cfg.scanner.finditer(text, lo_, hi_)] == want
+            assert [(m.start(), m.end(), m.lastgroup) for m in _scan(cfg, text, lo_, hi_)] == want
+        for drop in _DROPS:  # the scanners without slots or JSON keys (narrow leads after "[")
+            variant = leakage._without(cfg, drop)
+            if variant is not None:
+                want = [(m.start(), m.end(), m.lastgroup) for m in _reference_scanner(cfg.entries, drop).finditer(text)]
+                assert [(m.start(), m.end(), m.lastgroup) for m in variant[0].finditer(text)] == want
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=_bracket_texts)
+def test_every_entry_match_satisfies_its_lead(text: str) -> None:
+    """A lead is a necessary condition: wherever an entry matches, its lead matches after the first
+    character (a lead that refused a real match would hide a leak)."""
+    cfg = _GUARD_CONFIGS[-1]
+    for (kind, first, rest), *leads in zip(cfg.entries, cfg.leads, cfg.narrow_leads, strict=True):
+        entry = re.compile(re.escape(first) + f"(?:{rest})")
+        for lead in filter(None, leads):
+            guard = re.compile(lead)
+            for start in range(len(text)):
+                m = entry.match(text, start)
+                if m is not None:
+                    assert guard.match(text, start + 1) is not None, (kind, rest, lead, text[start:])
+
+
+_LONGEST = "A" + "B" * 40 + ("_" + "C" * 40) * 8  # upper snake case at its bounds: 369 characters
+_EDGES = [
+    "<\u017fcratchpad>",  # case-insensitive tags: "\u017f" is "s" to the regex engine
+    "</\u017feed:think >",
+    f"[{_LONGEST}]",
+    f"[ \t {_LONGEST} \t ]",
+    f"<{_LONGEST}>",
+    "-".join(["[A" + "B" * 40] * 8 + ["NAME]"]),
+    "[FILL\nIN the blanks]",
+    "[TODO: " + "x" * 199 + "]",
+    "[INSERT " + "y" * 199 + "]",
+    "<INSERT " + "y" * 199 + ">",
+    "<tool_call " + "z" * 200 + ">",
+    "<function=" + "f" * 200 + ">",
+    "<parameter  name=" + "p" * 200 + ">",
+    "<invoke   name=" + "i" * 200,
+    "[" + " \n\t  " + "send_message_to_chat" * 5 + "( \t message =",
+    "{" + " " * 20 + '"arguments" :',
+    "{{" + "g" * 200 + "}}",
+    "{%" + "g" * 200 + "%}",
+    "<|" + "t" * 64 + "|>",
+    "<\uff5c" + "t" * 64 + "\uff5c>",
+    "[/TOOL_CALLS][INST][/INST][gMASK][THINK][/THINK][CALL_ID](x)",
+    "<<SYS>> <</SYS>> <<done>> {!} [EOS] <0x0A> {{eos}}",
+    "[   Current-Goal   ] [AGENT NAME] {_x_y} [_x_y] <agentName> {Agent Name} <insert goal here>",
+    "[a_b] [x_y_z] [AB-CD-NAME] [ GOAL ] [\tAGENT_NAME ] [agent_name] [events] [team]",
+    "{%{ goal }%} {#{#} {{{x}}} <<<SYS>> [[NO CHAT]] {'name': 1} { \"tool\" :",  # the opener second
+]
+
+
+@pytest.mark.parametrize("text", _EDGES)
+def test_guarded_scanner_at_the_bounds_of_each_shape(text: str) -> None:
+    """Shapes at their longest, padded most, case-folded, spread over lines: the guards (bounded
+    reach, first characters) must let every one through."""
+    for cfg in _GUARD_CONFIGS:
+        want = [(m.start(), m.end(), m.lastgroup) for m in _reference_scanner(cfg.entries).finditer(text)]
+        assert want or cfg is not _GUARD_CONFIGS[-1]
+        assert [(m.start(), m.end(), m.lastgroup) for m in cfg.scanner.finditer(text)] == want
+        for drop in _DROPS:
+            variant = leakage._without(cfg, drop)
+            if variant is not None:
+                want = [(m.start(), m.end(), m.lastgroup) for m in _reference_scanner(cfg.entries, drop).finditer(text)]
+                assert [(m.start(), m.end(), m.lastgroup) for m in variant[0].finditer(text)] == want
+
+
+@pytest.mark.parametrize("text", _EDGES)
+def test_every_entry_match_at_the_bounds_satisfies_its_lead(text: str) -> None:
+    test_every_entry_match_satisfies_its_lead.hypothesis.inner_test(text)  # type: ignore[attr-defined]
+
+
+def test_every_built_in_bracketed_entry_has_a_lead() -> None:
+    """The guard only works when every entry of a first character has a lead; a new built-in
+    shape without one would silently make its group unguarded (slow, not wrong)."""
+    cfg = _GUARD_CONFIGS[-1]
+    assert all(lead is not None for (_, first, _), lead in zip(cfg.entries, cfg.leads, strict=True) if first in "[<{")
+    assert "(?=" in cfg.scanner.pattern.split("(?:(?:")[0]
+
+
+_SPENT = [
+    "[X] y\n" * 5000 + "[GOAL] <think> x\n" + "[Team Name] Scout\n" * 10 + "{{ goal }} [Your Name]",
+    '{"name": ' * 200 + ' {"tool": "a", "arguments": {}} [AGENT_NAME] ' + "[Ab]" * 5000 + "<|im_end|> [Name]",
+    "`[GOAL]` [x] " * 3000 + "[Your Name]" + "<Team Name> {Agent Name}" * 3 + "[x]" * 2000 + "<GOAL>",
+]
+
+
+@pytest.mark.parametrize("text", _SPENT)
+def test_the_scan_after_a_spent_budget_finds_what_the_full_scan_finds(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the slot and JSON budgets the scan goes on with a scanner without those kinds; the
+    findings are those of the full scanner, whose later matches of those kinds were skipped."""
+    for cfg in _GUARD_CONFIGS:
+        got = find_leaks(text, cfg)
+        switched = [kinds for kinds, variant in cfg.variants.items() if variant is not None]
+        with monkeypatch.context() as m:
+            m.setattr(leakage, "_without", lambda cfg, kinds: None)
+            want = find_leaks(text, cfg)
+        assert got == want
+        # a suite token that starts with a letter ("NOCHAT") may start inside a slot: no switch there
+        assert bool(switched) == (cfg is not _GUARD_CONFIGS[1])

@@ -203,6 +203,8 @@ _KEBAB_LAST = (
 )
 _KEBAB_FUNCTION_WORDS = "TO|OF|THE|A|AN|ARE|IS|AT|IN|ON|UP|OUT|BY|FOR|AND|OR"
 _UPPER_KEBAB = (
+    # a hyphen after the first segment first: the function-word check is costly at every letter
+    r"(?=[A-Z][A-Z0-9]{0,40}+-)"
     rf"(?!(?:[A-Z0-9]{{1,41}}-){{0,8}}(?:{_KEBAB_FUNCTION_WORDS})-)"
     r"[A-Z][A-Z0-9]{0,40}+(?:-[A-Z][A-Z0-9]{0,40}+){1,8}+(?:"
     + "|".join(f"(?<=-{w})|(?<=[^A-Z0-9]{w}-HERE)" for w in _KEBAB_LAST)
@@ -235,7 +237,7 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     (
         "[",
         r"(?=[A-Za-z])(?:(?:TODO|TBD):[^\[\]\n]{0,200}+|INSERT\b[^\[\]\n]{0,200}+|FILL(?:\s{1,3}IN)?\b[^\[\]\n]{0,200}+"
-        rf"|YOUR [A-Z ]{{1,80}}+|{_MISTRAL}(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}))\]{_NOT_LINK}",
+        rf"|YOUR [A-Z ]{{1,80}}+|{_WORDS}|{_MISTRAL}{_UPPER_SNAKE}|{_LOWER_SNAKE})\]{_NOT_LINK}",
     ),
     ("<", rf"(?:INSERT\b[^<>\n]{{0,200}}+|{_WORDS}|placeholder|{_UPPER_SNAKE}|{_UPPER_KEBAB})>"),
     # padded ([ AGENT_NAME ]) and kebab ([AGENT-NAME]) bracketed slots
@@ -316,6 +318,14 @@ def _at_line_start(text: str, start: int, lo: int) -> bool:
     return _LINE_START.fullmatch(text, k if nl == -1 else nl + 1, start) is not None
 
 
+# what a name shape may start with (after its padding), as the (?=[A-Za-z_]) it had before
+_FOLDABLE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+
+
+def _same_letter(c: str, letter: str) -> bool:
+    return re.fullmatch(f"(?i:{re.escape(letter)})", c) is not None
+
+
 def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
     """Shapes for a suite's own template variable names (``{{ name }}`` is template syntax
     already). A name with an underscore (``agent_name``) in any bracket and letter case:
@@ -332,7 +342,10 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
         # each name also in kebab case and run together (camelCase in any case: agentName);
         # the guard keeps the case-insensitive alternation from being tried after every bracket
         spellings = sorted({v for n in snake for v in (n, *(n.replace("_", c) for c in ("-", "", " ")))}, key=len)[::-1]
-        alt = _PAD + "(?=[A-Za-z_])(?i:" + "|".join(map(re.escape, spellings)) + ")" + _PAD
+        # the first letters the names can start with, as the case-insensitive match sees them
+        # (a set test is cheaper than trying each spelling at every bracket)
+        firsts = "".join(sorted({c for c in _FOLDABLE if any(_same_letter(c, n[0]) for n in spellings)}))
+        alt = _PAD + f"(?=[{re.escape(firsts)}])(?i:" + "|".join(map(re.escape, spellings)) + ")" + _PAD
         shapes += [("[", alt + r"\]" + _NOT_LINK), ("<", alt + ">"), ("{", alt + r"\}")]
     if single:
         exact = "(?:" + "|".join(single) + ")"
