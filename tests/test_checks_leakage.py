@@ -76,6 +76,19 @@ def test_code_exemption_needs_a_closed_fence() -> None:
     assert [f.text for f in find_leaks("```\n<|im_start|>\n```", cfg)] == ["<|im_start|>"]
 
 
+def test_code_exemption_is_bounded_and_fails_safe() -> None:
+    cfg = compile_leak_config(LeakConfig())
+    # a few quoted placeholders: documentation of syntax, not leaks
+    assert find_leaks("Write `[GOAL]` or `{{ goal }}` where the goal goes.", cfg) == []
+    # a text flooded with them (past 4,096) stops getting the exemption: judged as leaking, in
+    # bounded time, never passed unread
+    flood = "`[GOAL]` " * 5000
+    found = find_leaks(flood, cfg)
+    assert found and {f.reason for f in found} == {Reason.LEAK_PLACEHOLDER}
+    assert found[0].start == 4096 * 9 + 1  # the first one past the budget
+    assert find_leaks("`[GOAL]` " * 4096, cfg) == []
+
+
 def _per_class_scores() -> dict[str, tuple[int, int, int]]:
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()

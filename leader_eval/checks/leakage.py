@@ -107,6 +107,10 @@ _JSON_MAX_CANDIDATES = 64  # per text: bounds the work on adversarial input
 # bracketed phrases judged per text (each costs a few microseconds of Python): a real message has a
 # handful; 55,000 "[Team Name] Scout" lines took 270 ms. Past the budget, phrases are not judged.
 _SLOT_MAX_CANDIDATES = 4096
+# candidates set aside per text because they sit in code (each a regex match and a Python step):
+# 111,111 "`[GOAL]` " took 158 ms. Past the budget, code no longer exempts them: a text flooded
+# with quoted placeholders is judged as leaking (the safe side), and MAX_FINDINGS ends the scan.
+_CODE_MAX_EXEMPT = 4096
 _LOOSE_WINDOW = 1_000
 
 # names inside special-token brackets that mark tool-call framing rather than chat framing
@@ -910,6 +914,7 @@ def find_leaks(
     json_until = lo
     json_budget = _JSON_MAX_CANDIDATES
     slot_budget = _SLOT_MAX_CANDIDATES
+    code_budget = _CODE_MAX_EXEMPT
     kinds = cfg.group_kinds
     dropped: frozenset[str] = frozenset()  # kinds whose later matches are all skipped (see _without)
     then: Iterable[re.Match[str]] | None = _scan(cfg, text, lo, hi)
@@ -932,7 +937,8 @@ def find_leaks(
                     code = _CodeSpans(text, lo, hi)
                 # code.contains, inlined: a text of placeholders in code spans has one per 9 characters
                 k = bisect.bisect_right(code.starts, start) - 1
-                if k >= 0 and end <= code.ends[k]:
+                if k >= 0 and end <= code.ends[k] and code_budget > 0:
+                    code_budget -= 1
                     continue
             if kind == "json":
                 if start < json_until or json_budget <= 0:
