@@ -105,8 +105,9 @@ _LOOSE_ARGS = re.compile(r"[\"'](?:arguments|parameters|args|input|action_input)
 _JSON_MAX_CHARS = 20_000  # an object longer than this is data, not a call envelope
 _JSON_MAX_CANDIDATES = 64  # per text: bounds the work on adversarial input
 # bracketed phrases judged per text (each costs a few microseconds of Python): a real message has a
-# handful; 55,000 "[Team Name] Scout" lines took 270 ms. Past the budget, phrases are not judged.
-_SLOT_MAX_CANDIDATES = 4096
+# handful; 55,000 "[Team Name] Scout" lines took 270 ms (4,096 judged: 81 ms; 1,024: 70 ms). Past
+# the budget, phrases are not judged.
+_SLOT_MAX_CANDIDATES = 1024
 # candidates set aside per text because they sit in code (each a regex match and a Python step):
 # 111,111 "`[GOAL]` " took 158 ms. Past the budget, code no longer exempts them: a text flooded
 # with quoted placeholders is judged as leaking (the safe side), and MAX_FINDINGS ends the scan.
