@@ -202,6 +202,9 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"[x] " * 250000': lambda rng: "[x] " * 250_000,
     '"<b>" * 333333': lambda rng: "<b>" * 333_333,
     '"`[GOAL]` " * 111111': lambda rng: "`[GOAL]` " * 111_111,
+    '"```\\n[GOAL]\\n```\\n" * 62500': lambda rng: "```\n[GOAL]\n```\n" * 62_500,
+    '"[X] y\\n" * 166666': lambda rng: "[X] y\n" * 166_666,
+    '"[A-B] " * 166666': lambda rng: "[A-B] " * 166_666,
 }
 # inputs also scored under the protocol whose parser they stress (the case's own is json)
 OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}

@@ -89,6 +89,16 @@ def test_code_exemption_is_bounded_and_fails_safe() -> None:
     assert find_leaks("`[GOAL]` " * 4096, cfg) == []
 
 
+def test_fenced_blocks_read_per_text_are_bounded_and_fail_safe() -> None:
+    cfg = compile_leak_config(LeakConfig())
+    block = "```\n[GOAL]\n```\n"
+    assert find_leaks(block * 1000, cfg) == []  # 2,000 fence lines: all read, all code
+    # past 2,048 fence lines a flood of blocks is not code: its placeholders are judged
+    found = find_leaks(block * 1100, cfg)
+    assert found and found[0].start == 1024 * len(block) + 4
+    assert {f.reason for f in found} == {Reason.LEAK_PLACEHOLDER}
+
+
 def _per_class_scores() -> dict[str, tuple[int, int, int]]:
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
