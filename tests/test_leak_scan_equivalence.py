@@ -64,6 +64,10 @@ _BRACKET_ATOMS = [
     *("\u00a0", "NO CHAT", "brb:", "SYSTEM", "insert goal here", "describe", "id", "scratchpad", "seed:think"),
     *("A" * 40, "_" + "B" * 40, "-" + "C" * 40, "cratchpad", "x" * 100, " \t ", "\n\n"),
     *("[a_b]", "[X]", "[x]", "[ A ]", "[AB-NAME]", "[ GOAL ]", "[Your Name]", "[x](y)", "[team]", "{goal}", "<Name>"),
+    # the suite names' shapes in every case and spelling, and kebab slot nouns (the narrow leads)
+    *("AGENT_NAME", "Agent Name", "CURRENT-GOAL", "CurrentGoal", "agentname", "\u212aIT", "KIT", "Kit", "ROOM"),
+    *("sigma_s", "SIGMA_S", "\u017figma_s", "Sigma-S", "A-B", "GOAL-HERE", "NAME-HERE", "START-DATE", "X-NAME-HERE"),
+    *("[A-B]", "[NAME-HERE]", "[X-NAME-HERE]", "[TODO: x]", "[YOUR NAME]", "[INSERT-NAME]", "[FILL IN]", "[A_B]"),
 ]
 _GUARD_CONFIGS = [
     *_CONFIGS,
@@ -75,6 +79,13 @@ _GUARD_CONFIGS = [
             placeholder_names=("current_goal", "agent_name", "team", "events", "room", "_x_y"),
             reasoning_tags=("<think>", "</think>"),
             tool_names=("pause", "send_message_to_chat"),
+        )
+    ),
+    # names that all open with two ASCII letters: their shapes get the two-letter narrow lead
+    compile_leak_config(
+        LeakConfig(
+            special_tokens=("<|im_end|>", "<|im_start|>"),
+            placeholder_names=("current_goal", "agent_name", "team", "events", "room", "kit", "Sigma_s"),
         )
     ),
 ]

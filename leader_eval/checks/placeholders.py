@@ -201,6 +201,7 @@ _KEBAB_LAST = (
     *("NAME", "GOAL", "DATE", "LOCATION", "TOPIC", "EMAIL", "ID", "DESCRIPTION", "DETAILS", "TITLE", "ROLE"),
     *("NUMBER", "ADDRESS"),
 )
+KEBAB_SLOT_NOUNS = _KEBAB_LAST  # for the leak scanner's leads (checks/leakage.py)
 _KEBAB_FUNCTION_WORDS = "TO|OF|THE|A|AN|ARE|IS|AT|IN|ON|UP|OUT|BY|FOR|AND|OR"
 _UPPER_KEBAB = (
     # a hyphen after the first segment first: the function-word check is costly at every letter
