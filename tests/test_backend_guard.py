@@ -20,6 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 INTERRUPTED_RUN = r"""
 import os, signal, sys, threading, time
 from pathlib import Path
+
+# Ctrl-C as in a terminal: a non-interactive shell starts its background jobs with SIGINT ignored,
+# which Python and asyncio then leave alone (the run would complete, untested)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from leader_eval.backends import resolve_backend
 from leader_eval.evaluate import run
 from leader_eval.runner import RunOptions
