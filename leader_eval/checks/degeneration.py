@@ -1,10 +1,13 @@
 """Output-shape checks: empty, truncated, looping, or only restating the prompt.
 
-The longest repeated substring is found with polynomial hashes of fixed-length windows
-(vectorised with numpy, verified by string comparison, so a hash collision can never make a
-repeat up). A single window length decides pass/fail (``ceil`` of the threshold); the exact
-length and the repeated span are computed only for outputs that fail. Long outputs are judged
-on their last ``window_chars`` characters: a runaway loop runs to the end of the output.
+The longest repeated substring is found with hashes of fixed-length windows, verified by string
+comparison, so a hash collision can never make a repeat up: in one pass by the compiled module
+(``leader_eval/_ngrams.pyx``, ``first_repeat``), else (not built, or past its work cap) with
+polynomial hashes vectorised in numpy. A single window length decides pass/fail (``ceil`` of the
+threshold); the exact length and the repeated span are computed only for outputs that fail. The
+word n-gram counts (the n-gram rule, the prompt overlap) come from the same module's exact
+counter where it is built, else from Python sets: the same numbers either way. Long outputs are
+judged on their last ``window_chars`` characters: a runaway loop runs to the end of the output.
 """
 
 from __future__ import annotations
@@ -97,7 +100,8 @@ class _Repeats:
         return (prefix[length : length + m] - prefix[:m]) * self.inv[:m]
 
     def any_repeat(self, length: int) -> bool:
-        """Cheap test (may say True on a hash collision; ``pair`` then verifies)."""
+        """Cheap test (may say True on a hash collision, and always does with the compiled search;
+        ``pair`` then verifies)."""
         if length < 1 or length >= self.n:
             return False
         if _compiled is not None:
