@@ -699,3 +699,32 @@ def test_a_symlink_loop_cannot_name_one_file_endlessly(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="paths to schema files") as err:
         load_schemas(tmp_path, [site])
     assert err.value.path == str(tmp_path / "self.json")
+
+
+SCHEMES = ("http", "https", "HTTP", "HtTpS", "ftp", "file", "FILE", "urn", "data", "jar", "javascript", "ws", "c")
+
+
+def _generated_refs(port: int, outside: Path) -> list[str]:
+    """Every scheme in the forms a URL parser accepts, and paths that leave the root by other means."""
+    host = f"127.0.0.1:{port}"
+    refs = [f"{s}://{host}/g.json" for s in SCHEMES] + [f"{s}:g.json" for s in SCHEMES]
+    refs += [f"{s}:///{outside}/secret.json" for s in ("file", "FILE")]
+    refs += [f" http://{host}/lead.json", f"ht\ttp://{host}/tab.json", f"http:\n//{host}/nl.json"]
+    refs += [f"//{host}/g.json", f"///{outside}/secret.json", f"\\\\{host}\\g.json", str(outside / "secret.json")]
+    refs += ["../" * 12 + str(outside).lstrip("/") + "/secret.json", "~/secret.json", "x.json?q=1", "?q=1"]
+    refs += [f"%2e%2e/{'%2e%2e/' * 10}{str(outside).lstrip('/')}/secret.json", "missing.json", "#/nope", "#nope"]
+    return refs
+
+
+def test_generated_refs_are_refused_naming_the_ref_and_nothing_is_touched(hostile, watched, tmp_path: Path) -> None:
+    from leader_eval.schema_loader import SchemaSite, load_schemas
+
+    env, _ = hostile
+    (tmp_path / "root").mkdir()
+    suite = tmp_path / "root" / "s.yaml"
+    lines = {("m",): 3, ("m", "properties", "x", "$ref"): 7}
+    for ref in _generated_refs(env.port, env.outside):
+        site = SchemaSite("m", "match_schema", {"properties": {"x": {"$ref": ref}}}, suite, lines, ("m",))
+        with pytest.raises(SuiteError) as err:
+            load_schemas(tmp_path / "root", [site])
+        assert (err.value.path, err.value.line) == (str(suite), 7), (ref, str(err.value))
