@@ -27,10 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema.validators import Draft202012Validator
-
 from leader_eval.errors import SuiteError
+from leader_eval.schema_loader import SchemaSite, load_schemas
 from leader_eval.suite import _line
 from leader_eval.world import Fixture, World, check_constraints, load_fixtures
 
@@ -154,20 +152,15 @@ def _with_fixture_files(suite: Suite, world: World, cases: Sequence[Case]) -> st
 def build_world(path: Path, root: Path, data: Mapping[str, Any], lines: dict[JsonPath, int]) -> World:
     """The suite-level world: every tool's parameters and results schema, the suite's fixtures."""
     params: dict[str, Mapping[str, Any]] = {}
-    returns: dict[str, Mapping[str, Any] | None] = {}
+    sites: list[SchemaSite] = []
     for i, t in enumerate(data.get("tools", [])):
         params[t["name"]] = t["parameters"]
-        schema = t.get("returns")
-        if schema is not None:
-            try:
-                Draft202012Validator.check_schema(schema)
-            except jsonschema.exceptions.SchemaError as exc:
-                raise SuiteError(
-                    path,
-                    _line(lines, ("tools", i, "returns", *exc.absolute_path)),
-                    f"tool {t['name']!r} returns is not a valid JSON Schema: {exc.message}",
-                ) from exc
-        returns[t["name"]] = schema
+        if t.get("returns") is not None:
+            sites.append(
+                SchemaSite(t["name"], f"tool {t['name']!r} returns", t["returns"], path, lines, ("tools", i, "returns"))
+            )
+    loaded = load_schemas(root, sites)  # one registry: the returns schemas may share $ref files
+    returns = {name: loaded.validator(name) for name in loaded.schemas}
     fixtures = load_fixtures(path, root, data.get("fixtures", []), lines, ("fixtures",), params, returns)
     return World(params, tuple(fixtures), returns)
 

@@ -16,9 +16,9 @@ from jsonschema.validators import Draft202012Validator
 
 from leader_eval.errors import SuiteError
 from leader_eval.limits import MAX_TEMPLATE_BYTES, LimitExceeded, check_regex
+from leader_eval.schema_loader import LoadedSchemas, load_tool_schemas
 from leader_eval.suite_files import read_text, resolve_in_root, suite_root
 from leader_eval.suite_yaml import JsonPath, load_yaml
-from leader_eval.tool_schema import ToolSchemas, load_tool_schemas
 
 __all__ = ["Case", "ScaffoldMessage", "Suite", "Tool", "load_suite", "resolve_in_root", "suite_root", "suite_schema"]
 
@@ -94,7 +94,7 @@ class Suite:
     #: the folder every referenced file must lie in (suite_files.resolve_in_root)
     root: Path = field(default=Path("."), compare=False)
     #: tool schemas with their $ref targets loaded; ``tool_schemas.validator(name)`` never fetches
-    tool_schemas: ToolSchemas | None = field(default=None, repr=False, compare=False)
+    tool_schemas: LoadedSchemas | None = field(default=None, repr=False, compare=False)
     #: count budgets for the gate (``max_hard_fails``, ``max_leaks``); copied into the golden
     gate: dict[str, int] = field(default_factory=dict)
     #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
@@ -178,15 +178,6 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         if t["name"] in tool_names:
             raise SuiteError(path, _line(lines, ("tools", i, "name")), f"duplicate tool {t['name']!r}")
         tool_names.add(t["name"])
-        try:
-            Draft202012Validator.check_schema(t["parameters"])
-        except jsonschema.exceptions.SchemaError as exc:
-            p = ("tools", i, "parameters", *exc.absolute_path)
-            raise SuiteError(
-                path,
-                _line(lines, p),
-                f"tool {t['name']!r} parameters is not a valid JSON Schema: {exc.message}",
-            ) from exc
         tools.append(Tool(t["name"], t.get("description", ""), t["parameters"]))
     schemas = load_tool_schemas(
         path, root, [(t.name, t.parameters, ("tools", i, "parameters")) for i, t in enumerate(tools)], lines

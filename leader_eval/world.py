@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import jsonschema
 from jsonschema.validators import Draft202012Validator
 
 from leader_eval.errors import SuiteError
+from leader_eval.schema_loader import SchemaSite, load_schema, standalone_validator
 from leader_eval.suite import _line, suite_schema
 from leader_eval.suite_files import read_text, resolve_in_root
 from leader_eval.suite_yaml import load_yaml
@@ -59,6 +60,13 @@ class Fixture:
     outcomes: tuple[Outcome, ...]
     origin: str  # "file:line" of the fixture, the file relative to the suite root (for reports)
     source: Path | None = None  # the fixture file read, None when inline in the suite
+    #: ``match_schema`` as ``schema_loader`` loaded it: its refs resolved at lint, never fetched
+    match_validator: Draft202012Validator | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.match_schema is not None and self.match_validator is None:
+            # built in Python rather than loaded from a suite: the same checks, here, before any step
+            object.__setattr__(self, "match_validator", standalone_validator(self.match_schema, "match_schema"))
 
     @property
     def catch_all(self) -> bool:
@@ -67,8 +75,12 @@ class Fixture:
     def accepts(self, name: str, args: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
         if name != self.tool:
             return False
-        if self.match_schema is not None and not Draft202012Validator(self.match_schema).is_valid(dict(args)):
-            return False
+        if self.match_validator is not None:
+            try:
+                if not self.match_validator.is_valid(dict(args)):
+                    return False
+            except RecursionError:  # arguments nested deeper than validation can follow: no match
+                return False
         if self.match:
             return _args_satisfy(name, args, self.match, params)
         return True
@@ -113,7 +125,7 @@ class World:
 
     params: Mapping[str, Mapping[str, Any]]  # tool name -> parameters schema
     fixtures: tuple[Fixture, ...]
-    returns: Mapping[str, Mapping[str, Any] | None]  # tool name -> results schema
+    returns: Mapping[str, Draft202012Validator]  # tool name -> its results schema, loaded (tools with one)
 
     def with_fixtures(self, first: Sequence[Fixture]) -> World:
         """This world with ``first`` (a case's own fixtures) tried before the suite's."""
@@ -173,7 +185,7 @@ def load_fixtures(
     lines: dict[JsonPath, int],
     at: JsonPath,
     tools: Mapping[str, Mapping[str, Any]],
-    returns: Mapping[str, Mapping[str, Any] | None],
+    returns: Mapping[str, Draft202012Validator],
 ) -> list[Fixture]:
     """Fixtures of one ``fixtures:`` list (inline items and ``file:`` references), linted."""
     out: list[Fixture] = []
@@ -183,7 +195,7 @@ def load_fixtures(
             path = fixture_file(suite_path, root, str(entry["file"]), line)
             out.extend(_load_file(path, root, tools, returns, named_in=suite_path, line=line))
         else:
-            out.append(_fixture(suite_path, entry, lines, (*at, i), tools, returns))
+            out.append(_fixture(suite_path, root, entry, lines, (*at, i), tools, returns))
     return out
 
 
@@ -199,7 +211,7 @@ def _load_file(
     path: Path,
     root: Path,
     tools: Mapping[str, Mapping[str, Any]],
-    returns: Mapping[str, Mapping[str, Any] | None],
+    returns: Mapping[str, Draft202012Validator],
     *,
     named_in: Path,
     line: int,
@@ -225,7 +237,7 @@ def _load_file(
     shown = path.relative_to(root)  # never a machine-specific absolute path in a record
     return [
         replace(
-            _fixture(path, item, lines, (*at, i), tools, returns),
+            _fixture(path, root, item, lines, (*at, i), tools, returns),
             origin=f"{shown}:{_line(lines, (*at, i))}",
             source=path,
         )
@@ -235,11 +247,12 @@ def _load_file(
 
 def _fixture(
     path: Path,
+    root: Path,
     item: Mapping[str, Any],
     lines: dict[JsonPath, int],
     at: JsonPath,
     tools: Mapping[str, Mapping[str, Any]],
-    returns: Mapping[str, Mapping[str, Any] | None],
+    returns: Mapping[str, Draft202012Validator],
 ) -> Fixture:
     tool = item["tool"]
     if tool not in tools:
@@ -249,13 +262,11 @@ def _fixture(
             f"fixture for unknown tool {tool!r} (tools: {', '.join(sorted(tools)) or 'none'})",
         )
     check_constraints(path, item.get("match") or {}, lines, (*at, "match"))
+    match_validator = None
     if "match_schema" in item:
-        try:
-            Draft202012Validator.check_schema(item["match_schema"])
-        except jsonschema.exceptions.SchemaError as exc:
-            raise SuiteError(
-                path, _line(lines, (*at, "match_schema")), f"match_schema is not a valid JSON Schema: {exc.message}"
-            ) from exc
+        spot: JsonPath = (*at, "match_schema")
+        site = SchemaSite("/".join(map(str, spot)), "match_schema", item["match_schema"], path, lines, spot)
+        match_validator = load_schema(root, site)
     for arg in item.get("match") or {}:
         props = tools[tool].get("properties", {})
         if props and arg not in props:
@@ -268,13 +279,15 @@ def _fixture(
     else:
         outcomes = (_outcome(item),)
         paths = [(*at, "result")]
-    schema = returns.get(tool)
-    if schema is not None:
-        validator = Draft202012Validator(schema)
+    validator = returns.get(tool)
+    if validator is not None:
         for o, p in zip(outcomes, paths, strict=True):
             if not o.ok:
                 continue
-            err = jsonschema.exceptions.best_match(validator.iter_errors(o.value))
+            try:
+                err = jsonschema.exceptions.best_match(validator.iter_errors(o.value))
+            except RecursionError:
+                raise SuiteError(path, _line(lines, p), f"fixture result for {tool!r} nests too deeply") from None
             if err is not None:
                 where = "/".join(str(x) for x in err.absolute_path)
                 raise SuiteError(
@@ -289,6 +302,7 @@ def _fixture(
         match_schema=item.get("match_schema"),
         outcomes=outcomes,
         origin=f"{path}:{_line(lines, at)}",
+        match_validator=match_validator,
     )
 
 

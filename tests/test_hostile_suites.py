@@ -22,6 +22,7 @@ M = MINIMAL_SUITE
 REQUEST = 'content: "{{ request }}"'
 MESSAGE = "message: {type: string, minLength: 1}"
 MEMORY_LIMIT = 2**30
+FIXTURE = "fixtures:\n  - {{tool: send_message_to_chat, match_schema: {{$ref: '{ref}'}}, result: ok}}\n"
 
 
 def _lol(levels: int = 9) -> str:
@@ -120,6 +121,13 @@ HOSTILE: dict[str, str | bytes | Callable[[Path], None]] = {
         "message: {$ref: '#/$defs/a'}\n      $defs:\n        a: {$ref: '#/$defs/b'}\n        b: {allOf: [{$ref: '#/$defs/a'}]}",
     ),
     "ref_self": M.replace(MESSAGE, "message: {$ref: '#/properties/message'}"),
+    # issue 20: every schema a suite carries goes through the same loader (tests/test_schema_loader.py)
+    "returns_ref_https": M.replace(
+        "additionalProperties: false", "additionalProperties: false\n    returns: {$ref: 'https://example.com/r.json'}"
+    ),
+    "match_schema_ref_file_url": M.replace("defaults:", FIXTURE.format(ref="file:///etc/passwd") + "defaults:"),
+    "match_schema_ref_proc_environ": M.replace("defaults:", FIXTURE.format(ref="/proc/self/environ") + "defaults:"),
+    "match_schema_ref_relative": M.replace("defaults:", FIXTURE.format(ref="other.json#/x") + "defaults:"),
     # item 15: templates and patterns without limits
     "template_range": _scaffold("{% for i in range(10**9) %}x{% endfor %}"),
     "template_nested_loops": _scaffold(

@@ -344,7 +344,7 @@ def test_validators_never_retrieve(monkeypatch) -> None:
 
     from referencing.exceptions import Unresolvable
 
-    from leader_eval.tool_schema import compile_validator
+    from leader_eval.schema_loader import compile_validator
 
     def no_network(*a, **k):
         raise AssertionError("a schema reference was fetched")

@@ -27,7 +27,7 @@ from jsonschema.exceptions import best_match
 from referencing.exceptions import Unresolvable
 
 from leader_eval.fast_validity import Predicate, compile_validity
-from leader_eval.tool_schema import validator_for
+from leader_eval.schema_loader import is_bound, validator_for
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
@@ -59,6 +59,12 @@ def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
     time), falling back to the canonical JSON text for schemas rebuilt per call."""
     v = _VALIDATORS.get(id(schema))
     if v is not None and v.schema is schema:
+        return v
+    if is_bound(schema):
+        # a suite's schema: its file refs are that suite's files, so never share it by its text
+        if len(_VALIDATORS) > 4096:
+            _VALIDATORS.clear()
+        v = _VALIDATORS[id(schema)] = validator_for(schema)
         return v
     try:
         key: Any = json.dumps(schema, sort_keys=True, default=str)
