@@ -20,11 +20,14 @@ the CLI's error line.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
+import threading
 import xml.etree.ElementTree as ET
 from datetime import date, timedelta
 from html.parser import HTMLParser
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -446,6 +449,54 @@ def test_compare_markdown_and_table_show_run_names_and_reasons_inert(tmp_path: P
     assert_inert(format_compare(c))
     a.manifest["label"], b.manifest["label"] = "A x", "B x"
     _assert_markdown_inert(md, compare_markdown(compare_runs([a, b])))
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    """A model server that refuses every request with ``payload`` as its error message."""
+
+    payload = ""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        data = json.dumps({"error": {"message": self.payload}}).encode()
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self.send_response(404)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_server_error_text_is_inert_in_the_backend_log_and_the_cli_output(
+    tmp_path: Path, mini_suite: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    from leader_eval.cli import main
+
+    handler = type("Refusing", (_Refusing,), {"payload": hostile(kind)})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    caplog.set_level(logging.WARNING)
+    out = tmp_path / "run"
+    try:
+        url = f"openai:http://127.0.0.1:{server.server_address[1]}/v1#m"
+        main(["run", str(mini_suite), "--model", url, "--api-mode", "chat", "--out", str(out), "--seed", "1", "-q"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    main(["show", str(out)])
+    printed = capsys.readouterr()
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("openai backend: seed" in m and "HTTP 400" in m for m in logged)  # the server's text was logged
+    assert f"error: HTTP 400: {hostile(kind)[:3]}" in printed.out  # and shown
+    for text in (*logged, printed.out, printed.err):
+        assert_inert(text)
 
 
 def test_the_cli_error_line_is_inert(monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
