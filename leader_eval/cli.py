@@ -16,6 +16,7 @@ from leader_eval.argtypes import (
     probability,
 )
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert
 from leader_eval.options import add_arguments as add_sampling_arguments
 
 
@@ -105,7 +106,7 @@ def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> i
         f"adaptive: stopped at round {stop['round']} with {stop['samples_per_case']} of {design.budget} samples per "
         f"case ({stop['why']}){cost}"
     )
-    print(res.gate.headline())
+    print(inert(res.gate.headline()))
     print(f"run: {res.run.path}")
     return res.gate.exit_status
 
@@ -183,7 +184,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
                 note = " (exceeds context)" if ctx and n and n > ctx else ""
                 rows.append([case.id, case.line, f"{n}{note}"])
         except LeaderEvalError as err:
-            print(f"error: {err}", file=sys.stderr)
+            print(f"error: {inert(err, multiline=True)}", file=sys.stderr)  # it may quote the suite
             status = 2
             continue
         print(f"{path}: ok, {len(suite.cases)} cases, {len(suite.tools)} tools, hash {suite.content_hash}")
@@ -597,7 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LeaderEvalError as err:
         from leader_eval.secrets import scrub
 
-        print(f"error: {scrub(str(err))}", file=sys.stderr)  # a message may quote what a server sent
+        # a message may quote what a server, a suite or a golden holds: no secret, escape or CI command
+        print(f"error: {inert(scrub(str(err)), multiline=True)}", file=sys.stderr)
         return err.exit_status
     except BrokenPipeError:
         return 0

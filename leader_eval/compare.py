@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.aggregate import pass_k_values
 from leader_eval.errors import LeaderEvalError
 from leader_eval.golden import holm_alphas
+from leader_eval.inert import inert, markdown
 from leader_eval.metrics import ALL_METRICS, EPISODE_METRICS, GATING, METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
@@ -573,13 +574,18 @@ def format_compare(c: Comparison, *, max_flips: int = 20, order: Sequence[str] |
     from leader_eval.report.checkpoints import recommendation_lines
 
     lines.extend(recommendation_lines(c, order))
-    return "\n".join(lines)
+    return inert("\n".join(lines), multiline=True)  # a fragment from a suite, run or golden: one line, no escapes
 
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    esc = [[str(x).replace("|", "\\|") for x in r] for r in rows]
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, verdicts: bool = False) -> list[str]:
+    # a run's name, a case's failure reason: rendered as text; with ``verdicts`` the last column
+    # is this module's verdict, and a regression is bold (after escaping)
+    esc = [[markdown(x) for x in r] for r in rows]
+    for r, raw in zip(esc, rows, strict=True):
+        if verdicts and str(raw[-1]).startswith("REGRESSION"):
+            r[-1] = f"**{r[-1]}**"
     return [
-        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join(markdown(h) for h in headers) + " |",
         "|" + "|".join(["---"] * len(headers)) + "|",
         *("| " + " | ".join(r) + " |" for r in esc),
         "",
@@ -589,17 +595,13 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
 def compare_markdown(c: Comparison, *, max_flips: int = 50) -> str:
     """The same report as Markdown (pull request comment, ``$GITHUB_STEP_SUMMARY``)."""
     icon = "❌" if c.exit_status else "✅"
-    lines = [f"### {icon} {c.verdict()}", ""]
+    lines = [f"### {icon} {markdown(c.verdict())}", ""]
     lines += _md_table(_GROUP_HEADERS, _groups_rows(c))
-    lines.extend(f"- {m}" for m in c.messages)
+    lines.extend(f"- {markdown(m)}" for m in c.messages)
     for p in c.pairs:
-        lines.append(f"#### {p.b.name} vs {p.a.name} ({p.n_cases} cases, paired)")
+        lines.append(f"#### {markdown(p.b.name)} vs {markdown(p.a.name)} ({p.n_cases} cases, paired)")
         lines.append("")
-        rows = _metric_rows(p)
-        for r in rows:
-            if r[-1].startswith("REGRESSION"):
-                r[-1] = f"**{r[-1]}**"
-        lines += _md_table(_metric_headers(p), rows)
+        lines += _md_table(_metric_headers(p), _metric_rows(p), verdicts=True)
         lines += _md_table(_passk_headers(p), _passk_rows(p))
         if p.flips:
             lines.append(f"<details><summary>{len(p.flips)} case flips</summary>")
@@ -607,7 +609,7 @@ def compare_markdown(c: Comparison, *, max_flips: int = 50) -> str:
             lines += _md_table(_FLIP_HEADERS, _flip_rows(p)[:max_flips])
             lines.append("</details>")
             lines.append("")
-        lines.append(f"**verdict:** {p.verdict()}")
+        lines.append(f"**verdict:** {markdown(p.verdict())}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -245,7 +245,9 @@ def read_run(path: str | Path) -> Run:
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # JSON Lines end at "\n" only: str.splitlines would also cut at U+2028, U+0085 and the
+        # like, which JSON writes unescaped, so a model output holding one made its record unreadable
+        return path.read_text(encoding="utf-8", errors="replace").split("\n")
     except OSError as exc:
         raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
 

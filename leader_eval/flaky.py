@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert
 from leader_eval.stats import chi2_sf, clopper_pearson
 
 if TYPE_CHECKING:
@@ -218,4 +219,4 @@ def format_flaky(report: FlakyReport) -> str:
     untested = len(report.cases) - len(tested)
     if untested:
         lines.append(f"{untested} case(s) passed every sample or failed every sample in every run: nothing to test")
-    return "\n".join(lines)
+    return inert("\n".join(lines), multiline=True)  # a fragment from a suite, run or golden: one line, no escapes

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.error_rule import error_verdict, is_stress_manifest
 from leader_eval.errors import LeaderEvalError
 from leader_eval.formats import GOLDEN_FORMAT_VERSION
+from leader_eval.inert import inert, markdown
 from leader_eval.metrics import ALL_METRICS, METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
@@ -733,7 +734,9 @@ def active_quarantine(
         if known and q.case not in known:
             notes.append(f"warning: quarantined case {q.case!r} is not a case of the golden")
         cases.add(q.case)
-        notes.append(f"quarantined: {q.case} ({q.reason}; since {q.since}, until {q.expires}): shown, cannot fail")
+        # the reason is the golden author's free text: one inert line wherever the note is shown
+        reason = inert(q.reason)
+        notes.append(f"quarantined: {inert(q.case)} ({reason}; since {q.since}, until {q.expires}): shown, cannot fail")
     return cases, notes
 
 
@@ -1138,7 +1141,7 @@ def format_gate_table(result: GateResult) -> str:
         lines.append(f"golden: {result.golden_path}")
     if result.update is not None:
         lines.append(("updated golden: " if result.update.written else "golden not updated: ") + result.update.reason)
-    return "\n".join(lines)
+    return inert("\n".join(lines), multiline=True)  # a fragment from a suite, run or golden: one line, no escapes
 
 
 def gate_markdown(result: GateResult) -> str:
@@ -1156,16 +1159,17 @@ def gate_markdown(result: GateResult) -> str:
                 cells[-1] = f"**{cells[-1]}**"
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    notes = [m for m in result.messages if m not in result.headline()]
-    notes += [f"`{r.metric}`: {r.explanation}" for r in result.rows if r.verdict in ("fail", "improved")]
+    notes = [_md(m) for m in result.messages if m not in result.headline()]
+    notes += [f"`{r.metric}`: {_md(r.explanation)}" for r in result.rows if r.verdict in ("fail", "improved")]
     if result.update is not None:
-        notes.append(("updated golden: " if result.update.written else "golden not updated: ") + result.update.reason)
+        update = ("updated golden: " if result.update.written else "golden not updated: ") + result.update.reason
+        notes.append(_md(update))
     if result.reported:
-        notes.append(f"reported, not gated: {_reported(result)}")
-    lines.extend(f"- {_md(n) if not n.startswith('`') else n}" for n in notes)
+        notes.append(_md(f"reported, not gated: {_reported(result)}"))
+    lines.extend(f"- {n}" for n in notes)
     if result.golden_path is not None:
         lines.append(
-            f"\n<sub>golden `{result.golden_path}`; alpha {result.alpha:g} (one-sided); delta = now − golden</sub>"
+            f"\n<sub>golden {_md(result.golden_path)}; alpha {result.alpha:g} (one-sided); delta = now − golden</sub>"
         )
     return "\n".join(lines).rstrip() + "\n"
 
@@ -1199,5 +1203,6 @@ def _load_run_suite(run: Run) -> Suite | None:
         return None
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+def _md(text: object) -> str:
+    # a golden's reason, a server's error text, a path: rendered as that text, never as markup
+    return markdown(text)

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert
 from leader_eval.render import render_messages, scaffold_env
 from leader_eval.suite import Case, Suite
 
@@ -796,4 +797,4 @@ def format_overlap_report(report: OverlapReport, *, max_spans: int = 3) -> str:
         f"contamination: {len(report.flagged)}/{len(report.cases)} cases ({report.contamination_rate:.1%}) "
         f"at >= {report.threshold:.2f} overlap"
     )
-    return "\n".join(lines)
+    return inert("\n".join(lines), multiline=True)  # a training file's text: one line, no escapes

@@ -29,6 +29,7 @@ import numpy as np
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.golden import CASE_FIELDS, tarone_family
+from leader_eval.inert import inert
 from leader_eval.metrics import GATING, METRICS
 from leader_eval.stats import exact_count_test, t_quantile
 
@@ -200,4 +201,4 @@ def format_plan(plan: PowerPlan, *, source: str = "") -> str:
     lines.extend(f"note: {n}" for n in plan.notes)
     if not math.isfinite(plan.golden_value):
         lines.append("note: the golden value is not a number")
-    return "\n".join(lines)
+    return inert("\n".join(lines), multiline=True)  # a fragment from a suite, run or golden: one line, no escapes

@@ -16,9 +16,13 @@ What counts as a secret, read when a scrubber is built (so a key set after impor
 Each secret is matched in the encodings it travels in: raw (so also inside ``Bearer X`` and
 ``Basic X``), base64 (standard and URL-safe, at each of the three byte alignments, so a secret
 inside a longer base64 blob such as ``base64("Authorization: Bearer X")`` is found too),
-URL-encoded, JSON-escaped and hex. A match becomes ``[redacted]``, which keeps JSON in tool-call
-arguments valid. Secrets shorter than ``MIN_SECRET_CHARS`` are ignored: redacting every ``"1"`` of a
-model's output would destroy it, and a 3-character key protects nothing.
+URL-encoded (also every byte, and twice), JSON-escaped and hex; and in every case form a server may have changed it to
+(``case_forms``: upper, lower, title, swapped, capitalised), each in every encoding. The raw,
+URL-encoded, JSON and hex forms also match in any mix of case (a server that upper-cases a key,
+a ``%2f`` for ``%2F``, upper-case hex); base64 changes entirely with case, so it is matched for the
+listed case forms. A match becomes ``[redacted]``, which keeps JSON in tool-call arguments valid.
+Secrets shorter than ``MIN_SECRET_CHARS`` are ignored: redacting every ``"1"`` of a model's
+output would destroy it, and a 3-character key protects nothing.
 """
 
 from __future__ import annotations
@@ -101,10 +105,23 @@ def current_secrets() -> frozenset[str]:
     return frozenset(v for v in values if len(v) >= MIN_SECRET_CHARS)
 
 
+def case_forms(secret: str) -> set[str]:
+    """``secret`` as a server may echo it after changing its case."""
+    return {secret, secret.upper(), secret.lower(), secret.title(), secret.swapcase(), secret.capitalize()}
+
+
 def encodings(secret: str) -> set[str]:
-    """The strings ``secret`` may appear as: raw, base64 (any alignment), URL-, JSON- and hex-encoded."""
+    """The strings ``secret`` may appear as: raw, base64 (any alignment), URL-, JSON- and hex-encoded,
+    each for every case form (``case_forms``)."""
+    return {e for form in case_forms(secret) for e in _encodings_of(form)}
+
+
+def _encodings_of(secret: str) -> set[str]:
     raw = secret.encode("utf-8")
     out = {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1], raw.hex()}
+    # every byte percent-encoded, and URL-encoded twice (a query string inside a URL)
+    out.add("".join(f"%{b:02X}" for b in raw))
+    out.add(quote(quote(secret, safe=""), safe=""))
     for offset in range(3):
         enc = base64.b64encode(b"\0" * offset + raw).decode("ascii")
         # characters that depend only on the secret's bytes, whatever surrounds it in the blob
@@ -118,17 +135,27 @@ def encodings(secret: str) -> set[str]:
 
 
 class Scrubber:
-    """Replaces every encoding of a fixed set of secrets; the empty set is a no-op."""
+    """Replaces every encoding of a fixed set of secrets, in any case; the empty set is a no-op."""
 
     def __init__(self, secrets: Iterable[str]):
         needles = sorted({e for s in secrets for e in encodings(s)}, key=len, reverse=True)
-        self._re = re.compile("|".join(map(re.escape, needles))) if needles else None
+        self._re = re.compile("|".join(map(re.escape, needles)), re.IGNORECASE) if needles else None
+        # a case-insensitive alternation is ~10x slower than substring tests (it loses the engine's
+        # first-character filter), so it runs only on a string that holds a needle in some case
+        self._folded = tuple(sorted({n.lower() for n in needles}))
+        self._exact = tuple(n for n in needles if not n.isascii())  # str.lower is not per character there
 
     def __bool__(self) -> bool:
         return self._re is not None
 
+    def _maybe(self, value: str) -> bool:
+        low = value.lower()
+        return any(n in low for n in self._folded) or any(n in value for n in self._exact)
+
     def text(self, value: str) -> str:
-        return value if self._re is None else self._re.sub(REDACTED, value)
+        if self._re is None or not self._maybe(value):
+            return value
+        return self._re.sub(REDACTED, value)
 
     def value(self, obj: Any) -> Any:
         """A copy of ``obj`` (JSON-like: str, list, tuple, dict at any depth) with every string scrubbed."""
@@ -163,10 +190,11 @@ def scrub_value(obj: Any) -> Any:
 
 
 def contains_secret(data: bytes, secrets: Iterable[str] | None = None) -> bool:
-    """Whether ``data`` holds any known secret in any encoding (for tests and audits)."""
+    """Whether ``data`` holds any known secret in any encoding and case (for tests and audits)."""
+    folded = data.lower()  # ASCII letters only: a non-ASCII secret is still found in its listed forms
     for s in current_secrets() if secrets is None else secrets:
         for e in encodings(s):
-            if e.encode() in data:
+            if e.encode() in data or e.encode().lower() in folded:
                 return True
     return False
 
@@ -174,6 +202,7 @@ def contains_secret(data: bytes, secrets: Iterable[str] | None = None) -> bool:
 __all__ = [
     "REDACTED",
     "Scrubber",
+    "case_forms",
     "contains_secret",
     "current_secrets",
     "encodings",

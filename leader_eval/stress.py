@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert
 from leader_eval.render import render_messages
 from leader_eval.runner import RunOptions, check_run_options, select_cases
 from leader_eval.suite import Case, Suite, load_suite
@@ -707,7 +708,7 @@ def format_stress_table(result: StressResult) -> str:
     )
     if result.out:
         lines.append(f"run dir: {result.out}")
-    return "\n".join(lines)
+    return inert("\n".join(lines), multiline=True)  # a fragment from a suite, run or golden: one line, no escapes
 
 
 def write_plot(result: StressResult, path: Path) -> Path:

@@ -9,12 +9,13 @@ behind is searched for every encoding of the secret.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -48,23 +49,37 @@ def mock_server():
         yield srv
 
 
+#: the case forms a server may echo a key in (upper-casing a header is common)
+CASE_FORMS = (str, str.upper, str.lower, str.title, str.swapcase, str.capitalize)
+
+
 def leak_forms(secret: str) -> list[bytes]:
-    """What a leak of ``secret`` looks like in a file: raw, base64 at any alignment, URL-encoded."""
-    forms = {secret, quote(secret, safe="")}
-    for prefix in ("", "a", "ab", "Bearer ", "Authorization: Bearer "):
-        blob = base64.b64encode((prefix + secret).encode()).decode()
-        forms.add(blob[len(prefix) * 4 // 3 + 2 : len(blob) - 4])  # the part that only the secret decides
+    """What a leak of ``secret`` looks like in a file: raw, base64 at any alignment, URL-encoded,
+    each in every case form."""
+    forms = set()
+    for case in CASE_FORMS:
+        cased = case(secret)
+        forms |= {cased, quote(cased, safe="")}
+        for prefix in ("", "a", "ab", "Bearer ", "Authorization: Bearer "):
+            blob = base64.b64encode((prefix + cased).encode()).decode()
+            forms.add(blob[len(prefix) * 4 // 3 + 2 : len(blob) - 4])  # the part that only the secret decides
     return sorted(f.encode() for f in forms)
 
 
+def leaks_in(data: bytes, secret: str) -> list[str]:
+    """The forms of ``secret`` in ``data``; the raw key also in any mix of case."""
+    found = [f.decode() for f in leak_forms(secret) if f in data]
+    if secret.lower().encode() in data.lower():
+        found.append(f"{secret} in some case")
+    return found
+
+
 def files_leaking(roots: list[Path], secret: str) -> list[str]:
-    forms = leak_forms(secret)
     found = []
     for root in roots:
         paths = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
         for p in paths:
-            data = p.read_bytes()
-            found += [f"{p}: {f.decode()}" for f in forms if f in data]
+            found += [f"{p}: {f}" for f in leaks_in(p.read_bytes(), secret)]
     return found
 
 
@@ -112,8 +127,7 @@ def test_canary_key_appears_in_no_byte_the_run_leaves(
     assert html.is_file(), runs[-1].stderr
     assert files_leaking([out, tmp_path / "again", tmp_path / "cache", golden, report, html], CANARY) == []
     for p in runs:
-        printed = (p.stdout + p.stderr).encode()
-        assert [f for f in leak_forms(CANARY) if f in printed] == []
+        assert leaks_in((p.stdout + p.stderr).encode(), CANARY) == []
     if auth == "userinfo":  # the Basic token is base64("alice:CANARY"): not there either
         token = base64.b64encode(f"alice:{CANARY}".encode()).decode()
         assert files_leaking([out, tmp_path / "cache"], token) == []
@@ -172,6 +186,65 @@ def test_every_common_encoding_of_a_secret_is_redacted() -> None:
     for text in cases:
         assert all(f not in scrub.text(text).encode() for f in leak_forms(CANARY)), text
         assert "[redacted]" in scrub.text(text)
+
+
+def _encoded(text: str) -> list[str]:
+    """``text`` in every way a server may send it back: raw, inside a Bearer header, base64 at each
+    alignment inside a longer blob (standard and URL-safe), URL-encoded (safe characters kept,
+    every byte, twice), JSON-escaped and hex (both cases)."""
+    raw = text.encode()
+    out = [text, f"Bearer {text}", quote(text, safe=""), quote_plus(text), quote(quote(text, safe=""), safe="")]
+    out += ["".join(f"%{b:02x}" for b in raw), "".join(f"%{b:02X}" for b in raw), raw.hex(), raw.hex().upper()]
+    out.append(json.dumps(text, ensure_ascii=True)[1:-1])
+    for prefix in (b"", b"x", b"xy", b"Authorization: Bearer "):
+        out.append(base64.b64encode(prefix + raw + b" trailing").decode())
+        out.append(base64.urlsafe_b64encode(b"\xfb\xff" + prefix + raw).decode())
+    return out
+
+
+@pytest.mark.parametrize("case", CASE_FORMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "secret", [CANARY, "Tok3n-Mixed_Case+/=", "clé-secrète-ÄÖü-42"], ids=["ascii", "mixed", "non-ascii"]
+)
+def test_every_case_form_of_a_secret_is_redacted_in_every_encoding(secret: str, case) -> None:
+    scrub = secrets.Scrubber([secret])
+    cased = case(secret)
+    for text in _encoded(cased):
+        out = scrub.text(f"server said: {text} (end)")
+        assert "[redacted]" in out and leaks_in(out.encode(), secret) == [], (text, out)
+        assert secrets.contains_secret(f"x {text} y".encode(), [secret]), text
+
+
+def test_any_mix_of_case_of_the_raw_key_is_redacted() -> None:
+    scrub = secrets.Scrubber([CANARY])
+    for i in range(len(CANARY)):
+        mixed = "".join(c.upper() if (j >> i) % 2 == 0 and j % 3 else c for j, c in enumerate(CANARY))
+        assert scrub.text(f"k={mixed};") == "k=[redacted];"
+
+
+def test_an_upper_cased_key_echoed_by_a_server_is_not_stored(monkeypatch) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", CANARY)
+
+    class Shouting:
+        model_id, default_protocol, context_length, special_tokens, max_concurrency = "shout", "json", None, (), 1
+
+        async def sample(self, request: SampleRequest) -> list[Completion]:
+            up = CANARY.upper()
+            calls = [{"function": {"name": "f", "arguments": json.dumps({"k": up, "b": _encoded(up)[-1]})}}]
+            c = Completion(text=f"AUTHORIZATION: BEARER {up}", token_ids=[1], stop_reason="stop", reasoning=up.title())
+            c.api_tool_calls = calls
+            failed = Completion(text="", token_ids=[], stop_reason=None, error=f"HTTP 401: bad key {quote(up)}")
+            return [c, failed]
+
+        def describe(self) -> dict[str, str]:
+            return {"model": "shout"}
+
+    import asyncio
+
+    req = SampleRequest(Prompt(text="p", token_ids=None, messages=[]), SamplingParams(), [1, 2])
+    done = asyncio.run(guard(Shouting()).sample(req))  # type: ignore[arg-type]
+    assert leaks_in(repr(done).encode(), CANARY) == [] and "[redacted]" in done[0].text
+    assert "[redacted]" in (done[1].error or "")
 
 
 def test_nested_values_are_scrubbed_and_stay_json() -> None:

@@ -63,6 +63,7 @@ from leader_eval import protocols, secrets
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.chat_template import render_chat_template, template_supports_tools
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert
 from leader_eval.types import Prompt
 
 try:  # orjson (already a dependency of tinker) is ~5x faster than json for these small bodies
@@ -586,7 +587,8 @@ class OpenAICompatBackend:
                     suffix = f" (after {retries} retries)" if retries else ""
                     if fail.retryable and past_deadline and retries < self.max_retries:
                         suffix = f" (sample deadline of {self.deadline_s:g} s reached after {retries} retries)"
-                    log.warning("openai backend: seed %d failed: %s%s", seed, message, suffix)
+                    # the server's text reaches stderr: no escape sequence (leader_eval.inert)
+                    log.warning("openai backend: seed %d failed: %s%s", seed, inert(message), suffix)
                     return Completion(
                         text="",
                         token_ids=[],

@@ -51,6 +51,7 @@ import tinker
 from leader_eval import protocols, secrets
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert
 from leader_eval.types import Prompt
 
 log = logging.getLogger(__name__)
@@ -583,7 +584,8 @@ class TinkerBackend:
                 message = _scrub(message)
                 if not retryable or retries >= self.max_retries:
                     suffix = f" (after {retries} retries)" if retries else ""
-                    log.warning("tinker backend: request seeded %d failed: %s%s", seeds[0], message, suffix)
+                    # the service's text reaches stderr: no escape sequence (leader_eval.inert)
+                    log.warning("tinker backend: request seeded %d failed: %s%s", seeds[0], inert(message), suffix)
                     elapsed = time.perf_counter() - t0
                     return [self._failed(message + suffix, retries, elapsed, n_prompt) for _ in seeds]
                 delay = self._backoff(retries)
@@ -731,7 +733,7 @@ class TinkerBackend:
         if self.base_model and tokenizer_repo(server) != tokenizer_repo(self.base_model):
             log.warning(
                 "tinker backend: %s was trained from %s, but prompts are rendered for %s",
-                self.model_id, server, self.base_model,
+                self.model_id, inert(server), self.base_model,
             )  # fmt: skip
         if not self.base_model:
             self.base_model = server

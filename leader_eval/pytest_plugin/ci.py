@@ -21,23 +21,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from leader_eval.inert import command_data, command_property
+
 
 def github_actions() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def annotation(level: str, file: str, line: int, title: str, message: str) -> str:
-    """One GitHub workflow command (``::error file=...,line=...,title=...::message``)."""
-    props = f"file={_escape_property(file)},line={int(line)},title={_escape_property(title)}"
-    return f"::{level} {props}::{_escape_data(message)}"
+    """One GitHub workflow command (``::error file=...,line=...,title=...::message``).
+
+    Its parts may quote a server or a suite: each is ``inert`` and then escaped as the runner
+    reads it (``%``, CR, LF; in a property also ``:`` and ``,``), so nothing in them can end the
+    command, start another one or reach the log as an escape sequence.
+    """
+    props = f"file={command_property(file)},line={int(line)},title={command_property(title)}"
+    return f"::{level} {props}::{command_data(message)}"
 
 
 def relative_for_github(path: str | Path, rootpath: Path) -> str:

@@ -35,6 +35,8 @@ from leader_eval.golden import (
     load_golden,
     update_golden,
 )
+from leader_eval.inert import inert
+from leader_eval.inert import markdown as md_text
 from leader_eval.runner import default_label
 from leader_eval.store import RunDir, write_json_atomic
 from leader_eval.suite import load_suite
@@ -114,7 +116,8 @@ def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> 
     if not verdict.failed:
         return None
     first = next(
-        (f"{r['case_id']}: {r['first_error']}" for r in records.values() if r.get("first_error")),
+        # a server's error text: one inert line in the gate's table, summary and annotations
+        (f"{r['case_id']}: {inert(r['first_error'])}" for r in records.values() if r.get("first_error")),
         "",
     )
     return verdict.message() + (f" (--le-max-error-rate); first: {first}" if first else " (--le-max-error-rate)")
@@ -235,8 +238,8 @@ def shard_suite(suite_name: str, state: PluginState, run: Run, problems: list[st
         [
             f"### leader-eval {suite_name}: shard {index}/{count}, not gated",
             "",
-            *(f"- **FAIL**: {p}" for p in problems),
-            f"Run `{run.path}`: merge the shards and run `leader-eval gate` on the merged run.",
+            *(f"- **FAIL**: {md_text(p)}" for p in problems),  # they may quote a server's error
+            f"Run {md_text(run.path)}: merge the shards and run `leader-eval gate` on the merged run.",
         ]
     )
     report_line, link = _run_report(run.path)

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert, junit_json
 from leader_eval.pytest_plugin.state import RECORD_KEY, STATE, PluginState
 
 MAX_REPR = 600
@@ -178,6 +179,8 @@ def resolve_backend(sampling: dict[str, Any]) -> Any:
 
 class CaseFailed(Exception):
     def __init__(self, text: str):
+        # a server's error text, a model's argument key: no escape sequence, no workflow command
+        text = inert(text, multiline=True)
         super().__init__(text)
         self.text = text
 
@@ -194,13 +197,13 @@ class CaseItem(pytest.Item):
         mode = self.config.stash[STATE].options.mode
         scores = parent.scores_by_case.get(self.case.id, [])
         record = self.record(parent, scores)
-        self.user_properties.append((RECORD_KEY, json.dumps(record, sort_keys=True)))
+        self.user_properties.append((RECORD_KEY, junit_json(record)))
         if not scores:
             raise CaseFailed(f"case {self.case.id}: no samples recorded")
         failed = [s for s in scores if s.outcome == "ok" and not s.passed]
         all_errored = not any(s.outcome == "ok" for s in scores)
         if all_errored:
-            why = record.get("first_error") or "no sample was scored"
+            why = inert(record.get("first_error") or "no sample was scored")
             text = f"all {len(scores)} samples of case {self.case.id} ended without a scored output: {why}"
             if mode == "strict":
                 raise CaseFailed(text)
@@ -237,24 +240,27 @@ class CaseItem(pytest.Item):
         return json.loads(json.dumps(record))
 
     def _explain(self, failed: list[Any], record: dict[str, Any], parent: SuiteFile) -> str:
+        """The failure text: each fragment from the model or a server is one inert line."""
+        from leader_eval.report.terminal import failed_check_line
+
         n_ok = record.get("n_scored", 0)
         lines = [f"{len(failed)} of {n_ok} samples failed (case score {record.get('score')})"]
         for s in failed[:3]:
             sample = parent.samples_by_key.get((s.case_id, s.index))
             raw = sample.text if sample else ""
             shown = repr(raw[:MAX_REPR]) + (f" ... (+{len(raw) - MAX_REPR} chars)" if len(raw) > MAX_REPR else "")
-            lines.append(f"-- sample {s.index}: {s.reason}{' [hard fail]' if s.hard_fail else ''}")
+            lines.append(f"-- sample {s.index}: {inert(s.reason)}{' [hard fail]' if s.hard_fail else ''}")
             for c in s.checks:
                 if not c["passed"]:
-                    lines.append(f"   x {c['check']}: {c['reason']} {c['detail']}".rstrip())
+                    lines.append(failed_check_line("   x ", {**c, "hard": False}))
             lines.append(f"   raw: {shown}")
         lines.append(f"full outputs: leader-eval show {parent.run_result.path} --case {self.case.id}")
-        return "\n".join(lines)
+        return inert("\n".join(lines), multiline=True)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed):
             return excinfo.value.text
-        return str(super().repr_failure(excinfo, style=style))
+        return inert(str(super().repr_failure(excinfo, style=style)), multiline=True)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case.line - 1, self.case.id
@@ -293,5 +299,5 @@ class LeaderEvalFixture:
             manifest_status=result.manifest.get("status"),
             partial=True,
         )
-        request.node.user_properties.append((RECORD_KEY, json.dumps(record, sort_keys=True)))
+        request.node.user_properties.append((RECORD_KEY, junit_json(record)))
         return record

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert, junit_json
 from leader_eval.pytest_plugin import ci
 from leader_eval.pytest_plugin.items import CaseItem, SuiteFile, resolve_backend
 from leader_eval.pytest_plugin.state import RECORD_KEY, STATE, PluginState
@@ -217,7 +218,7 @@ class EvalSession:
             if g.not_gated
             else "error"
         )
-        props = [(GATE_KEY, json.dumps({"suite": g.suite, "status": verdict}))]
+        props = [(GATE_KEY, junit_json({"suite": g.suite, "status": verdict}))]
         hook = self.config.hook
         tr: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         # the gate comes after the progress line: its own line, no progress percentage
@@ -265,7 +266,8 @@ class EvalSession:
             shard = self.state.options.shard
             terminalreporter.section(f"leader-eval shard {shard[0]}/{shard[1]}" if shard else "leader-eval gate")
             for line in self.state.gate_lines:
-                terminalreporter.write_line(line)
+                # a golden's reason, a server's error text: no escape sequence, no workflow command
+                terminalreporter.write_line(inert(line, multiline=True))
         if ci.github_actions():
             strict = self.state.options.mode == "strict"
             for g in self.gates:
@@ -278,7 +280,7 @@ class EvalSession:
 def _gate_longrepr(g: Any, outcome: str, rel: str) -> Any:
     """The gate item's report: the table when it failed, the reason when a shard was not gated."""
     if outcome == "failed":
-        return "\n".join(g.lines)
+        return inert("\n".join(g.lines), multiline=True)
     if outcome == "skipped":
         return (rel, 0, f"Skipped: {g.not_gated}")
     return None

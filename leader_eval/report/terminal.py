@@ -7,6 +7,8 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from leader_eval.inert import inert, inert_lines
+
 if TYPE_CHECKING:
     from leader_eval.evaluate import Run
 
@@ -16,7 +18,9 @@ def _fmt(v: float | None) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    rows = [list(map(str, r)) for r in rows]
+    """Aligned columns; every cell is ``inert`` (a suite's tag, a run's label, a golden's reason)."""
+    headers = [inert(h) for h in headers]
+    rows = [[inert(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     sep = "  ".join("-" * w for w in widths)
@@ -48,14 +52,14 @@ def format_summary(run: Run) -> str:
     o = s["overall"]
     m = run.manifest
     lines = [
-        f"suite {s['suite']}  model {s.get('model_id')}  protocol {m['identity']['protocol']}  "
+        f"suite {inert(s['suite'])}  model {inert(s.get('model_id'))}  protocol {inert(m['identity']['protocol'])}  "
         f"seed {m['identity']['run_seed']}",
         metrics_table(o),
         f"cases {o['n_cases']}  samples {o['n_samples']} (scored {o['n_scored']}, errors {o['n_errors']}, "
         f"context_overflow {o['n_context_overflow']})  hard fails {o['n_hard_fail']}",
     ]
     if o["reasons"]:
-        lines.append("failure reasons: " + ", ".join(f"{k} {v}" for k, v in o["reasons"].items()))
+        lines.append("failure reasons: " + ", ".join(f"{inert(k)} {v}" for k, v in o["reasons"].items()))
     for key, title in (("by_tag", "tag"), ("by_split", "split")):
         rows = []
         for name, b in (s.get(key) or {}).items():
@@ -82,8 +86,10 @@ def format_summary(run: Run) -> str:
     tok = s.get("tokens")
     if tok:
         lines.append(f"tokens: prompt {tok['prompt']}, completion {tok['completion']}; retries {s.get('retries', 0)}")
-    lines.append(f"run directory: {run.path}   (leader-eval show {run.path} --failed)")
-    return "\n".join(lines)
+    lines.append(f"run directory: {inert(run.path)}   (leader-eval show {inert(run.path)} --failed)")
+    # every fragment of a summary is one line; what a suite, a server or a run directory put in
+    # one (a tag, a model id, a currency) cannot add a line or an escape sequence
+    return inert("\n".join(lines), multiline=True)
 
 
 def _color() -> bool:
@@ -131,7 +137,7 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
         )
         lines.append(
             f"== {sample.case_id} #{sample.index}  seed {sample.seed}  {sample.outcome}  "
-            f"stop={sample.stop_reason}  tokens={sample.completion_tokens}  {verdict}"
+            f"stop={inert(sample.stop_reason)}  tokens={sample.completion_tokens}  {inert(verdict)}"
         )
         text_spans = []
         if sc:
@@ -144,7 +150,7 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
                         text_spans.append((at, at + len(f["text"])))
         lines.append("raw: " + highlight(sample.text, text_spans))
         if sample.error:
-            lines.append(f"error: {sample.error}")
+            lines.append(f"error: {inert(sample.error)}")
         if sample.api_tool_calls:
             lines.append(f"api tool_calls: {sample.api_tool_calls!r}")
         if sc is None:
@@ -152,22 +158,31 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
         if sc.reasoning:
             lines.append(f"reasoning: {sc.reasoning!r}")
         for c in sc.calls:
-            lines.append(f"call: {c['name']}({c['arguments']!r})")
+            lines.append(f"call: {inert(c['name'])}({c['arguments']!r})")
         if not sc.calls and sc.lenient_calls:
             lines.append(
-                "lenient only (diagnostic): " + "; ".join(f"{c['name']}({c['arguments']!r})" for c in sc.lenient_calls)
+                "lenient only (diagnostic): "
+                + "; ".join(f"{inert(c['name'])}({c['arguments']!r})" for c in sc.lenient_calls)
             )
         if sc.other_protocols:
-            lines.append(f"other protocols seen: {', '.join(sc.other_protocols)}")
+            lines.append(f"other protocols seen: {inert(', '.join(sc.other_protocols))}")
         for c in sc.checks:
             if c["passed"]:
                 continue
-            lines.append(f"  x {c['check']}: {c['reason']}{' [hard]' if c['hard'] else ''} {c['detail']}".rstrip())
+            lines.append(failed_check_line("  x ", c))
             for f in c.get("findings", [])[:5]:
                 lines.append(
-                    f"      {f['reason']} at {f['where']}[{f['start']}:{f['end']}]: {f['text']!r}"
+                    f"      {inert(f['reason'])} at {inert(f['where'])}[{f['start']}:{f['end']}]: {f['text']!r}"
                     f"  ...{f['context']!r}..."
                 )
     if not shown:
         lines.append("no samples match" + (" (no failed samples)" if failed else ""))
-    return "\n".join(lines)
+    # the fragments from a model, a server or a suite are inert above; the reverse video of
+    # ``highlight`` must stay, so only the line rule runs over the whole
+    return inert_lines("\n".join(lines))
+
+
+def failed_check_line(prefix: str, c: Mapping[str, Any]) -> str:
+    """``x check: reason [hard] detail``; a detail quotes the model (an argument key, a tool name)."""
+    hard = " [hard]" if c.get("hard") else ""
+    return f"{prefix}{inert(c['check'])}: {inert(c['reason'])}{hard} {inert(c.get('detail') or '')}".rstrip()

@@ -8,7 +8,8 @@ Behaviours (``BEHAVIOURS``):
 
 * ``echo``: a well-formed reply whose content, reasoning and tool-call arguments (nested) echo the
   request's ``Authorization`` header raw, its token base64-encoded, the whole header
-  base64-encoded and URL-encoded (completions mode: the same inside a JSON tool call).
+  base64-encoded and URL-encoded, each also upper-, lower- and swap-cased (completions mode: the
+  same inside a JSON tool call).
 * ``echo_error``: HTTP 500 whose error message echoes the header the same ways.
 * ``gzip_bomb``: ``Content-Encoding: gzip``, ``BOMB_MB`` MB on the wire, ~1000x that decompressed.
 * ``endless``: a chunked body that never ends (64 KiB chunks as fast as the client reads).
@@ -82,16 +83,18 @@ BEHAVIOURS: tuple[str, ...] = ("echo", "echo_error", *STREAMING, *WRONG_SHAPES, 
 
 
 def echoes(authorization: str) -> str:
-    """Every form of the header the server sends back."""
-    token = authorization.split(" ", 1)[-1]
-    return " | ".join(
-        (
-            authorization,
+    """Every form of the header the server sends back, also upper- and lower-cased and swapped
+    (a proxy that normalises a header's case)."""
+    out = []
+    for header in (authorization, authorization.upper(), authorization.lower(), authorization.swapcase()):
+        token = header.split(" ", 1)[-1]
+        out += [
+            header,
             base64.b64encode(token.encode()).decode(),
-            base64.b64encode(f"Authorization: {authorization}".encode()).decode(),
-            quote(authorization, safe=""),
-        )
-    )
+            base64.b64encode(f"Authorization: {header}".encode()).decode(),
+            quote(header, safe=""),
+        ]
+    return " | ".join(out)
 
 
 def _bomb(mb: int) -> bytes:
