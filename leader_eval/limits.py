@@ -28,7 +28,6 @@ string methods, filters) is checked *before* it runs.
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import os
 import re
@@ -62,6 +61,7 @@ MAX_INT_BITS = 64 * 1024
 MAX_JSON_INDENT = 64
 
 MAX_REGEX_CHARS = 2_000
+MAX_REGEX_SECONDS = 0.05  # per search of a pattern RE2 cannot run (suite_regex.py); over it: a failing verdict
 
 
 class LimitExceeded(Exception):
@@ -378,172 +378,14 @@ def run_bounded(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- regular expressions
-
-# the parser behind ``re`` (private, but the only parser that agrees with ``re`` exactly)
-_sre_c: Any = importlib.import_module("re._constants")
-_sre_parse: Any = importlib.import_module("re._parser")
-
-_PROBE = [chr(c) for c in range(32, 127)] + ["\t", "\n", "\u00a0", "\u00e9", "\u4e2d", "\u0661"]
-_REPEATS = {_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT}
+# (suite_regex.py: the lint and the bounded engines; these names stay for older imports)
 
 
 def regex_problem(pattern: str) -> str | None:
     """Why ``pattern`` is refused (invalid, too long or can backtrack catastrophically), or None."""
-    if len(pattern) > MAX_REGEX_CHARS:
-        return f"regular expression is longer than {MAX_REGEX_CHARS} characters"
-    try:
-        compiled = re.compile(pattern)
-        parsed = _sre_parse.parse(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        return f"invalid regular expression {pattern!r}: {exc}"
-    flags = compiled.flags
-    try:
-        why = _nested_repeat(list(parsed), inside=False, flags=flags)
-    except RecursionError:
-        return f"regular expression {pattern!r} nests too deeply"
-    if why:
-        return f"regular expression {pattern!r} can backtrack catastrophically ({why}); rewrite it"
-    return None
+    from leader_eval.suite_regex import regex_problem as problem
 
-
-def _is_repeating(node: tuple[Any, Any]) -> bool:
-    op, av = node
-    return op in _REPEATS and (av[1] == _sre_c.MAXREPEAT or av[1] > 1)
-
-
-def _variable(items: list[Any]) -> bool:
-    """Can this sequence match strings of more than one length?"""
-    lo, hi = _sre_parse.SubPattern(_sre_parse.State(), items).getwidth()
-    return bool(lo != hi)
-
-
-def _nested_repeat(items: list[Any], *, inside: bool, flags: int) -> str | None:
-    for i, (op, av) in enumerate(items):
-        if op in _REPEATS:
-            body = list(av[2])
-            repeating = _is_repeating((op, av))
-            variable = av[0] != av[1] or _variable(body)
-            if inside and repeating and variable and not _guarded(items, i, body, flags):
-                return "a repeated group holds another repeat"
-            if repeating:
-                branch_clash = _overlapping_branches(body, flags)
-                if branch_clash:
-                    return branch_clash
-            why = _nested_repeat(body, inside=inside or repeating, flags=flags)
-            if why:
-                return why
-        elif op is _sre_c.SUBPATTERN:
-            why = _nested_repeat(list(av[3]), inside=inside, flags=flags)
-            if why:
-                return why
-        elif op is _sre_c.BRANCH:
-            for alt in av[1]:
-                why = _nested_repeat(list(alt), inside=inside, flags=flags)
-                if why:
-                    return why
-        elif op in (_sre_c.ASSERT, _sre_c.ASSERT_NOT):
-            why = _nested_repeat(list(av[1]), inside=False, flags=flags)
-            if why:
-                return why
-        # atomic groups and possessive repeats never backtrack into themselves: not inspected
-    return None
-
-
-def _guarded(items: list[Any], i: int, body: list[Any], flags: int) -> bool:
-    """Is the inner repeat ``items[i]`` fenced by a character it cannot match?
-
-    ``(\\w+\\s)+`` and ``(?: [A-Z][a-z]+)*`` are safe: what follows the inner repeat (the next
-    item, or for the last item the start of the next iteration) is mandatory and disjoint from
-    it, so there is one way to split the input between iterations.
-    """
-    inner = _first_chars(body, flags)
-    if inner is None:
-        return False
-    fence = items[i + 1] if i + 1 < len(items) else (items[0] if i > 0 else None)
-    if fence is None or _min_width([fence]) == 0:
-        return False
-    after = _first_chars([fence], flags)
-    return after is not None and not (inner & after)
-
-
-def _min_width(items: list[Any]) -> int:
-    return int(_sre_parse.SubPattern(_sre_parse.State(), items).getwidth()[0])
-
-
-def _overlapping_branches(body: list[Any], flags: int) -> str | None:
-    for op, av in body:
-        if op is _sre_c.SUBPATTERN:
-            clash = _overlapping_branches(list(av[3]), flags)
-            if clash:
-                return clash
-        if op is _sre_c.BRANCH:
-            seen: set[str] = set()
-            for alt in av[1]:
-                chars = _first_chars(list(alt), flags)
-                if chars is None or chars & seen:
-                    return "a repeated alternation whose branches can start with the same character"
-                seen |= chars
-    return None
-
-
-def _first_chars(items: list[Any], flags: int) -> set[str] | None:
-    """Probe characters that can start a match of ``items`` (None: could not tell, or empty match)."""
-    if not items:
-        return None
-    op, av = items[0]
-    probe = _PROBE
-    if op is _sre_c.LITERAL:
-        c = chr(av)
-        return {c, c.lower(), c.upper()} if flags & re.IGNORECASE else {c}
-    if op is _sre_c.NOT_LITERAL:
-        return {p for p in probe if p != chr(av)}
-    if op is _sre_c.ANY:
-        return set(probe)
-    if op is _sre_c.IN:
-        source = _class_source(av)
-        if source is None:
-            return None
-        rx = re.compile(source, flags & re.IGNORECASE)
-        return {p for p in probe if rx.match(p)}
-    if op is _sre_c.SUBPATTERN:
-        return _first_chars(list(av[3]), flags)
-    if op in _REPEATS and av[0] > 0:
-        return _first_chars(list(av[2]), flags)
-    if op is _sre_c.BRANCH:
-        out: set[str] = set()
-        for alt in av[1]:
-            chars = _first_chars(list(alt), flags)
-            if chars is None:
-                return None
-            out |= chars
-        return out
-    return None
-
-
-_CATEGORY_SOURCE = {
-    "CATEGORY_DIGIT": r"\d",
-    "CATEGORY_NOT_DIGIT": r"\D",
-    "CATEGORY_SPACE": r"\s",
-    "CATEGORY_NOT_SPACE": r"\S",
-    "CATEGORY_WORD": r"\w",
-    "CATEGORY_NOT_WORD": r"\W",
-}
-
-
-def _class_source(items: list[Any]) -> str | None:
-    parts: list[str] = []
-    for op, av in items:
-        if op is _sre_c.NEGATE:
-            parts.insert(0, "^")
-        elif op is _sre_c.LITERAL:
-            parts.append(re.escape(chr(av)))
-        elif op is _sre_c.RANGE:
-            parts.append(f"{re.escape(chr(av[0]))}-{re.escape(chr(av[1]))}")
-        elif op is _sre_c.CATEGORY and str(av) in _CATEGORY_SOURCE:
-            parts.append(_CATEGORY_SOURCE[str(av)])
-        else:
-            return None
-    return "[" + "".join(parts) + "]" if parts else None
+    return problem(pattern)
 
 
 def check_regex(pattern: str) -> None:
@@ -553,17 +395,9 @@ def check_regex(pattern: str) -> None:
         raise LimitExceeded(why)
 
 
-def finditer_bounded(pattern: str, text: str, timeout_s: float = 1.0) -> list[Any]:
-    """All matches of a suite-supplied ``pattern`` in ``text``, or ``LimitExceeded`` after ``timeout_s``.
+def finditer_bounded(pattern: str, text: str) -> list[Any]:
+    """All matches of a suite-supplied ``pattern`` in ``text``, or ``LimitExceeded`` when the
+    pattern runs out of time (``MAX_REGEX_SECONDS``; suite_regex.py)."""
+    from leader_eval.suite_regex import finditer_bounded as bounded
 
-    Uses the ``regex`` engine (same syntax as ``re`` for these patterns), whose matcher honours a
-    timeout; without it, patterns already passed ``check_regex``.
-    """
-    try:
-        import regex
-    except ImportError:  # pragma: no cover - regex ships with transformers
-        return list(re.finditer(pattern, text))
-    try:
-        return list(regex.finditer(pattern, text, timeout=timeout_s))
-    except TimeoutError as exc:
-        raise LimitExceeded(f"regular expression {pattern!r} took over {timeout_s:g} s") from exc
+    return bounded(pattern, text)

@@ -181,10 +181,9 @@ def _undefined_location(exc: BaseException, msg: ScaffoldMessage) -> str:
     return f"{msg.path}:{line}"
 
 
-def find_placeholders(
-    text: str, extra: list[str] | tuple[str, ...] = (), allowed: tuple[str, ...] = ()
-) -> list[re.Match[str]]:
-    """Leftover template syntax and placeholder markers in ``text``."""
+def find_placeholders(text: str, extra: list[str] | tuple[str, ...] = (), allowed: tuple[str, ...] = ()) -> list[Any]:
+    """Leftover template syntax and placeholder markers in ``text`` (``re.Match``-like: ``start()``,
+    ``end()``, ``group()``)."""
     found: list[Any] = []
     for pattern in PLACEHOLDER_PATTERNS:
         found.extend(m for m in re.finditer(pattern, text) if m.group(0) not in allowed)
@@ -192,7 +191,7 @@ def find_placeholders(
     # form label ("[Team Role] Scout") is none
     slots = PLACEHOLDER_PATTERNS[-1]
     found = [m for m in found if m.re.pattern != slots or not is_filled_label(text, m.start(), m.end())]
-    for pattern in extra:  # a suite's own patterns run with a time bound
+    for pattern in extra:  # a suite's own patterns run with a time bound (suite_regex.py)
         found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
     return sorted(found, key=lambda m: m.start())
 
