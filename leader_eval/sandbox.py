@@ -46,7 +46,7 @@ import string
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -310,17 +310,21 @@ def _text_len(v: Any) -> int:
 def _filter_size(name: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> None:
     """The size a filter's result can reach, from its arguments, for the filters whose result can
     outgrow them (every other builtin filter writes at most a constant times its input)."""
-    if name not in _SIZED_FILTERS:
+    if name not in _SIZED_FILTERS and "attribute" not in kwargs and name not in _ATTRIBUTE_FILTERS:
         return
     a = _bound(func, args, kwargs)
+    attribute, items = a.get("attribute"), a.get("value")
+    if isinstance(attribute, str) and isinstance(items, Sized):
+        # each item is looked up by the attribute path (and a miss names it): items x path
+        _over(len(items) * len(attribute), what)
     if name == "indent":
         s, width = a.get("s", ""), a.get("width", 4)
         w = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
         _over(_text_len(s) + w * (str(s).count("\n") + 1 if isinstance(s, str) else 1), what)
     elif name == "join":
         items, sep = a.get("value"), a.get("d", "")
-        if isinstance(items, list | tuple):
-            _over(sum(render_size(i) + 2 for i in items) + render_size(sep) * max(len(items) - 1, 0), what)
+        if isinstance(items, Sized):  # a string joins its characters
+            _over(render_size(items) + render_size(sep) * max(len(items) - 1, 0), what)
     elif name == "format":
         _over(_percent_size(str(a.get("value", "")), a.get("kwargs") or a.get("args") or (), what), what)
     elif name == "replace":
@@ -360,6 +364,9 @@ def _filter_size(name: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, 
             _over(max(width, _text_len(a.get("value", ""))), what)
 
 
+_ATTRIBUTE_FILTERS = frozenset(
+    {"groupby", "map", "select", "selectattr", "reject", "rejectattr", "sort", "unique", "min", "max", "sum", "join"}
+)
 _SIZED_FILTERS = frozenset(
     {"indent", "join", "format", "replace", "wordwrap", "urlize", "tojson", "pprint", "batch", "slice", "center"}
 )
