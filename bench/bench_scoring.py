@@ -205,6 +205,16 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"```\\n[GOAL]\\n```\\n" * 62500': lambda rng: "```\n[GOAL]\n```\n" * 62_500,
     '"[X] y\\n" * 166666': lambda rng: "[X] y\n" * 166_666,
     '"[A-B] " * 166666': lambda rng: "[A-B] " * 166_666,
+    # the suite's own regexes (leakage.forbid, expect.forbid: "\\bclick(ed|ing)?\\b.{0,40}\\b(button|...)")
+    # on text built to make a backtracking engine work: ASCII runs in RE2, non-ASCII in the timed
+    # engine behind an RE2 prefilter (suite_regex.py)
+    '"click " * 166666': lambda rng: "click " * 166_666,
+    '"clicked " + " " * 1000000': lambda rng: "clicked " + " " * 1_000_000,
+    '"clicking the icon " * 55555': lambda rng: "clicking the icon " * 55_555,
+    '"clické button " * 71428': lambda rng: "clické button " * 71_428,
+    '"Click" + "\u0130" * 1000000': lambda rng: "Click" + "\u0130" * 1_000_000,
+    "a 1,000-letter word": lambda rng: "a" * 1000,
+    "1 MB letters": lambda rng: "a" * 1_000_000 + "!",
 }
 # inputs also scored under the protocol whose parser they stress (the case's own is json)
 OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}

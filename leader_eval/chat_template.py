@@ -8,8 +8,8 @@ reasoning-field aliases, the ``{% generation %}`` extension, ``tojson`` with ``i
 ``namespace``), so a template renders here exactly as ``tokenizer.apply_chat_template`` renders it.
 
 A chat template is untrusted input (it comes from a GGUF file or a server), so the template is
-compiled in ``limits.BoundedSandbox`` carrying transformers' extensions, filters and globals, and
-the render runs under ``limits.run_bounded``: the same time, output-size and value-size bounds as
+compiled in ``sandbox.BoundedSandbox`` carrying transformers' extensions, filters and globals, and
+the render runs under ``sandbox.run_bounded``: the same time, output-size and value-size bounds as
 scaffold rendering. transformers is imported on the first render, never before.
 
 Any failure is a ``ChatTemplateError``: one line naming the template and what went wrong.
@@ -27,7 +27,8 @@ import jinja2
 import jinja2.meta
 
 from leader_eval.errors import ChatTemplateError
-from leader_eval.limits import MAX_TEMPLATE_BYTES, BoundedSandbox, LimitExceeded, run_bounded
+from leader_eval.limits import MAX_TEMPLATE_BYTES, LimitExceeded
+from leader_eval.sandbox import BoundedSandbox, run_bounded
 
 _BOUNDED = contextvars.ContextVar("leader_eval_bounded_chat_template", default=False)
 _HOOK_LOCK = threading.Lock()

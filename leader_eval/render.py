@@ -3,8 +3,8 @@
 A missing variable is an error, never a blank: the field notes' "placeholder leak" was an
 evaluation prompt that silently rendered without the current goal.
 
-Scaffold templates are untrusted: they compile and render in ``limits.BoundedSandbox`` under
-``limits.run_bounded`` (time, output size, value size, recursion; see limits.py), and any bound
+Scaffold templates are untrusted: they compile and render in ``sandbox.BoundedSandbox`` under
+``sandbox.run_bounded`` (time, output size, value size, recursion; see limits.py), and any bound
 exceeded is a ``SuiteError`` naming the case's file and line. The model's chat template is
 rendered by ``chat_template.render_chat_template`` under the same bounds.
 """
@@ -26,7 +26,8 @@ from leader_eval.chat_template import render_chat_template, template_supports_to
 # shared with the output-time leak detector
 from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS, is_filled_label
 from leader_eval.errors import SuiteError
-from leader_eval.limits import BoundedSandbox, LimitExceeded, finditer_bounded, run_bounded
+from leader_eval.limits import LimitExceeded, finditer_bounded
+from leader_eval.sandbox import BoundedSandbox, run_bounded
 from leader_eval.types import Prompt
 
 if TYPE_CHECKING:
@@ -181,10 +182,9 @@ def _undefined_location(exc: BaseException, msg: ScaffoldMessage) -> str:
     return f"{msg.path}:{line}"
 
 
-def find_placeholders(
-    text: str, extra: list[str] | tuple[str, ...] = (), allowed: tuple[str, ...] = ()
-) -> list[re.Match[str]]:
-    """Leftover template syntax and placeholder markers in ``text``."""
+def find_placeholders(text: str, extra: list[str] | tuple[str, ...] = (), allowed: tuple[str, ...] = ()) -> list[Any]:
+    """Leftover template syntax and placeholder markers in ``text`` (``re.Match``-like: ``start()``,
+    ``end()``, ``group()``)."""
     found: list[Any] = []
     for pattern in PLACEHOLDER_PATTERNS:
         found.extend(m for m in re.finditer(pattern, text) if m.group(0) not in allowed)
@@ -192,7 +192,7 @@ def find_placeholders(
     # form label ("[Team Role] Scout") is none
     slots = PLACEHOLDER_PATTERNS[-1]
     found = [m for m in found if m.re.pattern != slots or not is_filled_label(text, m.start(), m.end())]
-    for pattern in extra:  # a suite's own patterns run with a time bound
+    for pattern in extra:  # a suite's own patterns run with a time bound (suite_regex.py)
         found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
     return sorted(found, key=lambda m: m.start())
 

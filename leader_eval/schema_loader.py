@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
@@ -107,15 +108,21 @@ def compile_validator(
     """
     registry = registry if registry is not None else empty_registry()
     checker = Draft202012Validator.FORMAT_CHECKER
+    cls = _bounded_class()  # ``pattern`` & co. match in bounded time (suite_regex.py)
     if not base_uri:
-        return Draft202012Validator(schema, registry=registry, format_checker=checker)
+        return cls(schema, registry=registry, format_checker=checker)
     try:
         # resolve relative refs against the document's URI without rewriting the schema
-        return Draft202012Validator(
-            schema, registry=registry, format_checker=checker, _resolver=registry.resolver(base_uri=base_uri)
-        )
+        return cls(schema, registry=registry, format_checker=checker, _resolver=registry.resolver(base_uri=base_uri))
     except TypeError:  # a jsonschema without the _resolver field: give the root its base URI instead
-        return Draft202012Validator({**schema, "$id": base_uri}, registry=registry, format_checker=checker)
+        return cls({**schema, "$id": base_uri}, registry=registry, format_checker=checker)
+
+
+@lru_cache(maxsize=1)
+def _bounded_class() -> Any:
+    from leader_eval.suite_regex import bounded_validator_class
+
+    return bounded_validator_class(Draft202012Validator)
 
 
 @dataclass(frozen=True)

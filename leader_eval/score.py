@@ -30,6 +30,7 @@ from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import REGISTRY, ParseResult, parse_output
 from leader_eval.render import template_variables, tools_json
 from leader_eval.suite import Case, Suite
+from leader_eval.suite_regex import RegexTimeout, compile_suite_regex
 from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason, Sample, ToolCall
 
 #: checks in the order that decides a failing sample's primary reason
@@ -193,7 +194,7 @@ class CaseScorer:
         # the suite's validators hold the $ref targets loaded with it, and never fetch
         schemas = getattr(self.suite, "tool_schemas", None)
         self.validators = {name: schemas.validator(name) for name in self.tools} if schemas is not None else None
-        self.require = [re.compile(p) for p in self.case.expect.get("require", ())]
+        self.require = [compile_suite_regex(p) for p in self.case.expect.get("require", ())]
         self.goal = _goal_of(self.case)
         self.hard = set(self.case.hard_fail)
 
@@ -263,12 +264,20 @@ class CaseScorer:
         )
         if self.require:
             visible = parsed.visible_text + "\n" + "\n".join(_strings_of_calls(parsed.calls))
-            missing = [p.pattern for p in self.require if not p.search(visible)]
+            missing: list[str] = []
+            timed_out = ""
+            for p in self.require:
+                try:
+                    if not p.search(visible):
+                        missing.append(p.pattern)
+                except RegexTimeout as exc:  # never a pass: counted as not matched
+                    missing.append(p.pattern)
+                    timed_out = timed_out or f" ({exc}: counted as not matched)"
             checks["require"] = CheckResult(
                 "require",
                 not missing,
                 Reason.WRONG_VALUE if missing else None,
-                f"visible text does not match {missing[0]!r}" if missing else "",
+                f"visible text does not match {missing[0]!r}{timed_out}" if missing else "",
             )
         ordered = [checks[name] for name in CHECK_ORDER if name in checks]
         if len(ordered) < len(checks):

@@ -18,6 +18,7 @@ from leader_eval.errors import SuiteError
 from leader_eval.limits import MAX_TEMPLATE_BYTES, LimitExceeded, check_regex
 from leader_eval.schema_loader import LoadedSchemas, load_tool_schemas
 from leader_eval.suite_files import read_text, resolve_in_root, suite_root
+from leader_eval.suite_regex import schema_patterns
 from leader_eval.suite_yaml import JsonPath, load_yaml
 
 __all__ = ["Case", "ScaffoldMessage", "Suite", "Tool", "load_suite", "resolve_in_root", "suite_root", "suite_schema"]
@@ -241,6 +242,10 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
                 stress=c.get("stress", {}),
             )
         )
+    for i, t in enumerate(data["tools"]):  # JSON Schema regexes run on model output too
+        for key in ("parameters", "returns"):
+            for at, pattern in schema_patterns(t.get(key) or {}):
+                _check_regex(path, _line(lines, ("tools", i, key, *at)), pattern)
     leakage = data.get("leakage", {})
     for j, pattern in enumerate(leakage.get("forbid", [])):
         _check_regex(path, _line(lines, ("leakage", "forbid", j)), pattern)

@@ -47,6 +47,7 @@ from leader_eval.checks.placeholders import (
     is_slot_phrase,
     name_shapes,
 )
+from leader_eval.suite_regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -182,7 +183,7 @@ class _ScaffoldIndex:
 class CompiledLeakConfig:
     config: LeakConfig
     scanner: re.Pattern[str]
-    extra: tuple[tuple[Reason, re.Pattern[str]], ...]
+    extra: tuple[tuple[Reason, SuiteRegex], ...]  # the suite's own patterns, run with a time bound
     eot_tokens: tuple[str, ...]
     reasoning_tags: tuple[str, str] | None
     allowed: frozenset[str]
@@ -501,8 +502,8 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         if name_lead is not None and entries[i][1] == "[":
             narrow[i] = name_lead
     scanner = re.compile(_group_by_first_char(entries, leads))
-    extra = tuple((Reason.LEAK_PLACEHOLDER, re.compile(p)) for p in cfg.placeholder_patterns) + tuple(
-        (Reason.FORBIDDEN_PATTERN, re.compile(p)) for p in cfg.forbid
+    extra = tuple((Reason.LEAK_PLACEHOLDER, compile_suite_regex(p)) for p in cfg.placeholder_patterns) + tuple(
+        (Reason.FORBIDDEN_PATTERN, compile_suite_regex(p)) for p in cfg.forbid
     )
     return CompiledLeakConfig(
         config=cfg,
@@ -673,7 +674,7 @@ def _tool_call_text(names: tuple[str, ...]) -> re.Pattern[str] | None:
 _LITERAL_MIN = 3  # a shorter literal is in most texts: not worth the check
 
 
-def _required_literal(pattern: re.Pattern[str]) -> tuple[str, bool, bool] | None:
+def _required_literal(pattern: re.Pattern[str] | SuiteRegex) -> tuple[str, bool, bool] | None:
     """The longest run of literal characters at the top level of ``pattern``: every match
     contains it, so a text without it has no match. Suite regexes such as
     ``(?i)\\bclick(ed|ing)?\\b.{0,40}...`` start with an anchor, so the regex engine cannot skip
@@ -933,7 +934,7 @@ def _echo_runs(
 _ANCHORED_MAX = 64  # more occurrences than this: one regex scan is cheaper than a try at each
 
 
-def _matches_at(pattern: re.Pattern[str], text: str, hay: str, lit: str, lo: int, hi: int) -> Iterator[re.Match[str]]:
+def _matches_at(pattern: SuiteRegex, text: str, hay: str, lit: str, lo: int, hi: int) -> Iterator[Found]:
     """``pattern.finditer(text, lo, hi)`` for a pattern whose every match starts where ``lit``
     occurs in ``hay`` (``text`` or its lower-cased copy): try a match at each occurrence only.
     ``match(text, pos)`` sees the characters before ``pos``, as a search does."""
@@ -1044,8 +1045,9 @@ def find_leaks(
     if tags:
         spans.extend((Reason.LEAK_REASONING, s, e) for s, e in _reasoning_findings(tags))
     lowered: str | None = None
+    timed_out: list[Finding] = []
     for (reason, pattern), literal in zip(cfg.extra, cfg.extra_literals or (None,) * len(cfg.extra), strict=True):
-        matches: Iterable[re.Match[str]] | None = None
+        matches: Iterable[Found] | None = None
         if literal is not None:
             lit, icase, starts = literal
             hay: str | None = text
@@ -1059,13 +1061,17 @@ def find_leaks(
             if hay is not None:
                 if lit not in hay:
                     continue
-                if starts and hay.count(lit, lo, hi) <= _ANCHORED_MAX:
+                # RE2 scans once in linear time; the timed engine is tried at the literal only
+                if starts and not pattern.linear_for(text) and hay.count(lit, lo, hi) <= _ANCHORED_MAX:
                     matches = _matches_at(pattern, text, hay, lit, lo, hi)
-        if matches is None:
-            matches = pattern.finditer(text, lo, hi)
-        for m in itertools.islice(matches, MAX_FINDINGS):
-            if m.end() > m.start():
-                spans.append((reason, m.start(), m.end()))
+        try:
+            if matches is None:
+                matches = pattern.finditer(text, lo, hi)
+            for hit in itertools.islice(matches, MAX_FINDINGS):
+                if hit.end() > hit.start():
+                    spans.append((reason, hit.start(), hit.end()))
+        except RegexTimeout as exc:  # never a pass: the pattern counts as found
+            timed_out.append(Finding(reason, lo, lo, "", f"{exc}: counted as found", where))
     if cfg.tool_call_text is not None and any(n in text for n in cfg.config.tool_names):
         # where the visible text starts (found once: a strip per match made 1,000 calls after
         # 1 MB of prose take a second)
@@ -1081,7 +1087,7 @@ def find_leaks(
     if cfg.scaffold is not None:
         spans.extend((Reason.LEAK_SCAFFOLD, s, e) for s, e in _scaffold_echoes(text, lo, hi, cfg.scaffold))
     spans = _outermost(spans)[:MAX_FINDINGS]
-    return [Finding(r, s, e, text[s:e], _context(text, s, e), where) for r, s, e in spans]
+    return [Finding(r, s, e, text[s:e], _context(text, s, e), where) for r, s, e in spans] + timed_out
 
 
 def _outermost(spans: list[tuple[Reason, int, int]]) -> list[tuple[Reason, int, int]]:

@@ -28,11 +28,12 @@ from referencing.exceptions import Unresolvable
 
 from leader_eval.fast_validity import Predicate, compile_validity
 from leader_eval.schema_loader import is_bound, validator_for
+from leader_eval.suite_regex import RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
 _FAST: dict[int, tuple[Draft202012Validator, Predicate | None]] = {}
-_REGEXES: dict[str, re.Pattern[str] | None] = {}
+_REGEXES: dict[str, SuiteRegex | None] = {}
 _GOAL_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {}
 
 # Constraint keywords, in the order their failures are reported.
@@ -100,10 +101,10 @@ def _fast_valid(validator: Draft202012Validator, arguments: Any) -> bool:
         return False
 
 
-def _regex(pattern: str) -> re.Pattern[str] | None:
+def _regex(pattern: str) -> SuiteRegex | None:
     if pattern not in _REGEXES:
         try:
-            _REGEXES[pattern] = re.compile(pattern)
+            _REGEXES[pattern] = compile_suite_regex(pattern)
         except re.error:
             _REGEXES[pattern] = None
     return _REGEXES[pattern]
@@ -331,7 +332,11 @@ def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | 
         if not isinstance(value, str):
             return _Failure(Reason.WRONG_TYPE, path, {"regex": constraint["regex"]}, value)
         rx = _regex(constraint["regex"])
-        if rx is None or not rx.search(value):
+        try:
+            found = rx is not None and rx.search(value) is not None
+        except RegexTimeout:  # never a pass: a pattern that ran out of time did not match
+            return _Failure(Reason.WRONG_VALUE, path, {"regex": constraint["regex"], "timed_out": True}, value)
+        if not found:
             return _Failure(Reason.WRONG_VALUE, path, {"regex": constraint["regex"]}, value)
     if "contains" in constraint:
         needles = constraint["contains"]
