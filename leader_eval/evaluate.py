@@ -41,9 +41,8 @@ from leader_eval.store import (
     STEPS,
     SUMMARY,
     RunDir,
-    cap_fields,
+    capped_line,
     check_run_dir,
-    dumps,
     lock_holder,
     read_json_file,
     read_text,
@@ -249,7 +248,7 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
         summary["unreadable"] = {name: lines[:1000] for name, lines in sorted(rundir.unreadable.items())}
     # every field bounded (the raw output stays whole in samples.jsonl): a model that writes
     # megabytes of calls must not make results.jsonl and the report many times its size
-    write_lines_atomic(rundir.path / RESULTS, (dumps(cap_fields(s.to_dict())) for s in scores))
+    write_lines_atomic(rundir.path / RESULTS, (capped_line(s.to_dict()) for s in scores))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)
     return Run(rundir.path, manifest, samples, scores, results, summary, unreadable=dict(rundir.unreadable))

@@ -297,6 +297,13 @@ def cap_fields(record: Mapping[str, Any], limit: int = FIELD_CAP) -> dict[str, A
     return out
 
 
+def capped_line(record: Mapping[str, Any], limit: int = FIELD_CAP) -> str:
+    """``record`` as one JSON line, each field bounded (``cap_fields``). A line within ``limit``
+    has no field over it, so the common case costs one encoding, the one that is written."""
+    line = dumps(record)
+    return line if len(line) <= limit else dumps(cap_fields(record, limit))
+
+
 def _json_len(value: Any, limit: int) -> int:
     # the size of a value's JSON, computed only as far as needed to know it is over ``limit``
     if isinstance(value, str):
