@@ -147,8 +147,18 @@ def _kind_of(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file"
 
 
-def _refusal(path: Path, what: str, kind: str) -> RunDirError:
-    return RunDirError(f"{shown(path)}: {what} is {kind}, not a regular file: refused (nothing read or written)")
+def _problem(st: os.stat_result) -> str | None:
+    """What is wrong with a directory entry where a plain file of ours belongs, or None."""
+    kind = _kind_of(st.st_mode)
+    if kind is not None:
+        return f"{kind}, not a regular file"
+    if st.st_nlink > 1:  # another name of the same file may lie outside the directory
+        return f"a hard link ({st.st_nlink} names: a write would change the other too)"
+    return None
+
+
+def _refusal(path: Path, what: str, problem: str) -> RunDirError:
+    return RunDirError(f"{shown(path)}: {what} is {problem}: refused (nothing read or written)")
 
 
 def refuse_unsafe(path: Path, what: str = "run file") -> None:
@@ -159,9 +169,9 @@ def refuse_unsafe(path: Path, what: str = "run file") -> None:
         return
     except OSError as exc:
         raise RunDirError(f"{shown(path)}: cannot inspect {what}: {exc.strerror or exc}") from None
-    kind = _kind_of(st.st_mode)
-    if kind is not None:
-        raise _refusal(path, what, kind)
+    problem = _problem(st)
+    if problem is not None:
+        raise _refusal(path, what, problem)
 
 
 def check_entries(
@@ -189,10 +199,11 @@ def check_entries(
             continue
         except OSError as exc:
             raise RunDirError(f"{shown(entry.path)}: cannot inspect: {exc.strerror or exc}") from None
-        kind = _kind_of(st.st_mode)
-        if kind is None or (kind == "a directory" and not files(entry.name)):
+        if stat.S_ISDIR(st.st_mode) and not files(entry.name):
             continue
-        raise _refusal(Path(entry.path), f"an entry of {what}", kind)
+        problem = _problem(st)
+        if problem is not None:
+            raise _refusal(Path(entry.path), f"an entry of {what}", problem)
 
 
 def check_run_dir(path: Path) -> None:
@@ -211,12 +222,12 @@ def open_file(path: Path, flags: int, what: str = "run file", mode: int = 0o644)
             refuse_unsafe(path, what)
         raise
     try:
-        kind = _kind_of(os.fstat(fd).st_mode)
+        problem = _problem(os.fstat(fd))
     except OSError:
-        kind = "unknown"
-    if kind is not None:
+        problem = "a file that cannot be inspected"
+    if problem is not None:
         os.close(fd)
-        raise _refusal(path, what, kind)
+        raise _refusal(path, what, problem)
     # O_NONBLOCK only kept a FIFO from hanging the open; a regular file reads and writes as usual
     with contextlib.suppress(OSError):
         os.set_blocking(fd, True)

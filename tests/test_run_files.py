@@ -142,13 +142,16 @@ def _tree(path: Path) -> dict[str, bytes | str]:
 
 
 def _plant(path: Path, kind: str, outside: Path) -> None:
-    """Put a symlink to ``outside``, a FIFO or a directory where run file ``path`` belongs."""
+    """Put a symlink to ``outside``, a hard link to it, a FIFO or a directory where run file
+    ``path`` belongs."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     elif os.path.lexists(path):
         path.unlink()
     if kind == "symlink":
         path.symlink_to(outside)
+    elif kind == "hardlink":  # a regular file with a second name outside: appending changes both
+        os.link(outside, path)
     elif kind == "fifo":
         os.mkfifo(path)
     else:
@@ -184,7 +187,7 @@ def _command(name: str, rec: Recorded, work: Path) -> tuple[list[str], Path]:
 
 
 COMMANDS = ("resume", "merge", "show", "gate", "report", "update-golden")
-KINDS = ("symlink", "fifo", "directory")
+KINDS = ("symlink", "hardlink", "fifo", "directory")
 
 
 @pytest.mark.parametrize("kind", KINDS)
