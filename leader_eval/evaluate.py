@@ -90,7 +90,7 @@ def planned_shortfall(run: Run) -> str | None:
         from_cases = int(record) if isinstance(record, int) and not isinstance(record, bool) else 0
         from_scores = sum(1 for i in have.get(cid, ()) if i < n)
         got = min(from_cases, from_scores) if run.cases and run.scores else (from_cases if run.cases else from_scores)
-        if got < n:
+        if got < n or n < 1:  # every plan samples a case at least once: 0 planned is no plan
             short.append(f"{cid}: {got} of {n}")
     if not short:
         return None

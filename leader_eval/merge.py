@@ -304,6 +304,9 @@ class _ShardCheck:
         self.shard = shard
         self.run_seed = int(ident["run_seed"])
         self.planned = {cid: int(spec["samples"]) for cid, spec in ident["cases"].items()}
+        unplanned = sorted(cid for cid, n in self.planned.items() if n < 1)
+        if unplanned:  # every run samples each of its cases at least once
+            raise ShardError(f"{shard.name}: its manifest plans no sample of case {unplanned[0]!r}: refused")
         self.owner = {cid: i for i in range(1, shard.count + 1) for cid in shard_case_ids(suite_ids, i, shard.count)}
 
     def foreign(self, where: str, cid: str) -> ShardError:

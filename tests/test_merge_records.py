@@ -202,3 +202,15 @@ def test_a_merged_run_missing_a_planned_sample_fails_the_gate(
     assert main(["gate", str(holed), "--golden", str(golden)]) == 1
     out = capsys.readouterr().out
     assert "lack planned samples" in out and "1 of 2" in out
+
+
+def test_a_shard_that_plans_no_sample_of_a_case_is_refused(mini: tuple[Path, Path, list[Path]], tmp_path: Path) -> None:
+    """A shard cannot make its failing samples unplanned: every run samples each case at least once."""
+    _, _, shards = mini
+    manifest = json.loads((shards[1] / "manifest.json").read_text())
+    (cid,) = manifest["identity"]["cases"]
+    manifest["identity"]["cases"][cid]["samples"] = 0
+    (shards[1] / "manifest.json").write_text(json.dumps(manifest))
+    (shards[1] / SAMPLES).write_text("")
+    with pytest.raises(ShardError, match=f"plans no sample of case '{cid}'"):
+        merge_runs(shards, tmp_path / "merged")
