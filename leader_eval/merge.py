@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -269,7 +270,7 @@ class _Records:
 def _read_records(shard: _Shard, name: str) -> _Records | None:
     rundir = RunDir(shard.path)
     path = rundir.file(name)
-    if not path.exists():
+    if not os.path.lexists(path):  # a dangling link is refused when opened, never "missing"
         return None
     log = rundir.record_log(name)
     bad = sorted(set(log.bad_lines) | set(log.duplicates))
@@ -427,7 +428,7 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
         rundir = RunDir(s.path)
         mine = set(s.manifest["identity"]["cases"])
         cases_path = rundir.file(CASES)
-        if not cases_path.exists():
+        if not os.path.lexists(cases_path):
             raise ShardError(f"{s.name}: not scored (no {CASES}) and the suite file is not at hand: pass --suite")
         case_recs = read_json_file(cases_path, CASES)
         if not isinstance(case_recs, list) or not all(isinstance(r, dict) for r in case_recs):
@@ -437,7 +438,7 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
                 raise ShardError(f"{shown(cases_path)}:1: foreign record for case {rec.get('case_id')!r}: refused")
             records[rec["case_id"]] = rec
         results_path = rundir.file(RESULTS)
-        if results_path.exists():
+        if os.path.lexists(results_path):
             for lineno, line in enumerate(read_text(results_path, RESULTS).splitlines(), 1):
                 if not line.strip():
                     continue
@@ -450,7 +451,7 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
                     raise ShardError(f"{shown(results_path)}:{lineno}: foreign record for case {key[0]!r}: refused")
                 results.append((key[0], key[1], line))
         summary_path = rundir.file(SUMMARY)
-        if summary_path.exists():
+        if os.path.lexists(summary_path):
             shard_summary = read_json_file(summary_path, SUMMARY)
             retries += int(shard_summary.get("retries", 0)) if isinstance(shard_summary, dict) else 0
     case_results = [records[cid] for cid in suite_ids if cid in records]
