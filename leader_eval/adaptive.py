@@ -404,7 +404,7 @@ def run_adaptive(
         run_label,
     )
     from leader_eval.metrics import GATING
-    from leader_eval.store import SUMMARY, RunDir, write_json_atomic
+    from leader_eval.store import MANIFEST, SUMMARY, RunDir, write_json_atomic
     from leader_eval.suite import Suite, load_suite
 
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -418,7 +418,7 @@ def run_adaptive(
     if out is not None and RunDir(out).exists():
         previous = RunDir(out).read_manifest().get("adaptive") or {}
         if previous.get("looks") and previous.get("design", {}).get("looks") != list(design.looks):
-            raise LeaderEvalError(f"{out / 'manifest.json'}:1: an adaptive run with other looks; choose another --out")
+            raise LeaderEvalError(f"{out / MANIFEST}:1: an adaptive run with other looks; choose another --out")
         looks = list(previous.get("looks") or [])
         # a finished run re-gates its last look and samples nothing new; else resume the next round
         start = len(looks) - 1 if looks and looks[-1]["decision"] != "continue" else len(looks)

@@ -28,7 +28,6 @@ resumes at the next round. Bounds: those of ``AdaptiveDesign`` (budget 1..1000, 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -38,10 +37,11 @@ from typing import Any
 
 from leader_eval.adaptive import AdaptiveDesign, Look, conditional_power
 from leader_eval.errors import LeaderEvalError
+from leader_eval.store import ADAPTIVE_COMPARE, read_json_file
 
 __all__ = ["RECORD", "AdaptiveComparison", "compare_adaptive", "look_decision", "simulate_compare", "split_config"]
 
-RECORD = "adaptive_compare.json"
+RECORD = ADAPTIVE_COMPARE
 _N = NormalDist()
 _Z975 = _N.inv_cdf(0.975)
 
@@ -197,10 +197,9 @@ def compare_adaptive(
     looks: list[dict[str, Any]] = []
     start = 0
     if path.exists():
-        try:
-            previous = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
-            raise LeaderEvalError(f"{path}:1: unreadable adaptive comparison record: {err}") from err
+        previous = read_json_file(path, "adaptive comparison record")
+        if not isinstance(previous, dict):
+            raise LeaderEvalError(f"{path}:1: unreadable adaptive comparison record: not a JSON object")
         if (
             previous.get("design", {}).get("looks") != list(design.looks)
             or previous.get("design", {}).get("alpha") != design.alpha

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.store import RecordLog
+from leader_eval.store import RecordLog, check_entries, open_file, read_bytes, read_json_file
 
 ENV = "LEADER_EVAL_CACHE_DIR"
 #: the only file names the cache reads, writes or deletes as shards
@@ -50,6 +50,7 @@ SHARD_NAME = re.compile(r"^[0-9a-f]{2}\.jsonl$")
 _KEY = re.compile(r"^[0-9a-f]{32}$")
 LOCK_NAME = ".lock"
 MEMO_NAME = "file-sha256.json"
+TAG_NAME = "CACHEDIR.TAG"
 #: entries kept in the file-hash memo (most recently used first)
 MEMO_MAX = 256
 #: the standard cache-directory tag (https://bford.info/cachedir/): backup tools skip the folder
@@ -82,10 +83,32 @@ def is_cache_record(rec: Any, shard: str | None = None) -> bool:
     )
 
 
+#: the temporaries of the cache's atomic rewrites (``.ab.jsonl.XXXX``, ``.file-sha256.json.XXXX``)
+_TEMP_NAME = re.compile(r"^\.(?:[0-9a-f]{2}\.jsonl|file-sha256\.json)\.")
+
+
+def _is_cache_file(name: str) -> bool:
+    """The names the cache reads or writes, and their atomic-write temporaries."""
+    return (
+        name in (LOCK_NAME, MEMO_NAME, TAG_NAME)
+        or SHARD_NAME.match(name) is not None
+        or _TEMP_NAME.match(name) is not None
+    )
+
+
+def check_cache_dir(root: Path) -> None:
+    """Refuse (``RunDirError``, exit 2) a cache whose own files include a symlink or special file:
+    a shard linked to a file outside would be appended to, a FIFO would hang the run. Other
+    entries are not the cache's and are left alone (a mis-set ``LEADER_EVAL_CACHE_DIR``); the
+    root itself may be a symlink."""
+    check_entries(root, "the sample cache", owned=_is_cache_file, files=_is_cache_file)
+
+
 def _lock(root: Path, exclusive: bool) -> Any:
     """A non-blocking flock on ``root/.lock``; None when another process holds it the other way."""
     root.mkdir(parents=True, exist_ok=True)
-    fh = (root / LOCK_NAME).open("a")
+    check_cache_dir(root)
+    fh = os.fdopen(open_file(root / LOCK_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "cache lock"), "a")
     try:
         fcntl.flock(fh.fileno(), (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -117,7 +140,7 @@ class SampleCache:
                 self.enabled = False
             elif fresh:
                 with contextlib.suppress(OSError):
-                    (self.root / "CACHEDIR.TAG").write_text(_CACHEDIR_TAG, encoding="utf-8")
+                    (self.root / TAG_NAME).write_text(_CACHEDIR_TAG, encoding="utf-8")
         return self.enabled
 
     def _shard(self, key: str) -> RecordLog | None:
@@ -162,7 +185,7 @@ class SampleCache:
 
 
 def _first_line_is_ours(path: Path, shard: str) -> bool:
-    with path.open("rb") as f:
+    with os.fdopen(open_file(path, os.O_RDONLY, "cache shard"), "rb") as f:
         line = f.readline(1 << 24)
     if not line.endswith(b"\n"):
         return not line.strip()  # empty, or a torn first write of our own
@@ -176,8 +199,7 @@ def _read_shard(path: Path) -> list[dict[str, Any]] | None:
     """Every record of a shard, or None when any complete line is not a cache record (not ours)."""
     shard = path.name[:2]
     out: list[dict[str, Any]] = []
-    with path.open("rb") as f:
-        data = f.read()
+    data = read_bytes(path, "cache shard")
     lines = data.split(b"\n")
     for i, line in enumerate(lines):
         if not line.strip():
@@ -261,8 +283,8 @@ def file_sha256(path: Path, memo_dir: Path | None = None) -> str:
     memo_path = memo_dir / MEMO_NAME if memo_dir is not None else None
     memo: dict[str, Any] = {}
     if memo_path is not None and memo_path.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(memo_path.read_text(encoding="utf-8"))
+        with contextlib.suppress(OSError, LeaderEvalError):
+            loaded = read_json_file(memo_path, "file-hash memo")  # never through a symlink
             memo = loaded if isinstance(loaded, dict) else {}
     entry = memo.get(str(real))
     if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):

@@ -18,6 +18,7 @@ from leader_eval.argtypes import (
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.options import add_arguments as add_sampling_arguments
+from leader_eval.store import ADAPTIVE_COMPARE, REPORT
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
@@ -156,7 +157,7 @@ def _print_report_path(run_dir: Path) -> None:
     try:
         print(f"report: {write_run_report(run_dir)}")
     except (OSError, ValueError, LeaderEvalError) as err:
-        print(f"warning: report.html not written: {err}", file=sys.stderr)
+        print(f"warning: {REPORT} not written: {err}", file=sys.stderr)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -502,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--b", required=True, metavar="SUITE[@MODEL]", help="candidate B: suite YAML and model")
     add_sampling_arguments(ca)  # shared by both sides; --model is the default for a side without @MODEL
     ca.add_argument("--budget", required=True, type=positive_int, help="at most this many samples per case per side")
-    ca.add_argument("--out", required=True, help="output directory: OUT/a, OUT/b and adaptive_compare.json")
+    ca.add_argument("--out", required=True, help=f"output directory: OUT/a, OUT/b and {ADAPTIVE_COMPARE}")
     ca.add_argument(
         "--alpha", type=open_probability, default=0.05, help="level of each direction's verdict (default 0.05)"
     )
@@ -545,7 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report", help="one self-contained HTML report of runs (several: comparison, flips, checkpoints)"
     )
     rp.add_argument("runs", nargs="+", help="run directories")
-    rp.add_argument("-o", "--out", default="report.html", help="output file (default report.html)")
+    rp.add_argument("-o", "--out", default=REPORT, help=f"output file (default {REPORT})")
     rp.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
     rp.add_argument("--across-suites", action="store_true", help="allow runs of different suite content")
     rp.set_defaults(func=cmd_report)

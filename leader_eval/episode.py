@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.backends.base import Completion, SampleRequest, SamplingParams
 from leader_eval.episode_spec import EPISODE_VAR, EpisodeSpec
 from leader_eval.render import find_placeholders, render_messages, template_variables
-from leader_eval.store import RecordLog, RunDir, dumps, sample_record_key
+from leader_eval.store import STEPS, RecordLog, RunDir, dumps, prompt_sha256, sample_record_key, step_record_key
 from leader_eval.types import Prompt, Sample
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from leader_eval.suite import Case, Suite
     from leader_eval.world import ToolResult
 
-STEPS = "steps.jsonl"
+__all__ = ["STEPS", "EpisodeRunner", "read_steps", "sample_episodes", "step_record_key", "step_seed", "steps_log"]
 
 #: Sample fields a step record carries (the rest are the step's own: step, prompt, calls, results, end)
 _SAMPLE_FIELDS = tuple(Sample.__dataclass_fields__)
@@ -72,25 +72,14 @@ def step_seed(run_seed: int, case_id: str, index: int, step: int) -> int:
     return int.from_bytes(h, "big") & 0x7FFFFFFF
 
 
-def step_record_key(case_id: str, index: int, step: int) -> str:
-    return f"{sample_record_key(case_id, index)}#{step}"
-
-
 def steps_log(run: RunDir, *, readonly: bool = False) -> RecordLog:
-    return RecordLog(run.path / STEPS, key_field="slot", readonly=readonly)
+    return run.steps_log(readonly=readonly)
 
 
 def read_steps(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
-    """Every recorded step of a run directory, grouped by episode, in step order."""
-    p = path / STEPS
-    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    if not p.exists():
-        return out
-    for rec in RecordLog(p, key_field="slot", readonly=True).records():
-        out.setdefault((rec["case_id"], int(rec["index"])), []).append(rec)
-    for steps in out.values():
-        steps.sort(key=lambda r: int(r["step"]))
-    return out
+    """Every readable recorded step of a run directory, grouped by episode, in step order, each
+    with its prompt resolved (``RunDir.read_steps``: a bad line is skipped and reported)."""
+    return RunDir(path).read_steps()
 
 
 def transcript_mode(spec: EpisodeSpec, suite: Suite, backend: Backend, case_id: str) -> str:
@@ -196,7 +185,12 @@ class EpisodeRunner:
 
     # -- one step ------------------------------------------------------------------------------
 
-    async def step(self, history: Sequence[Mapping[str, Any]], run_seed: int, index: int) -> dict[str, Any]:
+    async def step(
+        self, history: Sequence[Mapping[str, Any]], run_seed: int, index: int
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Sample, parse and answer step ``len(history)``: its record for ``steps.jsonl`` and its
+        prompt's record for ``prompts.jsonl`` (the step names it by ``prompt_sha256``: a prompt
+        holds the whole transcript so far, and is stored once however many steps share it)."""
         from leader_eval.runner import sample_key
 
         k = len(history)
@@ -225,7 +219,9 @@ class EpisodeRunner:
         sample = completion_to_sample(self.case.id, index, seed, key, c)
         rec: dict[str, Any] = {"slot": step_record_key(self.case.id, index, k), **sample.__dict__, "step": k}
         rec["mode"] = self.mode
-        rec["prompt"] = {"text": prompt.text, "messages": prompt.messages}
+        digest = prompt_sha256(prompt.text, prompt.messages)
+        rec["prompt_sha256"] = digest
+        prompt_rec = {"prompt_sha256": digest, "text": prompt.text, "messages": prompt.messages}
         calls: list[dict[str, Any]] = []
         results: list[dict[str, Any]] = []
         end: str | None = None
@@ -240,7 +236,7 @@ class EpisodeRunner:
             results = [r.to_dict() for r in mine]
             end = self._end(k, mine)
         rec.update(calls=calls, results=results, end=end)
-        return rec
+        return rec, prompt_rec
 
     def parse(self, text: str, api_tool_calls: list[dict[str, Any]] | None) -> ParseResult:
         return parse_step(
@@ -266,13 +262,19 @@ class EpisodeRunner:
         run_seed: int,
         index: int,
         on_step: Callable[[dict[str, Any]], None] | None = None,
+        prompts: RecordLog | None = None,
     ) -> Sample:
-        """Finish one episode (resuming after its recorded steps) and return its summary sample."""
+        """Finish one episode (resuming after its recorded steps) and return its summary sample.
+
+        ``prompts``: the run's ``prompts.jsonl``, where each step's prompt goes (once, by hash)
+        before the step itself."""
         history: list[dict[str, Any]] = []
         for k in range(self.spec.max_steps):
             rec = log.get(step_record_key(self.case.id, index, k))
             if rec is None:
-                rec = await self.step(history, run_seed, index)
+                rec, prompt_rec = await self.step(history, run_seed, index)
+                if prompts is not None:
+                    prompts.append(prompt_rec)  # a step never names a prompt that is not on disk
                 log.append(rec)  # on disk before the next step is sampled
                 if on_step:
                     on_step(rec)
@@ -330,13 +332,14 @@ async def sample_episodes(
     protocol = manifest["identity"]["protocol"]
     model = manifest.get("model", {})
     log = steps_log(run)
+    prompts = run.prompts_log()
     runners: dict[str, EpisodeRunner] = {}
 
     async def one(p: Any, index: int) -> None:
         if p.case.id not in runners:
             runners[p.case.id] = EpisodeRunner(p.suite, p.case, backend, p.params, protocol, model, p.context_length)
         async with sem:
-            s = await runners[p.case.id].run(log, run_seed, index)
+            s = await runners[p.case.id].run(log, run_seed, index, prompts=prompts)
         samples.append({"slot": sample_record_key(s.case_id, s.index), **s.__dict__})
         stats.sampled += 1
         stats.errors += s.outcome == "error"
@@ -353,4 +356,7 @@ async def sample_episodes(
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
     finally:
-        log.close()
+        try:
+            log.close()
+        finally:
+            prompts.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 from leader_eval.aggregate import case_results, summarize, usage_summary
 from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
-from leader_eval.cache import SampleCache
+from leader_eval.cache import SampleCache, cache_enabled, check_cache_dir, default_cache_dir
 from leader_eval.checks.episode import score_episodes
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runner import (
@@ -37,11 +38,14 @@ from leader_eval.store import (
     CASES,
     LOCK,
     RESULTS,
+    STEPS,
     SUMMARY,
     RunDir,
-    dumps,
+    capped_line,
+    check_run_dir,
     lock_holder,
     read_json_file,
+    read_text,
     run_dir_lock,
     write_json_atomic,
     write_lines_atomic,
@@ -65,6 +69,38 @@ class Run:
     unreadable: dict[str, list[int]] = field(default_factory=dict)
 
 
+def planned_shortfall(run: Run) -> str | None:
+    """Why ``run`` lacks planned samples, or None when every case has them all.
+
+    Planned (docs/design-0.3.md section 2) is the manifest's samples per case: ``--samples`` (or
+    the suite's) for a plain run; for an adaptive run the samples its stopping rule asked for at
+    its last look (each look rewrites the manifest). A sample that scored or errored counts; a
+    missing record, an unreadable line or an episode whose steps are gone does not. A run capped
+    by ``--max-samples`` says so in its status and never gates green either."""
+    # what the gate judges (the case records) and, where the run has them, the scored records
+    # behind them: the smaller count decides (a pytest session's run carries case records only)
+    counted = {str(c.get("case_id")): c.get("n_samples") for c in run.cases if isinstance(c, dict)}
+    have: dict[str, set[int]] = {}
+    for s in run.scores:
+        have.setdefault(s.case_id, set()).add(s.index)
+    short = []
+    for cid, spec in sorted((run.manifest["identity"].get("cases") or {}).items()):
+        n = int(spec.get("samples", 0)) if isinstance(spec, dict) else 0
+        record = counted.get(cid)
+        from_cases = int(record) if isinstance(record, int) and not isinstance(record, bool) else 0
+        from_scores = sum(1 for i in have.get(cid, ()) if i < n)
+        got = min(from_cases, from_scores) if run.cases and run.scores else (from_cases if run.cases else from_scores)
+        if got < n or n < 1:  # every plan samples a case at least once: 0 planned is no plan
+            short.append(f"{cid}: {got} of {n}")
+    if not short:
+        return None
+    shown = ", ".join(short[:3]) + (", ..." if len(short) > 3 else "")
+    return (
+        f"{len(short)} case(s) lack planned samples ({shown} scored or errored): "
+        "a run missing a planned sample cannot pass the gate"
+    )
+
+
 def run(
     suite: Suite | str | Path,
     options: RunOptions | None = None,
@@ -77,6 +113,8 @@ def run(
     check_run_options(options)
     if options.out is not None:
         check_out_dir(Path(options.out))  # before a model is loaded or a server asked
+    if options.cache and cache_enabled():
+        check_cache_dir(default_cache_dir())  # no symlink or FIFO among its files, before anything
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
     # a protocol the parser does not know is refused before any backend is built or asked
@@ -95,6 +133,7 @@ def run(
     if recorded is not None and options.out is None:
         out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
+    check_run_dir(Path(out))  # no symlink or special file inside, before even the lock file is made
     # One writer per run directory: a second run into it exits 2 naming this process.
     with run_dir_lock(out):
         rundir = open_run_dir(out, manifest)
@@ -178,7 +217,9 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     prompts = rundir.read_prompts()
     model = ModelInfo.from_manifest(manifest.get("model", {}))
     scores = score_samples(suite, samples, prompts, manifest["identity"]["protocol"], model)
-    scores = score_episodes(suite, rundir.path, scores, manifest["identity"]["protocol"], model)
+    if any(c.episode is not None for c in suite.cases):
+        steps = rundir.read_steps()
+        scores = score_episodes(suite, rundir.path, scores, manifest["identity"]["protocol"], model, steps=steps)
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = case_results(cases, scores)
@@ -202,10 +243,15 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
     # latency and token quantiles, and the cost when the command or the suite gives prices
     summary["usage"] = usage_summary(samples, manifest.get("prices") or getattr(suite, "prices", None))
-    write_lines_atomic(rundir.path / RESULTS, (dumps(s.to_dict()) for s in scores))
+    if rundir.unreadable:
+        # counted where the run's readers look: show lists them (FILE:LINE was logged as read)
+        summary["unreadable"] = {name: lines[:1000] for name, lines in sorted(rundir.unreadable.items())}
+    # every field bounded (the raw output stays whole in samples.jsonl): a model that writes
+    # megabytes of calls must not make results.jsonl and the report many times its size
+    write_lines_atomic(rundir.path / RESULTS, (capped_line(s.to_dict()) for s in scores))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)
-    return Run(rundir.path, manifest, samples, scores, results, summary)
+    return Run(rundir.path, manifest, samples, scores, results, summary, unreadable=dict(rundir.unreadable))
 
 
 def read_run(path: str | Path) -> Run:
@@ -225,36 +271,39 @@ def read_run(path: str | Path) -> Run:
     samples = rundir.read_samples()
     scores: list[SampleScore] = []
     results_path = rundir.path / RESULTS
-    if results_path.exists():
+    if os.path.lexists(results_path):
         bad: list[int] = []
         for lineno, line in enumerate(_read_lines(results_path), 1):
             if not line.strip():
                 continue
             try:
-                scores.append(SampleScore.from_dict(json.loads(line)))
+                rec = json.loads(line)
+                rec.pop("cut", None)  # which fields were cut to their cap (cap_fields)
+                scores.append(SampleScore.from_dict(rec))
             except (ValueError, TypeError, KeyError, AttributeError):
                 bad.append(lineno)
         if bad:
             rundir.unreadable[RESULTS] = bad
     cases = _read_json_file(rundir, CASES, list, [])
     summary = _read_json_file(rundir, SUMMARY, dict, {})
+    counted = summary.get("unreadable")
+    steps_bad = counted.get(STEPS) if isinstance(counted, dict) else None
+    if isinstance(steps_bad, list) and steps_bad and all(isinstance(n, int) for n in steps_bad):
+        rundir.unreadable[STEPS] = list(steps_bad)  # steps are read when scored, and counted then
     if not samples and not scores:
         raise RunDirError(f"{path}: run directory holds no samples")
     return Run(rundir.path, manifest, samples, scores, cases, summary, unreadable=dict(rundir.unreadable))
 
 
 def _read_lines(path: Path) -> list[str]:
-    try:
-        # JSON Lines end at "\n" only: str.splitlines would also cut at U+2028, U+0085 and the
-        # like, which JSON writes unescaped, so a model output holding one made its record unreadable
-        return path.read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError as exc:
-        raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    # JSON Lines end at "\n" only: str.splitlines would also cut at U+2028, U+0085 and the
+    # like, which JSON writes unescaped, so a model output holding one made its record unreadable
+    return read_text(path, path.name).split("\n")
 
 
 def _read_json_file(rundir: RunDir, name: str, shape: type, default: Any) -> Any:
-    p = rundir.path / name
-    if not p.exists():
+    p = rundir.file(name)
+    if not os.path.lexists(p):
         return default
     data = read_json_file(p, "JSON")
     if not isinstance(data, shape):

@@ -27,14 +27,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.error_rule import error_verdict, is_stress_manifest
-from leader_eval.errors import LeaderEvalError
+from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.formats import GOLDEN_FORMAT_VERSION
 from leader_eval.inert import inert, markdown
 from leader_eval.metrics import ALL_METRICS, METRICS
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
 from leader_eval.stats import Estimate, PairedComparison, exact_count_test, paired_compare, regression_verdict
-from leader_eval.store import write_json_atomic
+from leader_eval.store import read_bytes, shown, write_json_atomic
+
+#: the largest golden file read (a golden holds per-case rates: ~200 bytes a case)
+GOLDEN_CAP = 64 << 20
 
 if TYPE_CHECKING:
     from leader_eval.evaluate import Run
@@ -83,7 +86,10 @@ def golden_path(golden_dir: str | Path, suite: str, label: str) -> Path:
     of another suite)."""
     if Path(golden_dir).suffix == ".json":
         return Path(golden_dir)
-    return Path(golden_dir) / _safe(suite) / f"{_safe(label)}.json"
+    folder = Path(golden_dir) / _safe(suite)
+    if folder.is_symlink():  # an entry of the golden directory (golden_dir itself may be a link)
+        raise GoldenError(f"{shown(folder)}: golden folder is a symbolic link, not a directory: refused")
+    return folder / f"{_safe(label)}.json"
 
 
 def run_label(run: Run) -> str:
@@ -196,11 +202,11 @@ def load_golden(path: str | Path) -> dict[str, Any] | None:
     """
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_bytes(p, "golden file", cap=GOLDEN_CAP)  # never through a symlink, never a FIFO
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise GoldenError(f"{p}:1: cannot read golden file: {exc.strerror or exc}") from None
+    except RunDirError as err:
+        raise GoldenError(str(err)) from None
     try:
         text = raw.decode("utf-8")
         data = json.loads(text)
@@ -235,6 +241,9 @@ def golden_problem(golden: Mapping[str, Any]) -> tuple[str, str] | None:
     metrics = golden["metrics"]
     if not metrics:
         return '"metrics"', "no metrics (a golden of a run that scored nothing)"
+    if not any(name in ALL_METRICS and ALL_METRICS[name].gating for name in metrics):
+        gating = ", ".join(n for n, m in ALL_METRICS.items() if m.gating)
+        return '"metrics"', f"no gating metric (it holds {', '.join(map(str, metrics))}; the gate tests {gating})"
     for name, m in metrics.items():
         if not isinstance(m, Mapping):
             return f'"{name}"', f"metric {name!r} is not an object"
@@ -1061,6 +1070,11 @@ def _coverage_problem(run: Run, golden: Mapping[str, Any]) -> str | None:
     status = run.manifest.get("status")
     if status != "complete":
         return f"run is not complete (status {status!r}): an interrupted run cannot pass the gate"
+    from leader_eval.evaluate import planned_shortfall
+
+    short = planned_shortfall(run)
+    if short:
+        return short
     gcases = set((golden.get("cases") or {}).keys())
     ran = set(run.manifest["identity"].get("cases", {}))
     missing = sorted(gcases - ran)

@@ -7,26 +7,51 @@ seed, case id and sample index (``runner.derive_seed``), so the shards together 
 samples one unsharded run with that seed would. A shard records what it is in its manifest
 (``shard``: index, count, the suite's case ids in suite order, the command's sampling options).
 
-``merge_runs`` checks that the shards belong together (suite content, model, protocol, seed,
-scorer version, label, sampling options and shard count), that every shard 1..N is there once
-and ran exactly its own cases, refusing overlaps and gaps with a message naming the shard, and
+``merge_runs`` trusts nothing a shard says. It checks that the shards belong together (suite
+content, model, protocol, seed, scorer version, label, sampling options, shard count, and the
+weights' identity: ``model.cache_identity``, the GGUF's sha256 for local models), that every shard
+1..N is there once and ran exactly its own cases, and then every record of every record file of
+``store.RUN_FILES`` (samples, episode steps, prompts): each must be a record of that shard's cases
+(a record for another shard's case is foreign, refused), of a planned sample index, with the seed
+its slot derives from the run seed; an episode's sample must name exactly its recorded steps; a
+shard whose status is complete must hold every planned sample and every case prompt. Then it
 writes one run directory that ``gate``, ``compare``, ``show`` and ``report`` read like any other:
-samples and prompts of all shards, cases in suite order, scored again by ``score_run`` with the
-suite (found at the recorded path, or given) so the summary is the one an unsharded run gives.
+the union of the records, scored again by ``score_run`` with the suite (found at the recorded
+path, or given), so results, cases and summary are byte for byte the unsharded run's except the
+run's id. Files that commands re-make (report, stress, session summary) are not merged.
 Shards never gate on their own: N gates would multiply false alarms; merge, then gate once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.store import CASES, PROMPTS, RESULTS, SAMPLES, SUMMARY, RunDir, run_dir_lock, write_json_atomic
+from leader_eval.store import (
+    CASES,
+    PROMPTS,
+    RESULTS,
+    RUN_FILES,
+    SAMPLES,
+    STEPS,
+    SUMMARY,
+    RecordLog,
+    RunDir,
+    dumps,
+    read_json_file,
+    read_text,
+    run_dir_lock,
+    shown,
+    write_json_atomic,
+    write_lines_atomic,
+)
 
 if TYPE_CHECKING:
     from leader_eval.evaluate import Run
@@ -37,6 +62,9 @@ __all__ = ["merge_runs", "parse_shard", "shard_case_ids", "shard_options"]
 
 #: identity and manifest fields every shard of one run shares
 _SAME_IDENTITY = ("suite", "suite_hash", "model_id", "protocol", "run_seed")
+#: what the manifest's ``model`` says about the weights and the prompt format: equal in every shard
+#: (one GGUF path may hold other weights on another CI machine; its sha256 says so)
+_SAME_MODEL = ("cache_identity", "chat_template_sha256")
 
 
 class ShardError(LeaderEvalError):
@@ -131,6 +159,10 @@ def _check(shards: Sequence[_Shard]) -> list[str]:
         for key in ("scorer_version", "label"):
             if s.manifest.get(key) != first.manifest.get(key):
                 diff.append(key)
+        model, model0 = s.manifest.get("model") or {}, first.manifest.get("model") or {}
+        for key in _SAME_MODEL:
+            if model.get(key) != model0.get(key):
+                diff.append(f"model weights ({key} {model.get(key)!r} vs {model0.get(key)!r})")
         for key in ("count", "suite_cases", "sampling", "pass_k"):
             if info.get(key) != info0.get(key):
                 diff.append("shard count" if key == "count" else "sampling options" if key == "sampling" else key)
@@ -159,14 +191,6 @@ def _check(shards: Sequence[_Shard]) -> list[str]:
     return ids
 
 
-def _concat_lines(paths: Sequence[Path], dest: Path) -> None:
-    with dest.open("wb") as out:
-        for p in paths:
-            if p.exists():
-                data = p.read_bytes()
-                out.write(data if not data or data.endswith(b"\n") else data + b"\n")
-
-
 def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite | str | Path | None = None) -> Run:
     """Merge the shards of one run into ``out`` (a new or empty directory); see the module doc."""
     from leader_eval.evaluate import read_run, score_run
@@ -183,6 +207,7 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     check_out_dir(out)
     if RunDir(out).exists():
         raise ShardError(f"{out}: already holds a run; merge into a new or empty directory")
+    records = _union_records(shards, suite_ids)
     first = shards[0].manifest
     loaded = _suite_for(suite, first, load_suite)
     statuses = [str(s.manifest.get("status")) for s in shards]
@@ -208,13 +233,159 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     with run_dir_lock(out):
         rundir = RunDir(out)
         rundir.write_manifest(manifest)
-        _concat_lines([s.path / SAMPLES for s in shards], out / SAMPLES)
-        _concat_lines([s.path / PROMPTS for s in shards], out / PROMPTS)
+        for name, recs in records.items():
+            if recs:
+                write_lines_atomic(rundir.file(name), (dumps(r) for r in recs))
         if loaded is not None:
             score_run(rundir, loaded)
         else:
             _merge_scored(shards, suite_ids, out, manifest)
     return read_run(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# the records: every shard record validated, then the union
+
+
+#: how ``merge`` orders the union of each record file (``RUN_FILES`` rows with merge ``union``)
+_ORDER: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
+    SAMPLES: lambda r: (r["case_id"], r["index"]),
+    STEPS: lambda r: (r["case_id"], r["index"], r["step"]),
+    # case prompts by case, then episode step prompts by hash
+    PROMPTS: lambda r: (0, r["case_id"]) if "case_id" in r else (1, r["prompt_sha256"]),
+}
+
+
+@dataclass
+class _Records:
+    """One shard's records of one file, each with its line number (for the error message)."""
+
+    path: Path
+    log: RecordLog
+
+    def items(self) -> list[tuple[int, dict[str, Any]]]:
+        return [(self.log.lines[k], r) for k, r in self.log.items()]
+
+
+def _read_records(shard: _Shard, name: str) -> _Records | None:
+    rundir = RunDir(shard.path)
+    path = rundir.file(name)
+    if not os.path.lexists(path):  # a dangling link is refused when opened, never "missing"
+        return None
+    log = rundir.record_log(name)
+    bad = sorted(set(log.bad_lines) | set(log.duplicates))
+    if bad:
+        why = "a second record for one slot" if bad[0] in log.duplicates else "not a readable record"
+        raise ShardError(f"{shown(path)}:{bad[0]}: {why}: merge refuses a shard it cannot read whole")
+    return _Records(path, log)
+
+
+def _union_records(shards: Sequence[_Shard], suite_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every record file's validated union (``RUN_FILES`` rows whose merge is ``union``)."""
+    names = [f.name for f in RUN_FILES.values() if f.merge == "union"]
+    unknown = [n for n in names if n not in _ORDER]
+    if unknown:  # a new record file must say how it merges before shards can carry it
+        raise AssertionError(f"merge does not know how to merge {', '.join(unknown)}")
+    union: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names}
+    for shard in shards:
+        for name, recs in _ShardCheck(shard, suite_ids).records().items():
+            for key, rec in recs:
+                seen = union[name].get(key)
+                if seen is not None and seen != rec:
+                    raise ShardError(f"{shard.name}: {name} record {key!r} differs from another shard's: refused")
+                union[name][key] = rec
+    return {name: sorted(recs.values(), key=_ORDER[name]) for name, recs in union.items()}
+
+
+class _ShardCheck:
+    """One shard's record files, every record checked against the shard's manifest."""
+
+    def __init__(self, shard: _Shard, suite_ids: Sequence[str]):
+        ident = shard.manifest["identity"]
+        self.shard = shard
+        self.run_seed = int(ident["run_seed"])
+        self.planned = {cid: int(spec["samples"]) for cid, spec in ident["cases"].items()}
+        unplanned = sorted(cid for cid, n in self.planned.items() if n < 1)
+        if unplanned:  # every run samples each of its cases at least once
+            raise ShardError(f"{shard.name}: its manifest plans no sample of case {unplanned[0]!r}: refused")
+        self.owner = {cid: i for i in range(1, shard.count + 1) for cid in shard_case_ids(suite_ids, i, shard.count)}
+
+    def foreign(self, where: str, cid: str) -> ShardError:
+        n = self.shard.count
+        owner = f"shard {self.owner[cid]}/{n}'s case" if cid in self.owner else "a case not in the suite"
+        return ShardError(f"{where}: foreign record for {owner} {cid!r} in {self.shard.name}: refused")
+
+    def check_slot(self, where: str, rec: Mapping[str, Any]) -> None:
+        cid, index = rec["case_id"], rec["index"]
+        if cid not in self.planned:
+            raise self.foreign(where, cid)
+        if index >= self.planned[cid]:
+            raise ShardError(f"{where}: sample {cid}#{index} was not planned ({self.planned[cid]} per case): refused")
+
+    def records(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        from leader_eval.episode import step_seed
+        from leader_eval.runner import derive_seed
+
+        shard = self.shard
+        files = {name: _read_records(shard, name) for name in (SAMPLES, STEPS, PROMPTS)}
+        step_prompts: set[str] = set()
+        case_prompts: set[str] = set()
+        prompts = files[PROMPTS]
+        for line, rec in prompts.items() if prompts else []:
+            if "case_id" not in rec:
+                step_prompts.add(rec["prompt_sha256"])
+                continue
+            if rec["case_id"] not in self.planned:
+                raise self.foreign(f"{shown(prompts.path) if prompts else PROMPTS}:{line}", rec["case_id"])
+            case_prompts.add(rec["case_id"])
+        episodes: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        steps = files[STEPS]
+        for line, rec in steps.items() if steps else []:
+            where = f"{shown(steps.path) if steps else STEPS}:{line}"
+            self.check_slot(where, rec)
+            want = step_seed(self.run_seed, rec["case_id"], rec["index"], rec["step"])
+            if rec["seed"] != want:
+                raise ShardError(f"{where}: step seed {rec['seed']} is not the run's ({want}): refused")
+            if "prompt" not in rec and rec["prompt_sha256"] not in step_prompts:
+                raise ShardError(f"{where}: the step's prompt {rec['prompt_sha256'][:12]} is not in {PROMPTS}: refused")
+            episodes.setdefault((rec["case_id"], rec["index"]), []).append(rec)
+        have: set[tuple[str, int]] = set()
+        samples = files[SAMPLES]
+        for line, rec in samples.items() if samples else []:
+            where = f"{shown(samples.path) if samples else SAMPLES}:{line}"
+            self.check_slot(where, rec)
+            want = derive_seed(self.run_seed, rec["case_id"], rec["index"])
+            if rec["seed"] != want:
+                raise ShardError(f"{where}: sample seed {rec['seed']} is not the run's ({want}): refused")
+            if str(rec["key"]).startswith("episode:"):
+                _check_episode(where, rec, episodes.get((rec["case_id"], rec["index"]), []))
+            have.add((rec["case_id"], rec["index"]))
+        if shard.manifest.get("status") == "complete":
+            lost = [f"{c}#{i}" for c in sorted(self.planned) for i in range(self.planned[c]) if (c, i) not in have]
+            if lost:
+                what = f"no {SAMPLES}" if samples is None else f"{len(lost)} planned sample(s) missing ({lost[0]}...)"
+                raise ShardError(f"{shard.name}: status complete but {what}: refused")
+            no_prompt = sorted(set(self.planned) - case_prompts)
+            if no_prompt:
+                raise ShardError(f"{shard.name}: status complete but no prompt for case {no_prompt[0]!r} in {PROMPTS}")
+        return {
+            name: [(recs.log.key_of(rec), rec) for _, rec in recs.items()] if recs else []
+            for name, recs in files.items()
+        }
+
+
+def _check_episode(where: str, sample: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> None:
+    """An episode's sample names its steps (``episode.episode_sample``): they must all be there."""
+    ordered = sorted(steps, key=lambda r: r["step"])
+    h = hashlib.sha256()
+    for r in ordered:
+        h.update(str(r["key"]).encode() + b"\0")
+    whole = [r["step"] for r in ordered] == list(range(len(ordered))) and bool(ordered and ordered[-1].get("end"))
+    if not whole or sample["key"] != "episode:" + h.hexdigest()[:32]:
+        got = f"{len(ordered)} step(s)" if ordered else f"no steps in {STEPS}"
+        raise ShardError(
+            f"{where}: episode {sample['case_id']}#{sample['index']} does not match its recorded steps ({got}): refused"
+        )
 
 
 def _suite_for(suite: Suite | str | Path | None, manifest: Mapping[str, Any], load: Any) -> Suite | None:
@@ -245,33 +416,57 @@ class _SuiteName:
 
 
 def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path, manifest: dict[str, Any]) -> None:
-    """Without the suite file: the shards' results and case records, in suite order, summarized."""
-    from leader_eval.aggregate import summarize
+    """Without the suite file: the shards' results and case records, in suite order, summarized.
+
+    Each shard's records must be of its own cases, like its samples (``_union_records``)."""
+    from leader_eval.aggregate import summarize, usage_summary
 
     records: dict[str, dict[str, Any]] = {}
+    results: list[tuple[str, int, str]] = []
     retries = 0
     for s in shards:
-        if not (s.path / CASES).exists():
+        rundir = RunDir(s.path)
+        mine = set(s.manifest["identity"]["cases"])
+        cases_path = rundir.file(CASES)
+        if not os.path.lexists(cases_path):
             raise ShardError(f"{s.name}: not scored (no {CASES}) and the suite file is not at hand: pass --suite")
-        for rec in json.loads((s.path / CASES).read_text(encoding="utf-8")):
+        case_recs = read_json_file(cases_path, CASES)
+        if not isinstance(case_recs, list) or not all(isinstance(r, dict) for r in case_recs):
+            raise ShardError(f"{shown(cases_path)}:1: not a list of case records")
+        for rec in case_recs:
+            if rec.get("case_id") not in mine:
+                raise ShardError(f"{shown(cases_path)}:1: foreign record for case {rec.get('case_id')!r}: refused")
             records[rec["case_id"]] = rec
-        if (s.path / SUMMARY).exists():
-            retries += int(json.loads((s.path / SUMMARY).read_text(encoding="utf-8")).get("retries", 0))
-    results = [records[cid] for cid in suite_ids if cid in records]
-    _concat_lines([s.path / RESULTS for s in shards], out / RESULTS)
-    write_json_atomic(out / CASES, results)
+        results_path = rundir.file(RESULTS)
+        if os.path.lexists(results_path):
+            for lineno, line in enumerate(read_text(results_path, RESULTS).split("\n"), 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                    key = (rec["case_id"], int(rec["index"]))
+                except (ValueError, TypeError, KeyError):
+                    raise ShardError(f"{shown(results_path)}:{lineno}: not a readable result record: refused") from None
+                if key[0] not in mine:
+                    raise ShardError(f"{shown(results_path)}:{lineno}: foreign record for case {key[0]!r}: refused")
+                results.append((key[0], key[1], line))
+        summary_path = rundir.file(SUMMARY)
+        if os.path.lexists(summary_path):
+            shard_summary = read_json_file(summary_path, SUMMARY)
+            retries += int(shard_summary.get("retries", 0)) if isinstance(shard_summary, dict) else 0
+    case_results = [records[cid] for cid in suite_ids if cid in records]
+    write_lines_atomic(out / RESULTS, (line for _, _, line in sorted(results, key=lambda r: (r[0], r[1]))))
+    write_json_atomic(out / CASES, case_results)
     info = shards[0].manifest["shard"]
-    summary = summarize(_SuiteName(manifest["identity"]["suite"], tuple(info.get("pass_k") or ())), results)  # type: ignore[arg-type]
+    summary = summarize(_SuiteName(manifest["identity"]["suite"], tuple(info.get("pass_k") or ())), case_results)  # type: ignore[arg-type]
     summary["run_id"] = manifest["run_id"]
     summary["model_id"] = manifest["identity"]["model_id"]
     summary["label"] = manifest.get("label")
     summary["tokens"] = {
-        "prompt": sum(int(r.get("prompt_tokens") or 0) for r in results),
-        "completion": sum(int(r.get("completion_tokens") or 0) for r in results),
-        "per_case": {r["case_id"]: [r.get("prompt_tokens", 0), r.get("completion_tokens", 0)] for r in results},
+        "prompt": sum(int(r.get("prompt_tokens") or 0) for r in case_results),
+        "completion": sum(int(r.get("completion_tokens") or 0) for r in case_results),
+        "per_case": {r["case_id"]: [r.get("prompt_tokens", 0), r.get("completion_tokens", 0)] for r in case_results},
     }
     summary["retries"] = retries
-    from leader_eval.aggregate import usage_summary
-
     summary["usage"] = usage_summary(RunDir(out).read_samples(), manifest.get("prices"))
     write_json_atomic(out / SUMMARY, summary)

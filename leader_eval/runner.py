@@ -25,7 +25,7 @@ from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
 from leader_eval.formats import RUN_FORMAT_VERSION
 from leader_eval.render import RenderedCase, render_case
-from leader_eval.store import LOCK, MANIFEST, RunDir, lock_holder, sample_record_key
+from leader_eval.store import LOCK, MANIFEST, RunDir, check_run_dir, lock_holder, sample_record_key
 from leader_eval.suite import Case, Suite
 from leader_eval.types import Sample
 
@@ -392,6 +392,7 @@ def check_out_dir(out: Path, *, check_lock: bool = True) -> None:
     no manifest (another tool's output, a run's leftovers: adopting them would mix samples)."""
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{out}: --out names a file, not a run directory")
+    check_run_dir(out)  # no symlink or special file inside, before anything is read or written
     holder = lock_holder(out / LOCK) if check_lock else None
     if holder is not None:  # asked early, before a model loads; the lock itself is taken later
         raise RunDirError(
@@ -419,7 +420,7 @@ def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
         if old.get("identity") != manifest["identity"]:
             diff = [k for k in manifest["identity"] if old.get("identity", {}).get(k) != manifest["identity"][k]]
             raise RunDirError(
-                f"{out / 'manifest.json'}:1: run directory belongs to another run ({', '.join(diff)} differ); "
+                f"{out / MANIFEST}:1: run directory belongs to another run ({', '.join(diff)} differ); "
                 "choose another --out or delete it"
             )
         # the identity names a GGUF by its file name; two different files of one name must not
@@ -428,7 +429,7 @@ def open_run_dir(out: Path, manifest: dict[str, Any]) -> RunDir:
         now = manifest.get("model", {}).get("cache_identity")
         if was and now and was != now:
             raise RunDirError(
-                f"{out / 'manifest.json'}:1: run directory belongs to other model weights ({was} vs {now}); "
+                f"{out / MANIFEST}:1: run directory belongs to other model weights ({was} vs {now}); "
                 "choose another --out or delete it"
             )
         manifest = {**old, "status": "running"}

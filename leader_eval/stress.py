@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 import numbers
 import random
 import re
@@ -466,7 +465,9 @@ class StressResult:
 def read_stress(run_dir: str | Path) -> StressResult:
     """A stress result as recorded in a run directory's stress.json (to re-render table or plot)."""
     path = Path(run_dir)
-    d = json.loads((path / "stress.json").read_text(encoding="utf-8"))
+    from leader_eval.store import STRESS_JSON, STRESS_PNG, read_json_file
+
+    d = read_json_file(path / STRESS_JSON, STRESS_JSON)
     names = {f.name for f in dataclasses.fields(Variant)}
     variants = [Variant(**{k: v for k, v in rec.items() if k in names}) for rec in d["variants"]]
     return StressResult(
@@ -482,8 +483,8 @@ def read_stress(run_dir: str | Path) -> StressResult:
         overall={int(k): v for k, v in d["overall"].items()},
         first_failure=d["first_failure"],
         first_overflow=d["first_overflow"],
-        png=path / "stress.png" if (path / "stress.png").exists() else None,
-        json_path=path / "stress.json",
+        png=path / STRESS_PNG if (path / STRESS_PNG).is_file() else None,
+        json_path=path / STRESS_JSON,
     )
 
 
@@ -598,11 +599,13 @@ def stress(
         run=result_run,
     )
     _summarize(result, {c.id: c.weight for c in cases})
-    result.json_path = result_run.path / "stress.json"
-    result.json_path.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+    from leader_eval.store import STRESS_JSON, STRESS_PNG, STRESS_TXT, write_json_atomic, write_lines_atomic
+
+    result.json_path = result_run.path / STRESS_JSON
+    write_json_atomic(result.json_path, result.to_dict(), indent=2, sort_keys=False)
     if plot:
-        result.png = write_plot(result, result_run.path / "stress.png")
-    (result_run.path / "stress.txt").write_text(format_stress_table(result) + "\n", encoding="utf-8")
+        result.png = write_plot(result, result_run.path / STRESS_PNG)
+    write_lines_atomic(result_run.path / STRESS_TXT, [format_stress_table(result)])
     return result
 
 
@@ -751,8 +754,14 @@ def write_plot(result: StressResult, path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path)
+    import io
+
+    from leader_eval.store import write_bytes_atomic
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
+    write_bytes_atomic(path, buf.getvalue())  # like every run file: never through a symlink
     return path
 
 

@@ -46,7 +46,9 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 def _steps(run: Path) -> list[dict[str, Any]]:
     """The step records in slot order (the file holds them in the order they finished)."""
-    recs = [json.loads(line) for line in (run / "steps.jsonl").read_text().splitlines() if line.strip()]
+    from leader_eval.episode import read_steps
+
+    recs = [r for steps in read_steps(run).values() for r in steps]  # each with its prompt resolved
     return sorted(recs, key=lambda r: r["slot"])
 
 

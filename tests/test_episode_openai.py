@@ -37,7 +37,10 @@ def llama_server():
 
 
 def _steps(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines() if line.strip()]
+    """The step records, each with its prompt (stored once, by hash, in prompts.jsonl)."""
+    from leader_eval.episode import read_steps
+
+    return [r for steps in read_steps(out).values() for r in steps]
 
 
 def _suite(tmp_path: Path, text: str = EPISODE_SUITE) -> Path:

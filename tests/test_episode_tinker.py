@@ -8,7 +8,6 @@ and records every request.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -42,7 +41,9 @@ def test_tinker_renders_each_step_with_its_template(smol_tokenizer_dir: Path, em
         model=CHECKPOINT, case_ids=["announce"], samples=1, max_tokens=8, seed=3, out=out, cache=False, progress=False
     )
     run(suite, options, backend=backend)
-    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    from leader_eval.episode import read_steps
+
+    steps = sorted((r for s in read_steps(out).values() for r in s), key=lambda r: r["step"])
     assert [s["step"] for s in steps] == [0, 1] and all(s["mode"] == "messages" for s in steps)
     first, second = steps
     sent = second["prompt"]["messages"]

@@ -324,7 +324,7 @@ def test_disk_full_while_appending_samples_is_one_line_and_marks_the_run(
     assert main([*argv, "--max-samples", "0"]) == 1  # creates the run, samples nothing
     capsys.readouterr()
     # every append goes to /dev/full: each write fails with ENOSPC, from the kernel
-    monkeypatch.setattr(store, "_open_append", lambda path: open("/dev/full", "a", encoding="utf-8"))  # noqa: SIM115
+    monkeypatch.setattr(store, "_open_append", lambda path: open("/dev/full", "ab"))  # noqa: SIM115
     assert main(argv) == 2
     err = _one_error(capsys.readouterr().err)
     assert "samples.jsonl" in err and "No space left" in err

@@ -39,7 +39,7 @@ class ReplayBackend:
         for s in run.read_samples(as_recorded=True):
             self._samples[(s.case_id, s.seed)] = s
         self._modes = self._add_episode_steps(path)
-        self._case_of_prompt = {d: p["case_id"] for d, p in self._prompts.items()}
+        self._case_of_prompt = {d: p["case_id"] for d, p in self._prompts.items() if p.get("case_id")}
         if not self._samples:
             raise RunDirError(f"{path}: run directory holds no samples to replay")
 
@@ -53,8 +53,13 @@ class ReplayBackend:
                 prompt = r.get("prompt") or {}
                 rec = {"case_id": case_id, "text": prompt.get("text", ""), "messages": prompt.get("messages")}
                 self._prompts.setdefault(prompt_digest(rec["text"]), rec)
-                self._samples[(case_id, r["seed"])] = Sample.from_dict({k: r[k] for k in Sample.__dataclass_fields__})
+                fields = {k: r[k] for k in Sample.__dataclass_fields__ if k in r}
+                self._samples[(case_id, r["seed"])] = Sample.from_dict(fields)
                 modes[case_id] = r.get("mode", "")
+        # every recorded step prompt, also one whose step line is unreadable: replay then finds the
+        # prompt and answers "no recorded sample" for that step instead of failing the whole run
+        for p in RunDir(path).read_step_prompts().values():
+            self._prompts.setdefault(prompt_digest(p["text"]), {"text": p["text"], "messages": p.get("messages")})
         return modes
 
     def episode_mode(self, case_id: str) -> str | None:

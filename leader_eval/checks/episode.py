@@ -22,6 +22,7 @@ calls, scripted results, failed checks) go in the data of a check named ``episod
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -30,7 +31,10 @@ from typing import Any
 
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.score import ModelInfo, SampleScore, case_scorer
+from leader_eval.store import STEPS
 from leader_eval.types import Sample, ToolCall
+
+_log = logging.getLogger("leader_eval")
 
 #: the check whose data holds an episode's details
 EPISODE_CHECK = "episode"
@@ -76,23 +80,42 @@ def score_episodes(
     scores: Sequence[SampleScore],
     protocol: str,
     model: ModelInfo,
+    *,
+    steps: Mapping[tuple[str, int], Sequence[Mapping[str, Any]]] | None = None,
 ) -> list[SampleScore]:
-    """``scores`` with each episode case's samples scored as episodes from ``steps.jsonl``."""
+    """``scores`` with each episode case's samples scored as episodes from ``steps.jsonl``
+    (``steps``: the run's steps as already read, ``RunDir.read_steps``).
+
+    An episode sample whose steps are missing or incomplete (a step number skipped, no step that
+    ended it: an unreadable line, a run directory that lost its ``steps.jsonl``) is not scored:
+    scoring its last output as a single turn would judge another task. Its case then has fewer
+    scored samples than planned, which the gate refuses."""
     episodic = {c.id: c for c in suite.cases if c.episode is not None}
     if not episodic:
         return list(scores)
-    from leader_eval.episode import read_steps
+    if steps is None:
+        from leader_eval.episode import read_steps
 
-    steps = read_steps(run_path)
+        steps = read_steps(run_path)
     out = []
     for s in scores:
         case = episodic.get(s.case_id)
-        recorded = steps.get((s.case_id, s.index))
-        if case is None or not recorded:
+        if case is None:
             out.append(s)
+            continue
+        recorded = steps.get((s.case_id, s.index)) or []
+        if not _whole_episode(recorded):
+            _log.warning(
+                "%s: episode %s#%d not scored: its steps in %s are missing or incomplete",
+                run_path, s.case_id, s.index, STEPS,
+            )  # fmt: skip
             continue
         out.append(score_episode(suite, case, recorded, protocol, model))
     return out
+
+
+def _whole_episode(steps: Sequence[Mapping[str, Any]]) -> bool:
+    return bool(steps) and [r.get("step") for r in steps] == list(range(len(steps))) and bool(steps[-1].get("end"))
 
 
 def score_episode(

@@ -14,13 +14,13 @@ that is not a run directory.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import command_data, command_property
 
 
@@ -75,8 +75,10 @@ def write_step_summary(markdown: str) -> None:
 
 def _manifest(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        from leader_eval.store import MANIFEST, read_json_file
+
+        data = read_json_file(path / MANIFEST, MANIFEST)
+    except (OSError, LeaderEvalError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -85,7 +87,10 @@ def _locked(path: Path) -> bool:
     """A run another process is writing (it holds the run directory's lock)."""
     from leader_eval.store import LOCK, lock_holder
 
-    return lock_holder(path / LOCK) is not None
+    try:
+        return lock_holder(path / LOCK) is not None
+    except LeaderEvalError:  # a lock that is a link or a FIFO: not ours to judge, so never delete
+        return True
 
 
 def golden_sources(golden_dir: Path) -> set[str]:
@@ -93,8 +98,10 @@ def golden_sources(golden_dir: Path) -> set[str]:
     out = set()
     for p in golden_dir.glob("*/*.json") if golden_dir.is_dir() else ():
         try:
-            src = json.loads(p.read_text(encoding="utf-8")).get("created_from")
-        except (OSError, ValueError, AttributeError):
+            from leader_eval.store import read_json_file
+
+            src = read_json_file(p, "golden file").get("created_from")  # no symlink, no FIFO
+        except (OSError, LeaderEvalError, AttributeError):
             continue
         if src:
             out.add(str(src))

@@ -38,7 +38,7 @@ from leader_eval.golden import (
 from leader_eval.inert import inert
 from leader_eval.inert import markdown as md_text
 from leader_eval.runner import default_label
-from leader_eval.store import RunDir, write_json_atomic
+from leader_eval.store import REPORT, SESSION_SUMMARY, RunDir, write_json_atomic
 from leader_eval.suite import load_suite
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         return SuiteGate(suite_name, meta["path"], 1, [f"{head} (suite {suite_name}): no case was scored: {why}"])
     if run.path != Path("."):
         # what the controller aggregated: must equal the worker's summary.json for the same samples
-        write_json_atomic(run.path / "session_summary.json", run.summary)
+        write_json_atomic(run.path / SESSION_SUMMARY, run.summary)
     records = state.records.get(suite_name, {})
     if o.shard is not None:
         return shard_suite(suite_name, state, run, problems)
@@ -258,7 +258,7 @@ def _run_report(run_dir: Path) -> tuple[str, str]:
     try:
         path = write_run_report(run_dir)
     except (OSError, ValueError, LeaderEvalError) as err:
-        return f"report.html not written: {err}", ""
+        return f"{REPORT} not written: {err}", ""
     return f"report {path}", report_markdown_link(run_dir)
 
 

@@ -27,8 +27,6 @@ import html
 import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import resources
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.report.text import leak_spans, segments, visible
+from leader_eval.store import REPORT, STRESS_JSON, cut_text, write_bytes_atomic
 
 if TYPE_CHECKING:
     from leader_eval.compare import Comparison, PairResult
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
     from leader_eval.score import SampleScore
     from leader_eval.types import Sample
 
-REPORT_NAME = "report.html"
+REPORT_NAME = REPORT
 MAX_TEXT_CHARS = 20_000
 MAX_PROMPT_HEAD = 6_000
 MAX_PROMPT_TAIL = 14_000
@@ -225,7 +224,9 @@ def _clip_prompt(text: str) -> tuple[str, int]:
 
 
 def _json_text(value: Any) -> str:
-    return visible(json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True, default=str))
+    # every field the page shows is bounded (store.FIELD_CAP, the cut marked): a model that
+    # writes megabytes of calls or reasoning must not make a report of hundreds of megabytes
+    return visible(cut_text(json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True, default=str)))
 
 
 def _sample_view(
@@ -249,11 +250,11 @@ def _sample_view(
     if more:
         v["more"] = more
     if sample.error:
-        v["err"] = visible(sample.error)
+        v["err"] = visible(cut_text(sample.error))
     if sample.api_tool_calls:
         v["api"] = _json_text(sample.api_tool_calls)
     if sample.reasoning:
-        v["reas"] = segments(sample.reasoning, special)
+        v["reas"] = segments(cut_text(sample.reasoning), special)
     steps = steps or getattr(sample, "steps", None)
     if isinstance(steps, list) and steps:
         step_checks = _step_checks(sc)
@@ -261,13 +262,15 @@ def _sample_view(
     if sc is None:
         return v
     v.update(p=sc.passed, h=sc.hard_fail, r=sc.reason)
-    v["calls"] = [{"n": visible(str(c.get("name"))), "a": _json_text(c.get("arguments"))} for c in calls]
+    v["calls"] = [{"n": visible(cut_text(str(c.get("name")))), "a": _json_text(c.get("arguments"))} for c in calls]
     if not calls and sc.lenient_calls:
-        v["len"] = [{"n": visible(str(c.get("name"))), "a": _json_text(c.get("arguments"))} for c in sc.lenient_calls]
+        v["len"] = [
+            {"n": visible(cut_text(str(c.get("name")))), "a": _json_text(c.get("arguments"))} for c in sc.lenient_calls
+        ]
     if sc.other_protocols:
         v["other"] = [visible(str(p)) for p in sc.other_protocols]
     if sc.reasoning and not sample.reasoning:
-        v["reas"] = segments(sc.reasoning, special)
+        v["reas"] = segments(cut_text(sc.reasoning), special)
     v["fail"] = _failed_checks(sc.checks, special)
     return v
 
@@ -278,7 +281,7 @@ def _failed_checks(checks: Sequence[Mapping[str, Any]], special: tuple[str, ...]
             "c": visible(str(c["check"])),
             "r": visible(str(c.get("reason") or "")),
             "h": bool(c.get("hard")),
-            "d": visible(str(c.get("detail") or "")),
+            "d": visible(cut_text(str(c.get("detail") or ""))),
             "f": [
                 {
                     "r": visible(str(f.get("reason"))),
@@ -316,7 +319,7 @@ def _step_checks(sc: SampleScore | None) -> dict[int, list[Mapping[str, Any]]]:
 _STEP_SHOWN = frozenset(
     {"step", "seed", "outcome", "stop_reason", "completion_tokens", "error", "results", "calls", "prompt"}
 )
-_STEP_HIDDEN = frozenset({"slot", "case_id", "index", "key", "token_ids", "logprobs", "timings"})
+_STEP_HIDDEN = frozenset({"slot", "case_id", "index", "key", "token_ids", "logprobs", "timings", "prompt_sha256"})
 
 
 def _step_view(
@@ -336,14 +339,16 @@ def _step_view(
     if text_key:
         out["seg"] = segments(str(step[text_key])[:MAX_TEXT_CHARS], special)
     if step.get("error"):
-        out["err"] = visible(str(step["error"]))
+        out["err"] = visible(cut_text(str(step["error"])))
     results = step.get("results")
     if isinstance(results, list) and results:
         out["res"] = [
             visible(
-                f"{r.get('tool')}({json.dumps(r.get('arguments'), ensure_ascii=False, default=str)}) -> "
-                + (f"{r.get('result')!r}" if r.get("ok") else f"error: {r.get('error')!r}")
-                + (f"  [{r.get('fixture')}]" if r.get("fixture") else "")
+                cut_text(
+                    f"{r.get('tool')}({json.dumps(r.get('arguments'), ensure_ascii=False, default=str)}) -> "
+                    + (f"{r.get('result')!r}" if r.get("ok") else f"error: {r.get('error')!r}")
+                    + (f"  [{r.get('fixture')}]" if r.get("fixture") else "")
+                )
             )
             if isinstance(r, Mapping)
             else visible(repr(r))
@@ -568,14 +573,14 @@ def _stress_plot(result: Any) -> str:
 
 
 def _stress_html(run: Run) -> str:
-    if not (Path(run.path) / "stress.json").is_file():
+    if not (Path(run.path) / STRESS_JSON).is_file():
         return ""
     from leader_eval.stress import format_stress_table, read_stress
 
     try:
         result = read_stress(run.path)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        return f'<p class="warn">stress.json unreadable: {esc(err)}</p>'
+        return f'<p class="warn">{STRESS_JSON} unreadable: {esc(err)}</p>'
     return (
         "<h4>Stress: score against prompt length</h4>"
         + _stress_plot(result)
@@ -771,17 +776,9 @@ def write_report(runs: Sequence[Run | str | Path], out: str | Path, **options: A
     if path.is_dir():
         raise LeaderEvalError(f"{path}: is a directory (give the report's file name, e.g. {path / REPORT_NAME})")
     text = render_report(runs, **options)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            # the page is escaped text already; backslashreplace only guards a stray surrogate
-            f.write(text.encode("utf-8", errors="backslashreplace"))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # the page is escaped text already; backslashreplace only guards a stray surrogate. Written
+    # like every run file: never through a symlink, within its cap
+    write_bytes_atomic(path, text.encode("utf-8", errors="backslashreplace"))
     return path
 
 
