@@ -443,6 +443,33 @@ def test_any_model_is_gated_against_the_baseline_and_labels_never_choose_it(tmp_
     assert "baseline main, label ckpt-v2" in res.headline()
 
 
+def test_update_golden_command_makes_a_trusted_run_the_baseline_and_gate_label_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from leader_eval.cli import main
+
+    suite = make_suite(tmp_path)
+    golden_dir = tmp_path / "golden"
+    trusted = write_run_dir(make_run(suite, difficulties(24), seed=1, label="prod"), tmp_path / "prod")
+    assert main(["update-golden", str(trusted), "--golden", str(golden_dir), "--baseline", "rc-2"]) == 0
+    assert f"created {golden_dir / 'mini' / 'rc-2.json'}" in capsys.readouterr().out
+    assert json.loads((golden_dir / "mini" / "rc-2.json").read_text())["baseline"] == "rc-2"
+    assert main(["update-golden", str(trusted), "--golden", str(golden_dir), "--baseline", "rc-2"]) == 0
+    assert "already matches" in capsys.readouterr().out
+    # a run that cannot stand as a baseline: exit 1 with the reason, nothing written
+    partial = make_run(suite, 0.8, seed=2, case_ids=[c.id for c in suite.cases[:3]])
+    assert main(["update-golden", str(write_run_dir(partial, tmp_path / "part")), "--golden", str(golden_dir)]) == 1
+    assert "golden not written" in capsys.readouterr().err and not (golden_dir / "mini" / "main.json").exists()
+    # 0.2's `gate --label X` chose golden X.json: refused with the option that does that now
+    assert main(["gate", str(trusted), "--golden", str(golden_dir), "--label", "rc-2"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--baseline rc-2" in err
+    assert main(["gate", str(trusted), "--golden", str(golden_dir), "--baseline", "rc-2"]) == 0
+    with pytest.raises(SystemExit) as usage:  # argparse's one-line usage error
+        main(["gate", str(trusted), "--golden", str(golden_dir), "--baseline", "../x"])
+    assert usage.value.code == 2 and "argument --baseline: '../x' is not a name" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", ["../main", "a/b", ".hidden", "", "x" * 101, "main json", "ma\x00in"])
 def test_a_baseline_name_that_is_not_one_safe_file_name_is_refused(tmp_path: Path, name: str) -> None:
     suite = make_suite(tmp_path)
