@@ -245,7 +245,7 @@ def check_rootdir_kept(config: pytest.Config) -> None:
     values = {
         i + 1: args[i + 1]
         for i, a in enumerate(args[:-1])
-        if a in takes_value and not args[i + 1].startswith("-") and (here / args[i + 1]).exists()
+        if a in takes_value and not args[i + 1].startswith("-") and _exists(here / args[i + 1])
     }
     if not values:
         return
@@ -272,6 +272,13 @@ def check_rootdir_kept(config: pytest.Config) -> None:
             f"{args[i - 1]} {value}: pytest read {value} as a test path before leader-eval loaded and moved the "
             f"rootdir to {with_values[0]} (from {without[0]}); write {args[i - 1]}={value}"
         )
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte: not a path
+        return False
 
 
 def check_globs_match(options: PluginOptions, rootpath: Path) -> None:
