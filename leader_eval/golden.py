@@ -335,7 +335,7 @@ def sampling_drift(run: Run, golden: Mapping[str, Any], golden_file: Path | None
 def _shown(value: Any) -> str:
     if isinstance(value, list):
         return "/".join(_shown(v) for v in value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return repr(value) if isinstance(value, float) else str(value)  # 2.0, not 2: a temperature reads as one
 
 
 def legacy_goldens(path: Path) -> list[Path]:

@@ -544,7 +544,7 @@ def test_sampling_drift_is_noted_and_a_protocol_or_template_change_fails(tmp_pat
     # the collapsed checkpoint of the report: shorter outputs, hotter sampling -> one drift note
     hot = gate(_with_sampling(make_run(suite, difficulties(24), seed=2), temperature=2.0, max_tokens=24), golden)
     (note,) = [m for m in hot.messages if "sampling drift" in m]
-    assert "temperature 2 vs the golden's 0.7" in note and "max_tokens 24 vs the golden's 80" in note
+    assert "temperature 2.0 vs the golden's 0.7" in note and "max_tokens 24 vs the golden's 80" in note
     assert note in format_gate_table(hot)
     fewer = gate(_with_sampling(make_run(suite, difficulties(24), seed=2, n=2), max_tokens=80), golden)
     assert any("samples per case 2 vs the golden's 5" in m for m in fewer.messages)
