@@ -1367,8 +1367,9 @@ def format_gate_table(result: GateResult) -> str:
 
 def gate_markdown(result: GateResult) -> str:
     """The same summary as Markdown, for a pull request comment or ``$GITHUB_STEP_SUMMARY``."""
+    # a missing golden fails unless --allow-missing-golden: only then is it a warning
     icon = {"pass": "✅", "fail": "❌", "stale": "❌", "incomplete": "❌", "errors": "❌"}.get(
-        result.status, "❌" if result.strict else "⚠️"
+        result.status, "⚠️" if result.exit_status == 0 else "❌"
     )
     lines = [f"### {icon} {_md(result.headline())}", ""]
     if result.rows:

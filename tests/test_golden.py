@@ -419,8 +419,10 @@ def test_a_missing_golden_fails_with_the_file_and_the_command_unless_allowed(tmp
         # the command makes the baseline from a trusted run, never from the candidate being gated
         assert f"leader-eval update-golden TRUSTED_RUN_DIR --golden {tmp_path / 'golden'} --baseline main" in head
         assert str(run_dir) not in head
+    assert gate_markdown(res).startswith("### ❌ gate FAIL")  # the job summary says what the exit status says
     allowed = gate_run_dir(run_dir, tmp_path / "golden", allow_missing=True)
     assert allowed.exit_status == 0 and allowed.headline().startswith("gate WARN")
+    assert gate_markdown(allowed).startswith("### ⚠️ gate WARN")
     assert "--allow-missing-golden" in allowed.headline()
     other = gate_run_dir(run_dir, tmp_path / "golden", baseline="rc-2")
     assert other.exit_status == 1 and str(tmp_path / "golden" / "mini" / "rc-2.json") in other.headline()
