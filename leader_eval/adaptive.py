@@ -378,6 +378,7 @@ def run_adaptive(
     tolerances: Mapping[str, float] | Sequence[str] | None = None,
     max_error_rate: float = 0.0,
     across_suites: bool = False,
+    baseline: str = "main",
 ) -> AdaptiveResult:
     """Sample ``suite`` in rounds (``design.looks``) into one run directory, gating after each.
 
@@ -389,6 +390,7 @@ def run_adaptive(
     command resumes at the round that was interrupted; a finished adaptive run is not extended.
     ``across_suites``: gate against a golden made from other content of the same suite (a scaffold
     variant with the same case ids, as ``compare --across-suites``); the record names both hashes.
+    ``baseline``: the golden every look is gated against (``golden/<suite>/<baseline>.json``).
     """
     from dataclasses import replace
     from pathlib import Path
@@ -401,16 +403,18 @@ def run_adaptive(
         golden_path,
         load_golden,
         parse_tolerances,
-        run_label,
     )
     from leader_eval.metrics import GATING
     from leader_eval.store import MANIFEST, SUMMARY, RunDir, write_json_atomic
     from leader_eval.suite import Suite, load_suite
 
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    gdir = Path(golden_dir) / suite.name
-    if not any(gdir.glob("*.json")):
-        raise LeaderEvalError(f"{gdir}: no golden file: --adaptive gates against a golden (make one first)")
+    path = golden_path(golden_dir, suite.name, baseline)
+    if load_golden(path) is None:  # before anything is sampled: every look gates against it
+        raise LeaderEvalError(
+            f"{path}: no golden baseline {baseline!r}: --adaptive gates against a golden "
+            f"(create it from a trusted run: leader-eval update-golden TRUSTED_RUN_DIR --baseline {baseline})"
+        )
     tols = parse_tolerances(tolerances) if tolerances else {}
     looks: list[dict[str, Any]] = []
     start = 0
@@ -429,11 +433,9 @@ def run_adaptive(
             _set_target(out, n)
         result = run(suite, replace(options, samples=n, out=out))
         out = result.path
-        label = run_label(result)
-        path = golden_path(golden_dir, suite.name, label)
         golden = load_golden(path)
         if golden is None:
-            raise LeaderEvalError(f"{path}: no golden file for label {label!r}: --adaptive gates against a golden")
+            raise LeaderEvalError(f"{path}: no golden baseline {baseline!r}: --adaptive gates against a golden")
         check_golden_suite(path, golden, suite.name)
         other_content = None
         if across_suites and golden.get("suite_hash") != result.manifest["identity"]["suite_hash"]:
@@ -442,7 +444,7 @@ def run_adaptive(
         family = sum(1 for m in (golden.get("metrics") or {}) if m in GATING)
         design = replace(design, family=max(1, family))
         level = design.levels[k]
-        gate_result = gate(result, golden, alpha=level, tolerances=tols, golden_file=path, label=label)
+        gate_result = gate(result, golden, alpha=level, tolerances=tols, golden_file=path)
         apply_error_rule(gate_result, result, max_error_rate)
         trend = _trend_rows(gate_result)
         cp = design.futile(k, trend) if k + 1 < len(design.looks) else {}

@@ -218,8 +218,8 @@ def compare_adaptive(
     labels = [opts.label or default_label(opts.model) for _, opts in (a, b)]
     if labels[0] == labels[1]:
         # compare pools runs of one label and sampling identity: keep the two sides apart by name
-        a = (a[0], replace(a[1], label=f"A:{labels[0]}"))
-        b = (b[0], replace(b[1], label=f"B:{labels[1]}"))
+        a = (a[0], replace(a[1], label=f"A-{labels[0]}"))
+        b = (b[0], replace(b[1], label=f"B-{labels[1]}"))
     for k in range(start, len(design.looks)):
         n = design.looks[k]
         runs = []

@@ -18,6 +18,7 @@ from collections.abc import Callable
 __all__ = [
     "finite_float",
     "int_list",
+    "name_component",
     "non_negative_float",
     "non_negative_int",
     "open_probability",
@@ -42,6 +43,25 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+#: a baseline or run label: one path component of letters, digits, ``_``, ``.`` and ``-``, not
+#: starting with a dot (never ``..``, a hidden file or a separator: the name becomes a file or
+#: directory name under ``golden/<suite>/`` or ``runs/``)
+NAME_COMPONENT_MAX = 100
+
+
+def name_component(text: str) -> str:
+    """A baseline name or run label that is safe as one file or directory name."""
+    import re
+
+    value = str(text)
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", value) or len(value) > NAME_COMPONENT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a name: use letters, digits, '_', '.' and '-' (not first), "
+            f"at most {NAME_COMPONENT_MAX} characters"
+        )
     return value
 
 

@@ -95,6 +95,7 @@ def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> i
             golden_dir=args.golden,
             max_error_rate=args.max_error_rate,
             across_suites=args.across_suites,
+            baseline=args.baseline,
         )
     except KeyboardInterrupt:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
@@ -252,12 +253,19 @@ def _write_markdown(text: str, target: str | None) -> None:
 def cmd_gate(args: argparse.Namespace) -> int:
     from leader_eval.golden import format_gate_table, gate_markdown, gate_run_dir
 
+    if args.label is not None:
+        # 0.2's `gate --label X` read golden/<suite>/X.json; silently gating against main instead
+        # would compare with a file the user did not name
+        raise LeaderEvalError(
+            f"gate --label no longer chooses the golden (0.3): gate against a baseline with --baseline {args.label}"
+        )
     result = gate_run_dir(
         args.run,
         args.golden,
-        label=args.label,
+        baseline=args.baseline,
         update=args.update_golden,
         strict=args.strict,
+        allow_missing=args.allow_missing_golden,
         tolerances=_split(args.tolerance),
         max_error_rate=args.max_error_rate,
     )
@@ -266,6 +274,28 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     _write_markdown(gate_markdown(result) + report_markdown_link(args.run), args.markdown)
     return result.exit_status
+
+
+def cmd_update_golden(args: argparse.Namespace) -> int:
+    """``update-golden RUN_DIR --baseline NAME``: make a trusted run the baseline (no gate)."""
+    from leader_eval.evaluate import read_run
+    from leader_eval.golden import check_golden_covers, golden_path, load_golden, parse_tolerances, update_golden
+
+    run = read_run(args.run)
+    path = golden_path(args.golden, run.manifest["identity"]["suite"], args.baseline)
+    check_golden_covers(path, load_golden(path), run)  # an unreadable or foreign golden: exit 2
+    result = update_golden(
+        run,
+        args.golden,
+        baseline=args.baseline,
+        tolerances=parse_tolerances(_split(args.tolerance)) or None,
+        max_error_rate=args.max_error_rate,
+    )
+    if not result.written and not result.reason.startswith("golden already matches"):
+        print(f"golden not written: {result.path}: {result.reason}", file=sys.stderr)
+        return 1
+    print(result.reason if result.written else f"{result.path}: {result.reason}")
+    return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -286,24 +316,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from leader_eval.golden import GoldenError, check_golden_suite, golden_path, load_golden
+    from leader_eval.golden import DEFAULT_BASELINE, GoldenError, check_golden_suite, golden_path, load_golden
     from leader_eval.plan import format_plan, plan_power
     from leader_eval.suite import load_suite
 
     suite = load_suite(args.suite)
-    label = args.label
-    if label is None and Path(args.golden).suffix != ".json":
-        found = sorted(golden_path(args.golden, suite.name, "x").parent.glob("*.json"))
-        if len(found) != 1:
-            names = ", ".join(p.stem for p in found) or "none"
-            raise GoldenError(
-                f"{args.golden}: {len(found)} golden files for suite {suite.name!r} ({names}): pass --label"
-            )
-        label = found[0].stem
-    path = golden_path(args.golden, suite.name, label)
+    baseline = args.baseline or args.label or DEFAULT_BASELINE  # --label: 0.2's name for the golden
+    path = golden_path(args.golden, suite.name, baseline)
     golden = load_golden(path)
     if golden is None:
-        raise GoldenError(f"{path}: no golden file (create one with leader-eval gate RUN --update-golden)")
+        raise GoldenError(
+            f"{path}: no golden baseline {baseline!r} (create it from a trusted run: "
+            f"leader-eval update-golden TRUSTED_RUN_DIR --golden {args.golden} --baseline {baseline})"
+        )
     check_golden_suite(path, golden, suite.name)
     samples = args.samples or int(suite.sampling.get("samples", 1))
     plan = plan_power(golden, run_samples=samples, metric=args.metric, alpha=args.alpha)
@@ -401,6 +426,17 @@ def _add_max_error_rate(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_baseline(parser: argparse.ArgumentParser, prefix: str = "", default: str | None = "main") -> None:
+    from leader_eval.argtypes import name_component
+
+    parser.add_argument(
+        "--baseline",
+        type=name_component,
+        default=default,
+        help=prefix + "the golden baseline to gate against: GOLDEN/<suite>/<baseline>.json, any model (default main)",
+    )
+
+
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors in one line (``leader-eval run: error: argument --limit: ...``), exit status 2.
 
@@ -442,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--budget", type=positive_int, help="with --adaptive: at most this many samples per case")
     r.add_argument("--golden", default="golden", help="with --adaptive: golden directory (or one .json file)")
+    _add_baseline(r, "with --adaptive: ")
     r.add_argument("--alpha", type=float, default=0.05, help="with --adaptive: the gate's family-wise level")
     r.add_argument(
         "--across-suites",
@@ -470,13 +507,31 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("gate", help="gate a run directory against its golden baseline (exit 1 on credible regression)")
     g.add_argument("run", help="run directory")
     g.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
-    g.add_argument("--label", help="golden label (default: derived from the run's model)")
+    _add_baseline(g)
+    g.add_argument("--label", help="refused: in 0.2 it chose the golden; use --baseline (0.3)")
     g.add_argument("--update-golden", action="store_true", help="rewrite the golden from this run if it is complete")
-    g.add_argument("--strict", action="store_true", help="fail when there is no golden yet")
+    g.add_argument(
+        "--allow-missing-golden",
+        action="store_true",
+        help="a missing golden warns instead of failing (a suite's very first run only)",
+    )
+    g.add_argument(
+        "--strict", action="store_true", help="CI mode (docs/gating.md); a missing golden fails with or without it"
+    )
     g.add_argument("--tolerance", action="append", help="METRIC=VALUE, overrides the golden's (repeatable)")
     g.add_argument("--markdown", help="append a Markdown summary to this file")
     _add_max_error_rate(g)
     g.set_defaults(func=cmd_gate)
+
+    ug = sub.add_parser(
+        "update-golden", help="make a complete run of a trusted model the suite's baseline golden (no gate)"
+    )
+    ug.add_argument("run", help="run directory of the trusted model")
+    ug.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
+    _add_baseline(ug)
+    ug.add_argument("--tolerance", action="append", help="METRIC=VALUE, beats the existing golden's (repeatable)")
+    _add_max_error_rate(ug)
+    ug.set_defaults(func=cmd_update_golden)
 
     c = sub.add_parser(
         "compare", help="compare runs: paired differences, flips, verdict (exit 1 on credible regression)"
@@ -524,7 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80%% power")
     pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
     pl.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
-    pl.add_argument("--label", help="golden label (default: the suite's only golden file)")
+    _add_baseline(pl, default=None)  # None: --label (0.2) may still name it, else main
+    pl.add_argument("--label", help="0.2's name for --baseline (deprecated)")
     pl.add_argument("--samples", type=int, help="samples per case of the runs to gate (default: the suite's)")
     pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
     pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")

@@ -20,6 +20,7 @@ from leader_eval.runner import (
     RunOptions,
     SamplingStats,
     apply_recorded,
+    backend_model_key,
     build_manifest,
     check_out_dir,
     check_protocol,
@@ -129,7 +130,9 @@ def run(
     run_seed, label = run_seed_and_label(suite, options, backend)
     if recorded is not None:
         planned = apply_recorded(planned, recorded, options, run_seed, backend.has_sample)  # type: ignore[attr-defined]
-    out = options.out or default_out_dir(suite, label, run_seed)
+    out = options.out or default_out_dir(
+        suite, label, run_seed, model=backend_model_key(backend), suffix=_shard_suffix(options)
+    )
     if recorded is not None and options.out is None:
         out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
@@ -150,6 +153,12 @@ def run(
         rundir.write_manifest(manifest)
     result.manifest = manifest
     return result
+
+
+def _shard_suffix(options: RunOptions) -> str:
+    """``__shardIofN`` for a shard run (``merge.shard_options``), so shards never share a directory."""
+    shard = options.extra_manifest.get("shard") or {}
+    return f"__shard{shard['index']}of{shard['count']}" if shard else ""
 
 
 def _mark_unfinished(rundir: RunDir, status: str, exc: BaseException) -> None:

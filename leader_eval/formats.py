@@ -19,8 +19,10 @@ from leader_eval.errors import LeaderEvalError
 
 #: the layout of manifest.json (and the files beside it) this leader-eval writes
 RUN_FORMAT_VERSION = 1
-#: the layout of golden/<suite>/<label>.json this leader-eval writes
-GOLDEN_FORMAT_VERSION = 1
+#: the layout of golden/<suite>/<baseline>.json this leader-eval writes: 2 adds ``baseline`` and
+#: ``sampling`` (the sampling identity of the run it was made from); 0.2.0's version 1 still reads,
+#: with its sampling unknown (docs/design-0.3.md section 1)
+GOLDEN_FORMAT_VERSION = 2
 
 _WHAT = {"run": ("run directory", "re-run the suite"), "golden": ("golden file", "re-create it with --update-golden")}
 

@@ -1,9 +1,12 @@
 """Golden baselines and the gate: the contract a new checkpoint must meet in CI.
 
-A golden file (``golden/<suite>/<label>.json``) records one complete run's suite metrics with
-their direction and tolerance, and per-case pass rates, keyed to the suite content hash and the
-scorer version it was measured under. It is meant to be read in a pull request: keys sorted,
-values rounded to 4 decimals, two-space indent, no timestamps.
+A golden file (``golden/<suite>/<baseline>.json``, baseline ``main`` unless ``--baseline`` names
+another) records one complete run's suite metrics with their direction and tolerance, per-case
+pass rates and the run's sampling identity, keyed to the suite content hash and the scorer
+version it was measured under. Any model is gated against the baseline; the run's ``--label``
+only names the run. A missing golden fails the gate unless ``--allow-missing-golden`` says this
+is a suite's first run (docs/design-0.3.md section 1). It is meant to be read in a pull request:
+keys sorted, values rounded to 4 decimals, two-space indent, no timestamps.
 
 The gate compares parsed values, never text. A metric fails only when it is worse than the golden
 by more than its tolerance *and* the shortfall is statistically credible (``stats.regression_verdict``,
@@ -16,6 +19,7 @@ pass and suggest ``--update-golden``. See docs/gating.md.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -26,9 +30,10 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from leader_eval.argtypes import name_component
 from leader_eval.error_rule import error_verdict, is_stress_manifest
 from leader_eval.errors import LeaderEvalError, RunDirError
-from leader_eval.formats import GOLDEN_FORMAT_VERSION
+from leader_eval.formats import GOLDEN_FORMAT_VERSION, format_version
 from leader_eval.inert import inert, markdown
 from leader_eval.metrics import ALL_METRICS, METRICS
 from leader_eval.report import table
@@ -45,6 +50,9 @@ if TYPE_CHECKING:
 
 GOLDEN_FORMAT = GOLDEN_FORMAT_VERSION
 DECIMALS = 4
+
+#: the baseline a run is gated against unless ``--baseline`` / ``--le-baseline`` names another
+DEFAULT_BASELINE = "main"
 
 #: default tolerance per metric (absolute, on the 0..1 scale); a golden file's own value wins,
 #: and ``--tolerance score=0.05`` beats both (derived from ``metrics.METRICS``)
@@ -80,8 +88,8 @@ class GoldenError(LeaderEvalError):
 # golden files
 
 
-def golden_path(golden_dir: str | Path, suite: str, label: str) -> Path:
-    """``<golden_dir>/<suite>/<label>.json``, or ``golden_dir`` itself when it names a ``.json``
+def golden_path(golden_dir: str | Path, suite: str, baseline: str = DEFAULT_BASELINE) -> Path:
+    """``<golden_dir>/<suite>/<baseline>.json``, or ``golden_dir`` itself when it names a ``.json``
     file (users pass the file they see in the repo; ``check_golden_covers`` then refuses a golden
     of another suite)."""
     if Path(golden_dir).suffix == ".json":
@@ -89,7 +97,18 @@ def golden_path(golden_dir: str | Path, suite: str, label: str) -> Path:
     folder = Path(golden_dir) / _safe(suite)
     if folder.is_symlink():  # an entry of the golden directory (golden_dir itself may be a link)
         raise GoldenError(f"{shown(folder)}: golden folder is a symbolic link, not a directory: refused")
-    return folder / f"{_safe(label)}.json"
+    return folder / f"{check_baseline(baseline)}.json"
+
+
+def check_baseline(name: str) -> str:
+    """``name`` when it is a usable baseline name (one safe file name), else ``GoldenError``.
+
+    Never rewritten into another name: ``--baseline ../main`` silently gated against ``main``
+    would be a comparison with a file the user did not name."""
+    try:
+        return name_component(name)
+    except argparse.ArgumentTypeError as err:
+        raise GoldenError(f"--baseline {err}") from None
 
 
 def run_label(run: Run) -> str:
@@ -141,11 +160,13 @@ def parse_tolerances(items: Iterable[str] | Mapping[str, float] | None) -> dict[
 def build_golden(
     run: Run,
     *,
+    baseline: str = DEFAULT_BASELINE,
     label: str | None = None,
     tolerances: Mapping[str, float] | None = None,
     budgets: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The golden document for ``run`` (rounded; key order is fixed when written).
+    """The golden document of baseline ``baseline`` made from ``run`` (rounded; key order is
+    fixed when written). ``label``: the run's label, recorded for the reader (default the run's).
 
     ``budgets``: the suite's ``gate:`` count budgets (``max_hard_fails``, ``max_leaks``), kept in
     the golden so the gate applies them wherever the run is gated (the suite hash ties them to
@@ -180,6 +201,8 @@ def build_golden(
         cases[c["case_id"]] = rec
     return {
         "format_version": GOLDEN_FORMAT,
+        "baseline": check_baseline(baseline),
+        "sampling": sampling_identity(run.manifest),
         "suite": ident["suite"],
         "suite_hash": ident["suite_hash"],
         "scorer_version": str(run.manifest.get("scorer_version", SCORER_VERSION)),
@@ -190,6 +213,154 @@ def build_golden(
         "cases": cases,
         **({"budgets": {k: int(v) for k, v in sorted(budgets.items())}} if budgets else {}),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# sampling identity and drift
+
+#: the keys of a golden's ``sampling`` (docs/design-0.3.md section 1)
+SAMPLING_KEYS = (
+    "temperature",
+    "max_tokens",
+    "samples_per_case",
+    "protocol",
+    "protocol_detected",
+    "chat_template_sha256",
+)
+#: the sampling settings whose change is a drift note (the protocol and template fail instead)
+DRIFT_NOTED = (("temperature", "temperature"), ("max_tokens", "max_tokens"), ("samples_per_case", "samples per case"))
+
+
+def sampling_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """How a run sampled, as a golden records it and the gate compares it.
+
+    ``temperature``, ``max_tokens``, ``samples_per_case``: one value when every case used it,
+    else the sorted list of the values its cases used. ``protocol``: the run's tool-call
+    protocol; ``protocol_detected``: whether it is the backend's own detected default (neither
+    ``--protocol`` nor the suite chose another). ``chat_template_sha256``: the backend's template
+    hash, null when the backend renders no template itself."""
+    ident = manifest.get("identity") or {}
+    cases = [c for c in (ident.get("cases") or {}).values() if isinstance(c, Mapping)]
+    model = manifest.get("model") or {}
+
+    def one_or_all(values: Iterable[Any]) -> Any:
+        found = sorted({v for v in values if isinstance(v, int | float) and not isinstance(v, bool)})
+        return None if not found else found[0] if len(found) == 1 else found
+
+    protocol = ident.get("protocol")
+    return {
+        "temperature": one_or_all((c.get("params") or {}).get("temperature") for c in cases),
+        "max_tokens": one_or_all((c.get("params") or {}).get("max_tokens") for c in cases),
+        "samples_per_case": one_or_all(c.get("samples") for c in cases),
+        "protocol": protocol,
+        "protocol_detected": protocol is not None and protocol == model.get("default_protocol"),
+        "chat_template_sha256": model.get("chat_template_sha256"),
+    }
+
+
+def sampling_problem(golden: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(a key near the problem, what is wrong) for a ``sampling`` record the drift check cannot
+    read (a hand-edited golden), else None. Null means unknown (a 0.2.0 golden)."""
+    rec = golden.get("sampling")
+    if rec is None:
+        return None
+    if not isinstance(rec, Mapping):
+        return '"sampling"', "'sampling' is not an object"
+    unknown = sorted(set(rec) - set(SAMPLING_KEYS))
+    if unknown:
+        return '"sampling"', f"'sampling' has unknown key {unknown[0]!r} (known: {', '.join(SAMPLING_KEYS)})"
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+    for key in ("temperature", "max_tokens", "samples_per_case"):
+        v = rec.get(key)
+        if v is not None and not (number(v) or (isinstance(v, list) and v and all(number(x) for x in v))):
+            return f'"{key}"', f"sampling {key} is {v!r}, not a number >= 0 or a list of them"
+    for key in ("protocol", "chat_template_sha256"):
+        if rec.get(key) is not None and not isinstance(rec[key], str):
+            return f'"{key}"', f"sampling {key} is {rec[key]!r}, not text or null"
+    if not isinstance(rec.get("protocol_detected", False), bool):
+        return '"protocol_detected"', "sampling protocol_detected is not true or false"
+    return None
+
+
+def sampling_drift(run: Run, golden: Mapping[str, Any], golden_file: Path | None = None) -> tuple[list[str], list[str]]:
+    """(notes, failures) comparing the run's sampling identity with the golden's.
+
+    A temperature, max_tokens or samples-per-case difference is a note: the gate still decides,
+    but the golden's numbers were measured at its own settings. A protocol or chat template
+    change fails: the model answers other prompts or is parsed by another protocol, so the
+    comparison measures the harness, not the checkpoint. For this release a protocol change is a
+    warning when both protocols were the backends' own detection over the same chat template
+    (only this leader-eval's detection can then have changed). A 0.2.0 golden records no
+    sampling: its drift is unknown, which the note says with how to re-baseline."""
+    recorded = golden.get("sampling")
+    where = str(golden_file) if golden_file is not None else "the golden"
+    baseline = str(golden.get("baseline") or (golden_file.stem if golden_file is not None else DEFAULT_BASELINE))
+    rebaseline = f"leader-eval update-golden TRUSTED_RUN_DIR --baseline {baseline}"
+    if not isinstance(recorded, Mapping):
+        note = (
+            f"note: sampling drift unknown: {where} records no sampling identity (a 0.2.0 golden); "
+            f"re-create it from a trusted run to record it: {rebaseline}"
+        )
+        if format_version(golden, "golden") == 1 and golden_file is not None and golden_file.stem != DEFAULT_BASELINE:
+            note += f"; to make it the default baseline: git mv {golden_file} {golden_file.with_name('main.json')}"
+        return [note], []
+    now = sampling_identity(run.manifest)
+    notes: list[str] = []
+    drift = [
+        f"{what} {_shown(now[key])} vs the golden's {_shown(recorded[key])}"
+        for key, what in DRIFT_NOTED
+        if now.get(key) is not None and recorded.get(key) is not None and now[key] != recorded[key]
+    ]
+    if drift:
+        notes.append(f"note: sampling drift: {'; '.join(drift)} (the golden was measured at its own settings)")
+    failures: list[str] = []
+    was, proto = recorded.get("protocol"), now.get("protocol")
+    same_template = recorded.get("chat_template_sha256") == now.get("chat_template_sha256")
+    if was is not None and proto is not None and was != proto:
+        if recorded.get("protocol_detected") and now.get("protocol_detected") and same_template:
+            notes.append(
+                f"warning: protocol changed ({was} -> {proto}) with the same chat template: this leader-eval "
+                f"detects another protocol than the golden's did; re-baseline with {rebaseline} "
+                "(from 0.4 this fails the gate)"
+            )
+        else:
+            failures.append(f"protocol changed ({was} -> {proto}): outputs are parsed another way than the golden's")
+    t_was, t_now = recorded.get("chat_template_sha256"), now.get("chat_template_sha256")
+    if t_was and t_now and t_was != t_now:
+        failures.append(f"chat template changed (sha256 {t_was} -> {t_now}): the model sees other prompts")
+    if failures:
+        failures.append(
+            f"the golden does not measure this setup: re-baseline from a trusted run of it ({rebaseline}), "
+            "or gate with the golden's protocol and template"
+        )
+    return notes, failures
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "/".join(_shown(v) for v in value)
+    return repr(value) if isinstance(value, float) else str(value)  # 2.0, not 2: a temperature reads as one
+
+
+def legacy_goldens(path: Path) -> list[Path]:
+    """0.2.0 golden files beside ``path`` (format 1, named by label): a missing ``main.json``
+    next to them most likely means the repo has not renamed its baseline yet."""
+    found = []
+    try:
+        candidates = sorted(p for p in path.parent.glob("*.json") if p != path)[:50]
+    except OSError:
+        return []
+    for p in candidates:
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("metrics"), dict) and format_version(data, "golden") == 1:
+            found.append(p)
+    return found
 
 
 def load_golden(path: str | Path) -> dict[str, Any] | None:
@@ -222,7 +393,7 @@ def load_golden(path: str | Path) -> dict[str, Any] | None:
         check_format(p, data, "golden")
     except LeaderEvalError as err:
         raise GoldenError(str(err)) from None
-    problem = golden_problem(data)
+    problem = golden_problem(data) or sampling_problem(data)
     if problem is not None:
         needle, what = problem
         raise GoldenError(f"{p}:{_line_of(text, needle)}: refused golden file: {what}")
@@ -410,13 +581,13 @@ def update_golden(
     run: Run,
     golden_dir: str | Path = "golden",
     *,
-    label: str | None = None,
+    baseline: str = DEFAULT_BASELINE,
     suite: Suite | None = None,
     suite_case_ids: Sequence[str] | None = None,
     tolerances: Mapping[str, float] | None = None,
     max_error_rate: float = 0.0,
 ) -> UpdateResult:
-    """Write ``golden/<suite>/<label>.json`` from ``run``, or refuse and leave every file untouched.
+    """Write ``golden/<suite>/<baseline>.json`` from ``run``, or refuse and leave every file untouched.
 
     Refuses (``written=False``) unless ``update_refusal`` finds nothing: the run completed and
     sampled every case of the suite (``suite`` / ``suite_case_ids``; by default the suite is
@@ -424,8 +595,7 @@ def update_golden(
     in the existing golden file (a reviewer may have edited them), which beat the defaults.
     The file is written atomically (write then rename) and only if its content changes.
     """
-    label = label or run_label(run)
-    path = golden_path(golden_dir, run.manifest["identity"]["suite"], label)
+    path = golden_path(golden_dir, run.manifest["identity"]["suite"], baseline)
     reason = update_refusal(run, suite=suite, suite_case_ids=suite_case_ids, max_error_rate=max_error_rate)
     if reason is not None:
         return UpdateResult(path, False, reason)
@@ -434,7 +604,8 @@ def update_golden(
     budget_suite = suite if suite is not None else _load_run_suite(run)
     same = budget_suite is not None and budget_suite.content_hash == run.manifest["identity"]["suite_hash"]
     budgets = dict(getattr(budget_suite, "gate", None) or {}) if same else {}
-    new = build_golden(run, label=label, tolerances={**kept, **(tolerances or {})}, budgets=budgets)
+    baseline = path.stem if Path(golden_dir).suffix == ".json" else baseline
+    new = build_golden(run, baseline=baseline, tolerances={**kept, **(tolerances or {})}, budgets=budgets)
     if old is not None and old.get("quarantine"):
         # reviewed entries carry over; an update never adds one (a flaky case is a reviewer's call)
         new["quarantine"] = old["quarantine"]
@@ -475,12 +646,12 @@ class GateResult:
 
     ``status``: ``pass`` | ``fail`` (a metric regressed credibly) | ``stale`` (suite content or
     scorer version changed) | ``incomplete`` (the run did not finish or misses golden cases) |
-    ``errors`` (more sampler errors than ``--max-error-rate`` allows) | ``missing`` (no golden
-    yet: a warning unless strict).
+    ``errors`` (more sampler errors than ``--max-error-rate`` allows) | ``missing`` (no golden:
+    a failure, a warning only with ``allow_missing``, ``--allow-missing-golden``).
     """
 
     suite: str
-    label: str
+    label: str  # the run's label (it names the run, never the golden)
     golden_path: Path | None
     run_path: Path | None
     status: str
@@ -491,14 +662,19 @@ class GateResult:
     update: UpdateResult | None = None
     #: metrics reported, never gated (pass@k, pass^k): name -> summary entry (value, low, high, note)
     reported: dict[str, Any] = field(default_factory=dict)
+    baseline: str = DEFAULT_BASELINE
+    #: a missing golden only warns (``--allow-missing-golden``: a suite's very first run)
+    allow_missing: bool = False
+    #: the command that creates the missing golden from a trusted run (the CLI's or pytest's)
+    create_command: str = ""
 
     @property
     def exit_status(self) -> int:
-        """0 pass, 1 fail (a missing golden fails only when strict; a written update is accepted)."""
+        """0 pass, 1 fail (a missing golden fails unless ``allow_missing``; a written update is accepted)."""
         if self.status == "pass" or (self.update is not None and self.update.written):
             return 0
         if self.status == "missing":
-            return 1 if self.strict else 0
+            return 0 if self.allow_missing else 1
         return 1
 
     @property
@@ -511,7 +687,7 @@ class GateResult:
 
     def headline(self) -> str:
         """One line: what the gate decided and why."""
-        where = f"suite {self.suite}, label {self.label}"
+        where = f"suite {self.suite}, baseline {self.baseline}, label {self.label}"
         if self.update is not None and self.update.written:
             return f"gate ACCEPTED ({where}): golden rewritten from this run (was: {self.status})"
         if self.status == "pass":
@@ -531,9 +707,25 @@ class GateResult:
             )
             return f"gate FAIL ({where}): {'; '.join(why)}"
         if self.status == "missing":
-            verb = "FAIL" if self.strict else "WARN"
-            return f"gate {verb} ({where}): no golden baseline at {self.golden_path}; create it with --update-golden"
+            return self._missing_line(where)
         return f"gate FAIL ({where}): " + "; ".join(self.messages[:2])
+
+    def _missing_line(self, where: str) -> str:
+        """One line: the file that is missing and how to make it, from a trusted run (never from
+        the candidate being gated, which is what the missing baseline was to judge)."""
+        line = f"no golden baseline {self.baseline!r} at {self.golden_path}"
+        legacy = legacy_goldens(self.golden_path) if self.golden_path is not None else []
+        if legacy and self.golden_path is not None:
+            old = legacy[0]
+            line += (
+                f"; {old.name} is a 0.2.0 golden (named by label): make it this baseline with "
+                f"git mv {old} {self.golden_path}, or gate with --baseline {old.stem}"
+            )
+        else:
+            line += f"; create it from a run of the model you trust: {self.create_command}"
+        if self.allow_missing:
+            return f"gate WARN ({where}): {line} (--allow-missing-golden: not gated)"
+        return f"gate FAIL ({where}): {line}"
 
 
 def gate(
@@ -546,6 +738,9 @@ def gate(
     golden_file: Path | None = None,
     label: str | None = None,
     today: date | None = None,
+    baseline: str | None = None,
+    allow_missing: bool = False,
+    create_command: str | None = None,
 ) -> GateResult:
     """Gate ``run`` against a parsed golden document (None: no golden yet).
 
@@ -558,9 +753,17 @@ def gate(
     ``tolerances`` (e.g. from ``--tolerance``) override the golden file's. Cases on the golden's
     quarantine list (``active_quarantine``; ``today`` for its expiry, default the current date)
     are shown but cannot fail the gate.
+
+    ``baseline``: the golden's baseline name (for the headline; default the golden's own, else
+    the file's name). ``golden is None`` fails (status ``missing``) unless ``allow_missing``;
+    ``create_command`` is the command the failure line shows. The run's sampling is compared
+    with the golden's (``sampling_drift``) before any metric.
     """
     ident = run.manifest["identity"]
     label = label or run_label(run)
+    if baseline is None:
+        baseline = str((golden or {}).get("baseline") or (golden_file.stem if golden_file else DEFAULT_BASELINE))
+    gdir = golden_file.parent.parent if golden_file is not None else Path("golden")
     result = GateResult(
         suite=ident["suite"],
         label=label,
@@ -569,17 +772,27 @@ def gate(
         status="pass",
         strict=strict,
         alpha=alpha,
+        baseline=baseline,
+        allow_missing=allow_missing,
+        create_command=create_command
+        or f"leader-eval update-golden TRUSTED_RUN_DIR --golden {gdir} --baseline {baseline}",
     )
     result.reported = dict(run.summary.get("overall", {}).get("pass_k") or {})
     if golden is None:
         result.status = "missing"
-        result.messages.append(f"no golden baseline for suite {ident['suite']!r}, label {label!r}")
+        result.messages.append(f"no golden baseline {baseline!r} for suite {ident['suite']!r}")
         return result
     stale = staleness(run, golden)
     if stale:
         result.status = "stale"
         result.messages.extend(stale)
         return result
+    drift_notes, drift_failures = sampling_drift(run, golden, golden_file)
+    if drift_failures:
+        result.status = "stale"
+        result.messages.extend(drift_failures + drift_notes)
+        return result
+    result.messages.extend(drift_notes)
     warning = scorer_warning(run, golden)
     if warning:
         result.messages.append(warning)
@@ -856,36 +1069,47 @@ def gate_run_dir(
     run_dir: str | Path,
     golden_dir: str | Path = "golden",
     *,
-    label: str | None = None,
+    baseline: str = DEFAULT_BASELINE,
     update: bool = False,
     strict: bool = False,
+    allow_missing: bool = False,
     alpha: float = 0.05,
     tolerances: Iterable[str] | Mapping[str, float] | None = None,
     suite: Suite | None = None,
     max_error_rate: float = 0.0,
 ) -> GateResult:
-    """``leader-eval gate RUN_DIR [--golden DIR] [--update-golden] [--strict]`` as a function.
+    """``leader-eval gate RUN_DIR [--golden DIR] [--baseline NAME] [--update-golden] [--strict]``
+    as a function.
 
-    Reads the run, gates it against ``<golden_dir>/<suite>/<label>.json`` and, with ``update``,
-    then rewrites that golden from the run when ``update_golden`` allows it (the gate's result
-    is still the one against the old golden; ``result.update`` says what was written). Exit
-    status: ``result.exit_status`` (bad input raises ``LeaderEvalError``, exit 2).
+    Reads the run, gates it against ``<golden_dir>/<suite>/<baseline>.json`` (whatever model made
+    the run) and, with ``update``, then rewrites that golden from the run when ``update_golden``
+    allows it (the gate's result is still the one against the old golden; ``result.update`` says
+    what was written). A missing golden fails unless ``allow_missing``. Exit status:
+    ``result.exit_status`` (bad input raises ``LeaderEvalError``, exit 2).
     """
     from leader_eval.evaluate import read_run
 
     run = read_run(run_dir)
     tols = parse_tolerances(tolerances)
-    label = label or run_label(run)
-    path = golden_path(golden_dir, run.manifest["identity"]["suite"], label)
+    path = golden_path(golden_dir, run.manifest["identity"]["suite"], baseline)
     golden = load_golden(path)
     check_golden_covers(path, golden, run)
-    result = gate(run, golden, strict=strict, alpha=alpha, tolerances=tols, golden_file=path, label=label)
+    result = gate(
+        run,
+        golden,
+        strict=strict,
+        alpha=alpha,
+        tolerances=tols,
+        golden_file=path,
+        baseline=None if Path(golden_dir).suffix == ".json" else baseline,
+        allow_missing=allow_missing,
+    )
     apply_error_rule(result, run, max_error_rate)
     if update:
         # the comparison above is against the old golden and stays in the table; a written update
         # means the user accepted this run as the new baseline, so the exit status is 0
         result.update = update_golden(
-            run, golden_dir, label=label, suite=suite, tolerances=tols or None, max_error_rate=max_error_rate
+            run, golden_dir, baseline=baseline, suite=suite, tolerances=tols or None, max_error_rate=max_error_rate
         )
     return result
 
@@ -1160,8 +1384,9 @@ def format_gate_table(result: GateResult) -> str:
 
 def gate_markdown(result: GateResult) -> str:
     """The same summary as Markdown, for a pull request comment or ``$GITHUB_STEP_SUMMARY``."""
+    # a missing golden fails unless --allow-missing-golden: only then is it a warning
     icon = {"pass": "✅", "fail": "❌", "stale": "❌", "incomplete": "❌", "errors": "❌"}.get(
-        result.status, "❌" if result.strict else "⚠️"
+        result.status, "⚠️" if result.exit_status == 0 else "❌"
     )
     lines = [f"### {icon} {_md(result.headline())}", ""]
     if result.rows:

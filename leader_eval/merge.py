@@ -94,7 +94,6 @@ def shard_options(options: RunOptions, spec: str, suite: Suite | str | Path) -> 
     Requires an explicit seed; refuses ``--tags``/``--case``/``--limit`` (a shard is a slice of
     the whole suite, so that the shards' union is the suite and merge can find gaps). Without
     ``--out`` the run directory gets a ``__shardIofN`` suffix so shards never share one."""
-    from leader_eval.runner import default_label, default_out_dir
     from leader_eval.suite import load_suite
 
     index, count = parse_shard(spec)
@@ -107,8 +106,8 @@ def shard_options(options: RunOptions, spec: str, suite: Suite | str | Path) -> 
     mine = shard_case_ids(ids, index, count)
     if not mine:
         raise ShardError(f"--shard {index}/{count}: the suite has {len(ids)} cases, so shard {index} would be empty")
-    label = options.label or default_label(options.model)
-    out = options.out or default_out_dir(suite, label, options.seed, suffix=f"__shard{index}of{count}")
+    # without --out, ``evaluate.run`` names the directory once the model is resolved (its
+    # identity is part of the name) and appends ``__shardIofN`` from the record below
     record = {
         "index": index,
         "count": count,
@@ -123,7 +122,8 @@ def shard_options(options: RunOptions, spec: str, suite: Suite | str | Path) -> 
             "context_length": options.context_length,
         },
     }
-    return replace(options, case_ids=mine, out=Path(out), extra_manifest={**options.extra_manifest, "shard": record})
+    out = Path(options.out) if options.out is not None else None
+    return replace(options, case_ids=mine, out=out, extra_manifest={**options.extra_manifest, "shard": record})
 
 
 @dataclass

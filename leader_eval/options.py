@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.argtypes import (
+    name_component,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -81,7 +82,11 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
     ),
     Option("samples", "samples per case (default: the suite's)", positive_int),
     Option("seed", "run seed (default: the suite's, else fresh; recorded in the manifest)", non_negative_int),
-    Option("label", "label for golden files (default: derived from the model)"),
+    Option(
+        "label",
+        "the run's label: names its run directory and report, never chooses a golden (default: from the model)",
+        name_component,
+    ),
     Option("protocol", "tool-call protocol (beats the suite's and the backend's)", protocol_name),
     Option("temperature", "sampling temperature (beats the suite's)", non_negative_float),
     Option("max-tokens", "largest completion in tokens (beats the suite's)", positive_int),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -157,6 +158,13 @@ def check_run_options(options: RunOptions) -> None:
     if options.seed is not None and not _is_int(options.seed):
         raise LeaderEvalError(f"run option seed={options.seed!r}: must be an integer")
     check_protocol(options.protocol, where="run option protocol")
+    if options.label is not None:
+        from leader_eval.argtypes import name_component
+
+        try:
+            name_component(options.label)
+        except argparse.ArgumentTypeError as err:
+            raise LeaderEvalError(f"run option label: {err}") from None
 
 
 def _check_sampling(suite: Suite, case: Case, params: SamplingParams, n: int) -> None:
@@ -334,14 +342,32 @@ def default_label(model_id: str) -> str:
     import re
 
     tail = model_id.split("/")[-1] if "://" in model_id else model_id
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", tail).strip("-").lower() or "model"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", tail).strip("-.").lower()[:100] or "model"
 
 
-def default_out_dir(suite: Suite, label: str, run_seed: int, root: Path = Path("runs"), suffix: str = "") -> Path:
-    """Deterministic for (suite content, model label, seed): the same command resumes its run,
-    an edited suite gets a directory of its own."""
+def model_key(model_id: str, weights: str | None = None) -> str:
+    """8 hex digits naming a model in a run directory's name: the SHA-256 of its full model id
+    and, when known, its weights' content identity (a GGUF's sha256, a ``--cache-id``). Two
+    checkpoints saved under one file name, or two models given one ``--label``, get two names."""
+    text = model_id if not weights else f"{model_id}\n{weights}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def backend_model_key(backend: Backend) -> str:
+    """``model_key`` of a resolved backend (the weights' identity is the sample cache's)."""
+    weights: str | None = getattr(backend, "cache_identity", None)
+    return model_key(backend.model_id, weights)
+
+
+def default_out_dir(
+    suite: Suite, label: str, run_seed: int, *, model: str, root: Path = Path("runs"), suffix: str = ""
+) -> Path:
+    """``<root>/<suite>__<label>__<model8>__seed<S>__<suite8><suffix>`` (docs/design-0.3.md section 6).
+
+    Deterministic for (suite content, label, model identity, seed): the same command resumes its
+    run, an edited suite or another model gets a directory of its own. ``model``: ``model_key``."""
     short = suite.content_hash.split(":")[-1][:8]
-    return root / f"{suite.name}__{label}__seed{run_seed}__{short}{suffix}"
+    return root / f"{suite.name}__{label}__{model}__seed{run_seed}__{short}{suffix}"
 
 
 @dataclass

@@ -92,7 +92,7 @@ def test_adaptive_needs_budget_and_a_golden(
     assert "--adaptive and --budget go together" in capsys.readouterr().err
     no_golden = ["--adaptive", "--budget", "3", "--golden", str(tmp_path / "none"), "--out", str(tmp_path / "a")]
     assert main(["run", str(mini_suite), *no_golden, "-q"]) == 2
-    assert "no golden file" in capsys.readouterr().err
+    assert "no golden baseline 'main'" in capsys.readouterr().err
     for bad, why in ((["--samples", "2"], "--samples conflicts"), (["--alpha", "nan"], "alpha must lie in")):
         assert main(["run", str(mini_suite), *no_golden, *bad, "-q"]) == 2
         assert why in capsys.readouterr().err

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "suites" / "leader_episodes.yaml"
-GOLDEN = ROOT / "golden" / "leader_episodes" / "local-smollm2.json"
+GOLDEN = ROOT / "golden" / "leader_episodes" / "main.json"
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

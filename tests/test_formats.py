@@ -38,9 +38,11 @@ def test_an_old_run_still_shows_and_gates(old: Path, capsys: pytest.CaptureFixtu
     assert main(["show", str(old / "run")]) == 0
     out = capsys.readouterr().out
     assert "greets_team" in out and "states_goal" in out
-    # the golden 0.1.0 wrote from this very run: the gate reads both and passes
-    assert main(["gate", str(old / "run"), "--golden", str(old / "golden")]) == 0
-    assert "gate PASS (suite minimal, label local-smollm2)" in capsys.readouterr().out
+    # the golden 0.1.0 wrote from this very run: read as the baseline of its name, it passes
+    assert main(["gate", str(old / "run"), "--golden", str(old / "golden"), "--baseline", "local-smollm2"]) == 0
+    out = capsys.readouterr().out
+    assert "gate PASS (suite minimal, baseline local-smollm2, label local-smollm2)" in out
+    assert "drift unknown" in out and "git mv" in out  # one note: how to rename it and re-record it
 
 
 def test_an_old_run_replays_into_a_new_run_with_versions(old: Path, tmp_path: Path) -> None:
@@ -52,7 +54,7 @@ def test_an_old_run_replays_into_a_new_run_with_versions(old: Path, tmp_path: Pa
     assert manifest["format_version"] == RUN_FORMAT_VERSION and manifest["scorer_version"] == SCORER_VERSION
     # and a golden written today carries its format version
     assert main(["gate", str(out), "--golden", str(tmp_path / "golden"), "--update-golden"]) == 0
-    golden = json.loads((tmp_path / "golden" / "minimal" / "local-smollm2.json").read_text())
+    golden = json.loads((tmp_path / "golden" / "minimal" / "main.json").read_text())
     assert golden["format_version"] == GOLDEN_FORMAT_VERSION and golden["scorer_version"] == SCORER_VERSION
 
 
@@ -70,7 +72,8 @@ def test_a_run_of_an_unknown_format_is_refused_in_one_line(
 
 def test_a_golden_of_a_newer_format_is_refused_in_one_line(old: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gp = old / "golden" / "minimal" / "local-smollm2.json"
-    gp.write_text(json.dumps({**json.loads(gp.read_text()), "format_version": 2}))
-    assert main(["gate", str(old / "run"), "--golden", str(old / "golden")]) == 2
+    newer = GOLDEN_FORMAT_VERSION + 1
+    gp.write_text(json.dumps({**json.loads(gp.read_text()), "format_version": newer}))
+    assert main(["gate", str(old / "run"), "--golden", str(gp)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "golden file format 2 is newer" in err and "upgrade leader-eval" in err
+    assert len(err.splitlines()) == 1 and f"golden file format {newer} is newer" in err and "upgrade leader-eval" in err

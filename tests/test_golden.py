@@ -193,8 +193,8 @@ def test_golden_file_is_sorted_rounded_and_reviewable(tmp_path: Path) -> None:
     run = make_run(suite, difficulties(24), n=3, seed=3)
     res = update_golden(run, tmp_path / "golden")
     assert res.written, res.reason
-    path = tmp_path / "golden" / suite.name / "v1.json"
-    assert res.path == path == golden_path(tmp_path / "golden", suite.name, "v1")
+    path = tmp_path / "golden" / suite.name / "main.json"
+    assert res.path == path == golden_path(tmp_path / "golden", suite.name, "main")
     text = path.read_text(encoding="utf-8")
     assert text.endswith("}\n") and text.startswith('{\n  "')
     data = json.loads(text)
@@ -222,7 +222,7 @@ def test_update_after_interrupted_run_leaves_golden_byte_identical(tmp_path: Pat
     suite = make_suite(tmp_path)
     golden_dir = tmp_path / "golden"
     assert update_golden(make_run(suite, 0.8, seed=1), golden_dir).written
-    path = golden_path(golden_dir, suite.name, "v1")
+    path = golden_path(golden_dir, suite.name, "main")
     before = path.read_bytes()
     mtime = path.stat().st_mtime_ns
 
@@ -239,7 +239,7 @@ def test_update_after_interrupted_run_leaves_golden_byte_identical(tmp_path: Pat
     assert not res.written and "samples missing" in res.reason and "c03" in res.reason
 
     assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
-    assert [p.name for p in path.parent.iterdir()] == ["v1.json"]  # no temp file left behind
+    assert [p.name for p in path.parent.iterdir()] == ["main.json"]  # no temp file left behind
 
 
 def test_update_refuses_a_run_of_an_edited_suite(tmp_path: Path) -> None:
@@ -256,7 +256,7 @@ def test_update_keeps_reviewed_tolerances_and_skips_identical_rewrites(tmp_path:
     golden_dir = tmp_path / "golden"
     run = make_run(suite, 0.8, seed=5)
     update_golden(run, golden_dir)
-    path = golden_path(golden_dir, suite.name, "v1")
+    path = golden_path(golden_dir, suite.name, "main")
     data = load_golden(path)
     assert data is not None
     data["metrics"]["score"]["tolerance"] = 0.07  # a reviewer loosened it in a pull request
@@ -299,7 +299,7 @@ def test_clearly_higher_golden_fails_with_table_and_exit_1(tmp_path: Path) -> No
     run_dir = write_run_dir(make_run(suite, difficulties(24), seed=21), tmp_path / "run")
     golden_dir = tmp_path / "golden"
     assert gate_run_dir(run_dir, golden_dir, update=True).update.written  # type: ignore[union-attr]
-    path = golden_path(golden_dir, suite.name, "v1")
+    path = golden_path(golden_dir, suite.name, "main")
 
     # the honest golden passes its own run
     same = gate_run_dir(run_dir, golden_dir)
@@ -333,7 +333,7 @@ def test_golden_named_as_a_file_gates_like_its_directory_and_another_suites_file
     run_dir = write_run_dir(make_run(suite, difficulties(24), seed=21), tmp_path / "run")
     golden_dir = tmp_path / "golden"
     assert gate_run_dir(run_dir, golden_dir, update=True).update.written  # type: ignore[union-attr]
-    path = golden_path(golden_dir, suite.name, "v1")
+    path = golden_path(golden_dir, suite.name, "main")
     by_dir, by_file = gate_run_dir(run_dir, golden_dir), gate_run_dir(run_dir, path)
     assert by_file.status == by_dir.status == "pass"
     assert format_gate_table(by_file) == format_gate_table(by_dir)
@@ -407,14 +407,193 @@ def test_stale_golden_fails_and_says_which(tmp_path: Path) -> None:
     assert "scorer version changed" in format_gate_table(res) and "scorer version changed" in gate_markdown(res)
 
 
-def test_missing_golden_warns_unless_strict(tmp_path: Path) -> None:
+def test_a_missing_golden_fails_with_the_file_and_the_command_unless_allowed(tmp_path: Path) -> None:
     suite = make_suite(tmp_path)
     run_dir = write_run_dir(make_run(suite, 0.8), tmp_path / "run")
-    res = gate_run_dir(run_dir, tmp_path / "golden")
-    assert res.status == "missing" and res.exit_status == 0
-    assert "WARN" in format_gate_table(res) and "--update-golden" in format_gate_table(res)
-    assert gate_run_dir(run_dir, tmp_path / "golden", strict=True).exit_status == 1
+    for strict in (False, True):
+        res = gate_run_dir(run_dir, tmp_path / "golden", strict=strict)
+        assert res.status == "missing" and res.exit_status == 1
+        head = res.headline()
+        assert head.startswith("gate FAIL") and "\n" not in head
+        assert str(tmp_path / "golden" / "mini" / "main.json") in head
+        # the command makes the baseline from a trusted run, never from the candidate being gated
+        assert f"leader-eval update-golden TRUSTED_RUN_DIR --golden {tmp_path / 'golden'} --baseline main" in head
+        assert str(run_dir) not in head
+    assert gate_markdown(res).startswith("### ❌ gate FAIL")  # the job summary says what the exit status says
+    allowed = gate_run_dir(run_dir, tmp_path / "golden", allow_missing=True)
+    assert allowed.exit_status == 0 and allowed.headline().startswith("gate WARN")
+    assert gate_markdown(allowed).startswith("### ⚠️ gate WARN")
+    assert "--allow-missing-golden" in allowed.headline()
+    other = gate_run_dir(run_dir, tmp_path / "golden", baseline="rc-2")
+    assert other.exit_status == 1 and str(tmp_path / "golden" / "mini" / "rc-2.json") in other.headline()
     assert not (tmp_path / "golden").exists()
+
+
+def test_any_model_is_gated_against_the_baseline_and_labels_never_choose_it(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden_dir = tmp_path / "golden"
+    trusted = write_run_dir(make_run(suite, difficulties(24), seed=1, label="prod"), tmp_path / "prod")
+    assert gate_run_dir(trusted, golden_dir, update=True).update.written  # type: ignore[union-attr]
+    assert [p.name for p in (golden_dir / "mini").iterdir()] == ["main.json"]
+    assert json.loads((golden_dir / "mini" / "main.json").read_text())["baseline"] == "main"
+    # a new checkpoint under another label and model is gated against main, and a drop fails it
+    worse = make_run(
+        suite, np.clip(difficulties(24) - 0.5, 0, 1), seed=2, label="ckpt-v2", model_id="gguf:/ckpt/v2.gguf"
+    )
+    res = gate_run_dir(write_run_dir(worse, tmp_path / "v2"), golden_dir)
+    assert res.status == "fail" and res.exit_status == 1, format_gate_table(res)
+    assert "baseline main, label ckpt-v2" in res.headline()
+
+
+def test_update_golden_command_makes_a_trusted_run_the_baseline_and_gate_label_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from leader_eval.cli import main
+
+    suite = make_suite(tmp_path)
+    golden_dir = tmp_path / "golden"
+    trusted = write_run_dir(make_run(suite, difficulties(24), seed=1, label="prod"), tmp_path / "prod")
+    assert main(["update-golden", str(trusted), "--golden", str(golden_dir), "--baseline", "rc-2"]) == 0
+    assert f"created {golden_dir / 'mini' / 'rc-2.json'}" in capsys.readouterr().out
+    assert json.loads((golden_dir / "mini" / "rc-2.json").read_text())["baseline"] == "rc-2"
+    assert main(["update-golden", str(trusted), "--golden", str(golden_dir), "--baseline", "rc-2"]) == 0
+    assert "already matches" in capsys.readouterr().out
+    # a run that cannot stand as a baseline: exit 1 with the reason, nothing written
+    partial = make_run(suite, 0.8, seed=2, case_ids=[c.id for c in suite.cases[:3]])
+    assert main(["update-golden", str(write_run_dir(partial, tmp_path / "part")), "--golden", str(golden_dir)]) == 1
+    assert "golden not written" in capsys.readouterr().err and not (golden_dir / "mini" / "main.json").exists()
+    # 0.2's `gate --label X` chose golden X.json: refused with the option that does that now
+    assert main(["gate", str(trusted), "--golden", str(golden_dir), "--label", "rc-2"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--baseline rc-2" in err
+    assert main(["gate", str(trusted), "--golden", str(golden_dir), "--baseline", "rc-2"]) == 0
+    with pytest.raises(SystemExit) as usage:  # argparse's one-line usage error
+        main(["gate", str(trusted), "--golden", str(golden_dir), "--baseline", "../x"])
+    assert usage.value.code == 2 and "argument --baseline: '../x' is not a name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["../main", "a/b", ".hidden", "", "x" * 101, "main json", "ma\x00in"])
+def test_a_baseline_name_that_is_not_one_safe_file_name_is_refused(tmp_path: Path, name: str) -> None:
+    suite = make_suite(tmp_path)
+    run_dir = write_run_dir(make_run(suite, 0.8), tmp_path / "run")
+    with pytest.raises(GoldenError, match="--baseline"):
+        gate_run_dir(run_dir, tmp_path / "golden", baseline=name)
+    assert not (tmp_path / "golden").exists()
+
+
+def test_a_0_2_golden_still_gates_as_its_label_baseline_with_a_rename_note(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden_dir = tmp_path / "golden"
+    old = build_golden(make_run(suite, difficulties(24), seed=1))
+    for key in ("format_version", "baseline", "sampling"):
+        old.pop(key)
+    old["format"] = 1
+    legacy = golden_dir / "mini" / "local-smollm2.json"
+    write_golden(legacy, old)
+    run_dir = write_run_dir(make_run(suite, difficulties(24), seed=2), tmp_path / "run")
+    # gated against main: missing, and the one line shows the rename that makes the old file main
+    res = gate_run_dir(run_dir, golden_dir)
+    assert res.exit_status == 1
+    assert f"git mv {legacy} {golden_dir / 'mini' / 'main.json'}" in res.headline()
+    assert "--baseline local-smollm2" in res.headline()
+    # named as a baseline it gates, with one note: drift unknown, how to rename and re-create
+    named = gate_run_dir(run_dir, golden_dir, baseline="local-smollm2")
+    assert named.status == "pass", format_gate_table(named)
+    (note,) = [m for m in named.messages if "drift unknown" in m]
+    assert "0.2.0 golden" in note and f"git mv {legacy}" in note and "update-golden" in note
+
+
+def _with_sampling(
+    run: Run,
+    *,
+    temperature: float = 0.7,
+    max_tokens: int = 48,
+    protocol: str = "json",
+    detected: str = "json",
+    template: str | None = "aaaa1111bbbb2222",
+) -> Run:
+    """``run`` as if sampled with these settings (its manifest is what the golden records)."""
+    ident = run.manifest["identity"]
+    params = {"temperature": temperature, "max_tokens": max_tokens, "top_p": 1.0, "stop": []}
+    ident["cases"] = {cid: {**spec, "params": params} for cid, spec in ident["cases"].items()}
+    ident["protocol"] = protocol
+    run.manifest["model"] = {"default_protocol": detected, "chat_template_sha256": template}
+    return run
+
+
+def test_the_golden_records_its_sampling_identity(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden = build_golden(_with_sampling(make_run(suite, 0.8, n=4), temperature=0.7, max_tokens=80))
+    assert golden["format_version"] == 2 and golden["baseline"] == "main"
+    assert golden["sampling"] == {
+        "temperature": 0.7,
+        "max_tokens": 80,
+        "samples_per_case": 4,
+        "protocol": "json",
+        "protocol_detected": True,
+        "chat_template_sha256": "aaaa1111bbbb2222",
+    }
+    path = tmp_path / "g.json"
+    write_golden(path, golden)
+    assert load_golden(path) == golden
+
+
+def test_sampling_drift_is_noted_and_a_protocol_or_template_change_fails(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    golden = build_golden(_with_sampling(make_run(suite, difficulties(24), seed=1), max_tokens=80))
+    same = gate(_with_sampling(make_run(suite, difficulties(24), seed=2), max_tokens=80), golden)
+    assert same.status == "pass" and not [m for m in same.messages if "drift" in m]
+    # the collapsed checkpoint of the report: shorter outputs, hotter sampling -> one drift note
+    hot = gate(_with_sampling(make_run(suite, difficulties(24), seed=2), temperature=2.0, max_tokens=24), golden)
+    (note,) = [m for m in hot.messages if "sampling drift" in m]
+    assert "temperature 2.0 vs the golden's 0.7" in note and "max_tokens 24 vs the golden's 80" in note
+    assert note in format_gate_table(hot)
+    fewer = gate(_with_sampling(make_run(suite, difficulties(24), seed=2, n=2), max_tokens=80), golden)
+    assert any("samples per case 2 vs the golden's 5" in m for m in fewer.messages)
+    # another protocol or chat template: the golden does not measure this setup -> fail, re-baseline
+    for changed in (
+        {"protocol": "xml", "detected": "json"},
+        {"protocol": "xml", "detected": "xml", "template": "cccc3333dddd4444"},
+        {"template": "cccc3333dddd4444"},
+    ):
+        res = gate(_with_sampling(make_run(suite, difficulties(24), seed=2), max_tokens=80, **changed), golden)
+        assert res.status == "stale" and res.exit_status == 1, changed
+        assert not res.rows  # nothing compared: the numbers measure the harness change
+        assert "update-golden" in format_gate_table(res)
+    # both protocols were the backend's own detection over the same template: only this version's
+    # detection changed -> a warning for this release
+    moved = gate(
+        _with_sampling(make_run(suite, difficulties(24), seed=2), max_tokens=80, protocol="xml", detected="xml"), golden
+    )
+    assert moved.status == "pass" and any(
+        m.startswith("warning: protocol changed (json -> xml)") for m in moved.messages
+    )
+    # a template the golden's backend did not report is not a change anyone can see
+    unknown = build_golden(_with_sampling(make_run(suite, difficulties(24), seed=1), max_tokens=80, template=None))
+    assert gate(_with_sampling(make_run(suite, difficulties(24), seed=2), max_tokens=80), unknown).status == "pass"
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [
+        "not an object",
+        {"temperature": "hot"},
+        {"max_tokens": -1},
+        {"max_tokens": float("nan")},
+        {"samples_per_case": []},
+        {"protocol": 3},
+        {"protocol_detected": "yes"},
+        {"seed_of_the_day": 1},
+    ],
+)
+def test_a_golden_with_an_unreadable_sampling_record_is_refused_in_one_line(tmp_path: Path, sampling: Any) -> None:
+    suite = make_suite(tmp_path)
+    golden = build_golden(make_run(suite, 0.8))
+    golden["sampling"] = sampling
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(golden, indent=2))
+    with pytest.raises(GoldenError, match=r"g\.json:\d+: refused golden file: .*sampling"):
+        load_golden(path)
 
 
 def test_interrupted_or_partial_run_cannot_pass_the_gate(tmp_path: Path) -> None:
@@ -430,7 +609,7 @@ def test_gate_update_after_interrupted_run_keeps_golden(tmp_path: Path) -> None:
     suite = make_suite(tmp_path)
     golden_dir = tmp_path / "golden"
     gate_run_dir(write_run_dir(make_run(suite, 0.8, seed=1), tmp_path / "a"), golden_dir, update=True)
-    path = golden_path(golden_dir, suite.name, "v1")
+    path = golden_path(golden_dir, suite.name, "main")
     before = path.read_bytes()
     res = gate_run_dir(
         write_run_dir(make_run(suite, 0.3, seed=2, status="running"), tmp_path / "b"), golden_dir, update=True

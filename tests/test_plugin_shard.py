@@ -67,7 +67,7 @@ def test_three_plugin_shards_merge_and_gate_like_one_cli_run(
     assert main(["run", str(suite), "--model", replay, "-q", "--out", str(full)]) == 0
     golden = pytester.path / "golden"
     assert main(["gate", str(full), "--golden", str(golden), "--update-golden"]) == 0
-    _raise_golden(golden / "leader_core" / "local-smollm2.json")
+    _raise_golden(golden / "leader_core" / "main.json")
     capsys.readouterr()
     assert main(["gate", str(full), "--golden", str(golden)]) == 1
     full_gate = capsys.readouterr().out

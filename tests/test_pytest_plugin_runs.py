@@ -65,7 +65,12 @@ def test_a_session_prunes_older_pytest_runs_per_ini_keep_runs(pytester: pytest.P
         _fake_run(runs, f"old{i}", f"2000-01-0{i + 1}T00:00:00+00:00")
     pytester.makeini("[pytest]\nleader_eval_keep_runs = 2\n")
     res = pytester.runpytest_subprocess(
-        "mini.yaml", f"--le-model=replay:{DATA / 'run'}", "--le-samples=1", "-p", "no:cacheprovider"
+        "mini.yaml",
+        f"--le-model=replay:{DATA / 'run'}",
+        "--le-samples=1",
+        "--le-allow-missing-golden",
+        "-p",
+        "no:cacheprovider",
     )
     assert res.ret == 0, res.stdout.str()
     left = sorted(p.name for p in runs.iterdir())

@@ -68,7 +68,7 @@ def test_plugin_is_inert_in_an_ml_repo_until_a_suite_is_configured(pytester: pyt
     shutil.copy(DATA / "minimal.yaml", pytester.path / "configs" / "agent_suite.yaml")
     pytester.makeini("[pytest]\nleader_eval_suites =\n    configs/agent_*.yaml\n")
     gated = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--le-model=replay:{DATA / 'run'}", "--le-samples=1"
+        "-p", "no:cacheprovider", f"--le-model=replay:{DATA / 'run'}", "--le-samples=1", "--le-allow-missing-golden"
     )
     out = gated.stdout.str()
     assert "configs/agent_suite.yaml::leader-eval-gate" in out and "gate WARN (suite minimal" in out, out
@@ -104,6 +104,9 @@ def test_default_suite_glob_is_evals_and_a_yaml_on_the_command_line_is_collected
         (["--le-tolerance=score"], "expected METRIC=VALUE"),
         (["--le-tolerance=bogus_metric=0.1"], "bogus_metric"),
         (["--le-case=no_such_case"], "no_such_case"),
+        (["--le-baseline=../main"], "--le-baseline"),  # a baseline is one file name, never a path
+        (["--le-baseline=main json"], "--le-baseline"),
+        (["--le-label=a/b"], "--le-label"),  # a label names a run directory: one safe name
     ],
 )
 def test_bad_options_are_usage_errors_with_the_real_message(pytester: pytest.Pytester, args, message) -> None:
@@ -123,6 +126,82 @@ def test_bad_ini_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
     text = res.stdout.str() + res.stderr.str()
     assert res.ret == pytest.ExitCode.USAGE_ERROR and "leader_eval_samples" in text and "many" in text
     _no_plugin_traceback(text)
+
+
+REPLAY_MODEL = f"--le-model=replay:{DATA / 'run'}"
+
+
+def _repo_with_suite_and_a_test(pytester: pytest.Pytester) -> None:
+    """A repo that uses the plugin: an ini file, a suite under evals/, and an ordinary test."""
+    pytester.makeini("[pytest]\nleader_eval_suites =\n    evals/*.yaml\n")
+    (pytester.path / "evals").mkdir()
+    shutil.copy(DATA / "minimal.yaml", pytester.path / "evals" / "minimal.yaml")
+    pytester.makepyfile(test_unit="def test_arith():\n    assert 1 + 1 == 2\n")
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]])
+def test_collect_only_lists_cases_and_runs_no_gate(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    _repo_with_suite_and_a_test(pytester)
+    res = pytester.runpytest_subprocess("--collect-only", "-q", REPLAY_MODEL, *xdist, "-p", "no:cacheprovider")
+    text = res.stdout.str() + res.stderr.str()
+    assert res.ret == 0, text
+    assert "evals/minimal.yaml::greets_team" in text or "2 workers" in text  # xdist lists nothing itself
+    # no gate ran: before 0.3 it gated the unsampled cases and failed ("crashed worker", incomplete)
+    assert "leader-eval gate" not in text and "incomplete" not in text and "crashed" not in text, text
+    assert not (pytester.path / "runs").exists()
+    _no_plugin_traceback(text)
+
+
+def test_a_space_separated_path_option_that_moves_the_rootdir_is_a_usage_error(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _repo_with_suite_and_a_test(pytester)
+    elsewhere = tmp_path_factory.mktemp("golden_elsewhere")
+    # pytest reads `/abs/dir` as a test path before the plugin loads: the rootdir moved to a common
+    # ancestor, the ini was not read, no suite matched, and the session printed "1 passed", exit 0
+    res = pytester.runpytest_subprocess(REPLAY_MODEL, "--le-golden-dir", str(elsewhere), "-p", "no:cacheprovider")
+    text = res.stdout.str() + res.stderr.str()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert f"--le-golden-dir {elsewhere}" in text and f"--le-golden-dir={elsewhere}" in text
+    assert not (pytester.path / "runs").exists()
+    _no_plugin_traceback(text)
+    # the same directory with `=`, or a space-separated path inside the repo, keeps the rootdir
+    (pytester.path / "golden").mkdir()
+    for how in ([f"--le-golden-dir={elsewhere}"], ["--le-golden-dir", "golden"]):
+        ok = pytester.runpytest_subprocess(REPLAY_MODEL, *how, "--le-allow-missing-golden", "-p", "no:cacheprovider")
+        assert ok.ret == 0 and "evals/minimal.yaml::leader-eval-gate" in ok.stdout.str(), ok.stdout.str()
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]])
+def test_le_options_in_a_session_that_collects_no_suite_are_a_usage_error(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    _repo_with_suite_and_a_test(pytester)
+    # the options would be silently ignored: the session named only an ordinary test file
+    res = pytester.runpytest_subprocess("test_unit.py", REPLAY_MODEL, *xdist, "-p", "no:cacheprovider")
+    text = res.stdout.str() + res.stderr.str()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert "--le-model given but no leader-eval suite was collected" in text
+    assert "evals/*.yaml" in text and str(pytester.path) in text  # the glob and the rootdir
+    assert not (pytester.path / "runs").exists()
+    if not xdist:  # without --le-* options on the command line the same session is nobody's business
+        plain = pytester.runpytest_subprocess("test_unit.py", "-p", "no:cacheprovider")
+        assert plain.ret == 0, plain.stdout.str()
+
+
+def test_a_suite_glob_the_user_set_that_matches_nothing_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    _repo_with_suite_and_a_test(pytester)
+    pytester.makeini("[pytest]\nleader_eval_suites =\n    evals/*.yaml\n    eval/**/*.yaml\n")  # a typo
+    for args in ([], [REPLAY_MODEL]):
+        res = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
+        text = res.stdout.str() + res.stderr.str()
+        assert res.ret == pytest.ExitCode.USAGE_ERROR, text
+        assert "'eval/**/*.yaml' matches no suite file" in text and str(pytester.path) in text
+        _no_plugin_traceback(text)
+    # the default globs need not match: a repo that does not use the plugin has no evals/
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "evals" / "minimal.yaml").unlink()
+    assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0
 
 
 def _free_port() -> int:
@@ -230,7 +309,9 @@ def test_an_allowed_error_rate_lets_the_error_rule_pass(
 ) -> None:
     shutil.copy(DATA / "minimal.yaml", pytester.path / "mini.yaml")
     args = ["mini.yaml", f"--le-model={half_refusing_server}", "--le-api-mode=chat", "--le-samples=1", "--le-no-cache"]
-    res = pytester.runpytest_subprocess(*args, f"--le-max-error-rate={rate}", "-p", "no:cacheprovider")
+    res = pytester.runpytest_subprocess(
+        *args, f"--le-max-error-rate={rate}", "--le-allow-missing-golden", "-p", "no:cacheprovider"
+    )
     out = res.stdout.str()
     assert res.ret == status, out
     assert ("1 of 2 samples errored" in out) == (status == 1), out

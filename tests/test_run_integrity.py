@@ -86,7 +86,7 @@ def _good_run_dir(tmp_path: Path) -> tuple[Path, Any]:
 def _golden_of(tmp_path: Path, run: Any) -> tuple[Path, dict[str, Any]]:
     from leader_eval.golden import build_golden
 
-    path = golden_path(tmp_path / "golden", run.manifest["identity"]["suite"], "v1")
+    path = golden_path(tmp_path / "golden", run.manifest["identity"]["suite"], "main")
     return path, build_golden(run)
 
 
@@ -180,7 +180,8 @@ def test_replay_of_an_interrupted_run_cannot_become_the_golden(
     # replaying only what was recorded is a partial run: never a golden either
     part = tmp_path / "replay_part"
     assert main(["run", str(mini_suite), "--model", f"replay:{out}", "--case", "hello", "--out", str(part), "-q"]) == 0
-    assert main(["gate", str(part), "--golden", str(golden_dir), "--update-golden"]) == 0  # missing golden: warning
+    # no golden to gate against fails, and the partial run is not written as one
+    assert main(["gate", str(part), "--golden", str(golden_dir), "--update-golden"]) == 1
     assert "covers 1 of 2 cases" in capsys.readouterr().out
     assert not golden_dir.exists() or not any(golden_dir.rglob("*.json"))
 

@@ -159,7 +159,7 @@ def test_canary_key_appears_nowhere_in_library_runs(
     else:
         assert all(s.outcome == "ok" for s in result.samples)
         golden_dir = tmp_path / "golden"
-        upd = update_golden(result, golden_dir, label="mock")
+        upd = update_golden(result, golden_dir, baseline="mock")
         assert upd.written, upd.reason
         assert files_leaking([golden_dir], CANARY) == []
     assert files_leaking([out, cache_dir] if cache_dir.exists() else [out], CANARY) == []

@@ -171,6 +171,8 @@ class LocalBackend:
             "n_threads": self.n_threads,
             "llama_cpp_python": getattr(self._llama_cpp, "__version__", "?"),
             "chat_template": "gguf" if "tokenizer.chat_template" in self.metadata else "chatml-fallback",
+            # the sampling identity a golden records (golden.sampling_identity), as the remote backends do
+            "chat_template_sha256": hashlib.sha256(self.chat_template.encode("utf-8")).hexdigest()[:16],
         }
 
     def tokenize(self, text: str) -> list[int]:

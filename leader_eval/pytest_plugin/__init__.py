@@ -31,7 +31,14 @@ from typing import Any
 
 import pytest
 
-from leader_eval.pytest_plugin.config import add_options, is_suite_path, read_options, suites_configured
+from leader_eval.pytest_plugin.config import (
+    add_options,
+    check_globs_match,
+    check_rootdir_kept,
+    is_suite_path,
+    read_options,
+    suites_configured,
+)
 from leader_eval.pytest_plugin.state import RECORD_KEY, STATE, PluginState
 
 __all__ = ["RECORD_KEY", "STATE", "PluginState"]
@@ -46,6 +53,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "leader_eval: a leader-eval suite case")
     config.addinivalue_line("markers", "stress: a long-context stress case")
     options = read_options(config)
+    if not hasattr(config, "workerinput"):  # the controller checks once; a worker's error reads badly
+        check_rootdir_kept(config)
+        check_globs_match(options, config.rootpath)
     config.stash[STATE] = PluginState(options)
     from leader_eval.pytest_plugin.session import EvalSession
 

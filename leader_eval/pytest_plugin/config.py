@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from leader_eval.argtypes import non_negative_int
+from leader_eval.argtypes import name_component, non_negative_int
 from leader_eval.options import SAMPLING_OPTIONS, Option
 
 PREFIX = "--le-"
@@ -42,7 +42,17 @@ PLUGIN_OPTIONS: tuple[Option, ...] = (
         choices=MODES,
     ),
     Option("golden-dir", "directory of golden baselines", default="golden"),
-    Option("golden-strict", "fail when a suite has no golden baseline yet (default: warn)", flag=True),
+    Option(
+        "baseline",
+        "the golden baseline every model is gated against: GOLDEN_DIR/<suite>/<baseline>.json (default main)",
+        name_component,
+        default="main",
+    ),
+    Option(
+        "golden-strict",
+        "CI mode (docs/gating.md); a missing golden fails with or without it",
+        flag=True,
+    ),
     Option("run-dir", "directory the run directories are written under", default="runs"),
     Option(
         "keep-runs",
@@ -54,7 +64,7 @@ PLUGIN_OPTIONS: tuple[Option, ...] = (
 
 #: command-line only: these change files or select cases, so an ini file never sets them silently
 #: (a shard is one CI job's slice of the suites: an ini key would make every job the same shard)
-CMDLINE_ONLY = ("update-golden", "tolerance", "case", "shard")
+CMDLINE_ONLY = ("update-golden", "allow-missing-golden", "tolerance", "case", "shard")
 
 
 @dataclass
@@ -64,7 +74,9 @@ class PluginOptions:
     sampling: dict[str, Any]
     mode: str = "soft"
     golden_dir: Path = Path("golden")
+    baseline: str = "main"
     golden_strict: bool = False
+    allow_missing_golden: bool = False
     run_dir: Path = Path("runs")
     keep_runs: int = DEFAULT_KEEP_RUNS
     update_golden: bool = False
@@ -73,6 +85,10 @@ class PluginOptions:
     shard: tuple[int, int] | None = None  # (I, N) of --le-shard I/N
     suite_globs: list[str] = field(default_factory=lambda: list(DEFAULT_SUITES))
     explicit: frozenset[Path] = frozenset()
+    #: the ini set ``leader_eval_suites`` (its globs must match; the default's need not)
+    globs_set: bool = False
+    #: the ``--le-*`` options given on the command line (a session with them must collect a suite)
+    given: tuple[str, ...] = ()
 
     @property
     def model(self) -> str:
@@ -99,6 +115,12 @@ def add_options(parser: pytest.Parser) -> None:
         dest=INI_PREFIX + "update_golden",
         action="store_true",
         help="rewrite the golden of each suite whose full case set ran and completed",
+    )
+    group.addoption(
+        PREFIX + "allow-missing-golden",
+        dest=INI_PREFIX + "allow_missing_golden",
+        action="store_true",
+        help="a suite without a golden warns instead of failing the gate (its very first run; command line only)",
     )
     group.addoption(
         PREFIX + "tolerance",
@@ -173,7 +195,8 @@ def read_options(config: pytest.Config) -> PluginOptions:
     """Every option's value; raises ``pytest.UsageError`` (exit 4) on a bad one."""
     sampling = {opt.dest: _value(config, opt) for opt in SAMPLING_OPTIONS}
     own = {opt.dest: _value(config, opt) for opt in PLUGIN_OPTIONS}
-    globs = config.getini(INI_PREFIX + "suites") or list(DEFAULT_SUITES)
+    set_globs = config.getini(INI_PREFIX + "suites")
+    globs = set_globs or list(DEFAULT_SUITES)
     update_golden = bool(config.getoption(INI_PREFIX + "update_golden", default=False))
     case_ids = [c for i in config.getoption(INI_PREFIX + "case", default=None) or [] for c in i.split(",") if c]
     shard = parse_shard_option(config.getoption(INI_PREFIX + "shard", default=None), sampling, update_golden, case_ids)
@@ -181,7 +204,9 @@ def read_options(config: pytest.Config) -> PluginOptions:
         sampling=sampling,
         mode=own["eval_mode"],
         golden_dir=Path(own["golden_dir"]),
+        baseline=str(own["baseline"]),
         golden_strict=bool(own["golden_strict"]),
+        allow_missing_golden=bool(config.getoption(INI_PREFIX + "allow_missing_golden", default=False)),
         run_dir=Path(own["run_dir"]),
         keep_runs=int(own["keep_runs"]),
         update_golden=update_golden,
@@ -190,6 +215,97 @@ def read_options(config: pytest.Config) -> PluginOptions:
         shard=shard,
         suite_globs=[str(g) for g in globs],
         explicit=frozenset(_explicit_paths(config)),
+        globs_set=bool(set_globs),
+        given=tuple(_given_options(config)),
+    )
+
+
+def _given_options(config: pytest.Config) -> list[str]:
+    """The ``--le-*`` options on the command line, as typed (``--le-model``, ``--le-seed``...)."""
+    return [str(a).split("=", 1)[0] for a in config.invocation_params.args if str(a).startswith(PREFIX)]
+
+
+def value_options() -> set[str]:
+    """Every ``--le-*`` option that takes a value (the rest are flags)."""
+    out = {PREFIX + o.name for o in (*SAMPLING_OPTIONS, *PLUGIN_OPTIONS) if not o.flag}
+    return out | {PREFIX + "tolerance", PREFIX + "case", PREFIX + "shard"}
+
+
+def check_rootdir_kept(config: pytest.Config) -> None:
+    """A usage error when a space-separated ``--le-* PATH`` moved the rootdir.
+
+    pytest decides its rootdir and ini file before it loads plugins, so in ``--le-golden-dir
+    /abs/dir`` it takes ``/abs/dir`` for a test path: the rootdir moves to a common ancestor, the
+    ini file and the suite globs are read from there, and a session can match no suite and pass.
+    The rootdir is decided again without those values (pytest's own function); if it differs,
+    the user is told to write ``--le-golden-dir=/abs/dir``."""
+    args = [str(a) for a in config.invocation_params.args]
+    takes_value = value_options()
+    here = config.invocation_params.dir
+    values = {
+        i + 1: args[i + 1]
+        for i, a in enumerate(args[:-1])
+        if a in takes_value and not args[i + 1].startswith("-") and _exists(here / args[i + 1])
+    }
+    if not values:
+        return
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        def decide(argv: list[str]) -> tuple[Path, Path | None]:
+            found = determine_setup(
+                inifile=config.option.inifilename,
+                override_ini=config.option.override_ini,
+                args=argv,
+                rootdir_cmd_arg=config.option.rootdir or None,
+                invocation_dir=config.invocation_params.dir,
+            )
+            return found[0], found[1]
+
+        with_values = decide(args)
+        without = decide([a for i, a in enumerate(args) if i not in values])
+    except Exception:  # pytest's internals changed: the no-suite check below still refuses a silent pass
+        return
+    if with_values != without:
+        i, value = next(iter(values.items()))
+        raise pytest.UsageError(
+            f"{args[i - 1]} {value}: pytest read {value} as a test path before leader-eval loaded and moved the "
+            f"rootdir to {with_values[0]} (from {without[0]}); write {args[i - 1]}={value}"
+        )
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte: not a path
+        return False
+
+
+def check_globs_match(options: PluginOptions, rootpath: Path) -> None:
+    """A usage error for a ``leader_eval_suites`` glob the user set that matches no file (a typo
+    would otherwise collect nothing and pass). The default globs need not match: a repo that
+    does not use the plugin has no ``evals/``."""
+    if not options.globs_set:
+        return
+    for g in options.suite_globs:
+        pattern = g.strip().removeprefix("./")
+        try:
+            found = next((p for p in rootpath.glob(pattern) if p.suffix in (".yaml", ".yml")), None)
+        except (ValueError, OSError) as exc:
+            raise pytest.UsageError(f"ini {INI_PREFIX}suites: glob {g!r}: {exc}") from None
+        if found is None:
+            raise pytest.UsageError(
+                f"ini {INI_PREFIX}suites: glob {g!r} matches no suite file (*.yaml, *.yml) under the rootdir {rootpath}"
+            )
+
+
+def no_suite_message(options: PluginOptions, rootpath: Path) -> str:
+    """The usage error of a session given ``--le-*`` options that collected no suite."""
+    globs = ", ".join(options.suite_globs)
+    return (
+        f"{', '.join(dict.fromkeys(options.given))} given but no leader-eval suite was collected: the suite "
+        f"globs ({INI_PREFIX}suites: {globs}) match nothing under the rootdir {rootpath} that this session "
+        "collects; name the suite file (pytest evals/x.yaml) or set leader_eval_suites"
     )
 
 

@@ -155,7 +155,7 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
     all_cases = list(meta.get("all_cases") or [])
     subset = bool(all_cases) and selected != set(all_cases)
     label = o.sampling.get("label") or default_label(run.manifest["identity"]["model_id"])
-    path = golden_path(o.golden_dir, suite_name, label)
+    path = golden_path(o.golden_dir, suite_name, o.baseline)
     golden = load_golden(path)
     check_golden_suite(path, golden, suite_name)
     notes: list[str] = []
@@ -175,6 +175,12 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         tolerances=o.tolerances or None,
         golden_file=path,
         label=label,
+        baseline=o.baseline,
+        allow_missing=o.allow_missing_golden,
+        create_command=(
+            f"pytest {meta['path']} --le-model TRUSTED_MODEL --le-update-golden "
+            f"--le-golden-dir {o.golden_dir} --le-baseline {o.baseline}"
+        ),
     )
     errors = error_problem(records, o.max_error_rate)
     if errors:
@@ -192,7 +198,9 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
             lines.append(f"{suite_name}: golden not updated: not every case of the suite ran (a subset)")
         else:
             suite = load_suite(meta["path"])
-            result.update = update_golden(run, o.golden_dir, label=label, suite=suite, tolerances=o.tolerances or None)
+            result.update = update_golden(
+                run, o.golden_dir, baseline=o.baseline, suite=suite, tolerances=o.tolerances or None
+            )
             lines.append(f"{suite_name}: {result.update.reason}")
     lines.append(format_gate_table(result))
     markdown = gate_markdown(result)

@@ -60,6 +60,7 @@ class SuiteFile(pytest.File):
     """A suite YAML file: collects one item per case; samples the selected cases in ``setup``."""
 
     def collect(self) -> Any:
+        self.config.stash[STATE].suites_seen = True
         try:
             self.suite = load_and_render(self.path)
         except SuiteCollectError as err:
@@ -95,7 +96,7 @@ class SuiteFile(pytest.File):
     def _sample(self) -> None:
         from leader_eval.evaluate import run, run_seed_and_label
         from leader_eval.options import run_options
-        from leader_eval.runner import default_out_dir
+        from leader_eval.runner import backend_model_key, default_out_dir
 
         state: PluginState = self.config.stash[STATE]
         o = state.options
@@ -114,9 +115,10 @@ class SuiteFile(pytest.File):
             suffix = ""
             if set(selected) != {c.id for c in self.suite.cases}:
                 suffix = "__subset-" + hashlib.sha256("\0".join(sorted(selected)).encode()).hexdigest()[:8]
-            options.out = default_out_dir(self.suite, label, seed, root=o.run_dir, suffix=suffix)
+            model = backend_model_key(state.backend)
+            options.out = default_out_dir(self.suite, label, seed, model=model, root=o.run_dir, suffix=suffix)
         self.run_result = run(self.suite, options, backend=state.backend)
-        self.quarantined = quarantined_cases(o.golden_dir, self.suite.name, label)
+        self.quarantined = quarantined_cases(o.golden_dir, self.suite.name, o.baseline)
         self.scores_by_case: dict[str, list[Any]] = defaultdict(list)
         for s in self.run_result.scores:
             self.scores_by_case[s.case_id].append(s)
@@ -127,9 +129,10 @@ class SuiteFile(pytest.File):
         """``options`` for this session's shard, recorded in the manifest as ``run --shard`` records
         it (``merge.shard_options``), so ``leader-eval merge`` takes the run like a CLI shard."""
         from leader_eval.merge import shard_options
-        from leader_eval.runner import default_out_dir
+        from leader_eval.runner import backend_model_key, default_out_dir
 
-        o = self.config.stash[STATE].options
+        state: PluginState = self.config.stash[STATE]
+        o = state.options
         assert o.shard is not None
         index, count = o.shard
         mine = shard_cases(self.suite, o.shard)
@@ -141,7 +144,12 @@ class SuiteFile(pytest.File):
             )
         options.case_ids = []
         options.out = default_out_dir(
-            self.suite, label, options.seed, root=o.run_dir, suffix=f"__shard{index}of{count}"
+            self.suite,
+            label,
+            options.seed,
+            model=backend_model_key(state.backend),
+            root=o.run_dir,
+            suffix=f"__shard{index}of{count}",
         )
         return shard_options(options, f"{index}/{count}", self.suite)
 
@@ -153,13 +161,13 @@ def shard_cases(suite: Any, shard: tuple[int, int]) -> list[str]:
     return shard_case_ids([c.id for c in suite.cases], *shard)
 
 
-def quarantined_cases(golden_dir: Path, suite: str, label: str) -> set[str]:
-    """The cases the golden's quarantine list exempts today (``golden.active_quarantine``); an
-    unreadable golden exempts nothing here (the gate reports it)."""
+def quarantined_cases(golden_dir: Path, suite: str, baseline: str) -> set[str]:
+    """The cases the baseline golden's quarantine list exempts today (``golden.active_quarantine``);
+    an unreadable golden exempts nothing here (the gate reports it)."""
     from leader_eval.golden import active_quarantine, golden_path, load_golden
 
     try:
-        golden = load_golden(golden_path(golden_dir, suite, label))
+        golden = load_golden(golden_path(golden_dir, suite, baseline))
         return active_quarantine(golden)[0] if golden else set()
     except LeaderEvalError:
         return set()
@@ -276,10 +284,13 @@ class LeaderEvalFixture:
         """Sample and score one case of a suite; returns its case record (also sent to the gate)."""
         from leader_eval.evaluate import run, run_seed_and_label
         from leader_eval.options import run_options
+        from leader_eval.runner import backend_model_key
         from leader_eval.suite import load_suite
 
         state: PluginState = self.config.stash[STATE]
         o = state.options
+        # its report carries the marker, so the controller knows a suite was used (session.py)
+        request.node.add_marker(pytest.mark.leader_eval)
         loaded = load_suite(suite)
         if o.shard is not None and case_id not in shard_cases(loaded, o.shard):
             pytest.skip(f"case {case_id} of {loaded.name} belongs to another shard than {o.shard[0]}/{o.shard[1]}")
@@ -289,7 +300,8 @@ class LeaderEvalFixture:
             state.backend = resolve_backend(o.sampling)
         seed, _ = run_seed_and_label(loaded, options, state.backend)
         options.seed = seed
-        options.out = o.run_dir / f"fixture__{loaded.name}__{case_id}__seed{seed}"
+        model = backend_model_key(state.backend)
+        options.out = o.run_dir / f"fixture__{loaded.name}__{case_id}__{model}__seed{seed}"
         result = run(loaded, options, backend=state.backend)
         record = dict(result.cases[0])
         record.update(

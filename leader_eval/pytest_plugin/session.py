@@ -108,8 +108,19 @@ class EvalSession:
         for item in cases:
             suite_file: SuiteFile = item.parent  # type: ignore[assignment]
             self._note_collected(suite_file.suite, str(suite_file.path), item.name)
-        if cases and not self.worker:
-            self._check_setup()
+        if self.worker:
+            return
+        if not self.state.suites_seen and self.state.options.given and not self._uses_fixture(session.items):
+            from leader_eval.pytest_plugin.config import no_suite_message
+
+            raise pytest.UsageError(no_suite_message(self.state.options, self.config.rootpath))
+        if cases and not self.config.option.collectonly:
+            self._check_setup()  # --collect-only samples nothing: no model to resolve
+
+    @staticmethod
+    def _uses_fixture(items: list[pytest.Item]) -> bool:
+        """Whether a collected test evaluates cases written in Python (the ``leader_eval`` fixture)."""
+        return any("leader_eval" in getattr(i, "fixturenames", ()) for i in items)
 
     def _check_setup(self) -> None:
         """Resolve the model and check tolerances once a case will run: usage errors, exit 4."""
@@ -131,7 +142,11 @@ class EvalSession:
 
     def _note_collected(self, suite: Any, path: str, case_id: str) -> None:
         self.state.collected[suite.name].add(case_id)
-        self.state.suite_meta.setdefault(suite.name, {"path": path, "all_cases": [c.id for c in suite.cases]})
+        meta = self.state.suite_meta.setdefault(suite.name, {"path": path})
+        # under xdist a case record can arrive before the controller learns the suite's cases
+        # (pytest_runtest_logreport made the entry): without them a subset looked like the
+        # whole suite, and the gate refused it for missing the golden's other cases
+        meta.setdefault("all_cases", [c.id for c in suite.cases])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -157,6 +172,8 @@ class EvalSession:
     # --- records --------------------------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if "leader_eval" in report.keywords:  # a suite case or a test that used the fixture ran
+            self.state.suites_seen = True
         if report.when != "call":
             return
         for key, value in report.user_properties:
@@ -174,8 +191,26 @@ class EvalSession:
         # tryfirst: the gate items must reach junitxml before it writes its file
         if self.worker:
             return  # workers only send records; the controller decides
+        if self.config.option.collectonly:
+            return  # nothing was sampled: there is nothing to gate
         self._resolve_remote_collected()
         if not (self.state.records or self.state.collected):
+            if (
+                self.state.options.given
+                and not self.state.suites_seen
+                and exitstatus
+                not in (
+                    pytest.ExitCode.INTERRUPTED,
+                    pytest.ExitCode.INTERNAL_ERROR,
+                    pytest.ExitCode.USAGE_ERROR,
+                    pytest.ExitCode.NO_TESTS_COLLECTED,
+                )
+            ):
+                # under xdist the controller learns only now that no worker collected a suite
+                from leader_eval.pytest_plugin.config import no_suite_message
+
+                self.state.gate_lines = [f"error: {no_suite_message(self.state.options, self.config.rootpath)}"]
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
         if exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return

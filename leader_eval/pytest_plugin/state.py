@@ -24,6 +24,9 @@ class PluginState:
     #: suite name -> the case ids this session selected (after -k, -m, --deselect, --le-case)
     collected: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     gate_lines: list[str] = field(default_factory=list)
+    #: a suite file was collected, or a test that evaluates cases ran (a session given --le-*
+    #: options without either is a usage error: its options would have been ignored)
+    suites_seen: bool = False
     backend: Any = None  # resolved once per process, on the first suite that samples
 
 
