@@ -15,7 +15,8 @@ construction, not by a list of bad shapes:
 - **Operations whose result can outgrow their operands are sized before they run**: ``*`` (text
   times count), ``**`` and ``*`` on integers (bits), ``%`` (each conversion's width and argument),
   ``str.format`` (a bounded formatter tallies each field as it is written), ``join`` (items plus
-  separators, over any iterable: a text's characters, a mapping's keys), ``replace``, ``expandtabs``, ``translate``, ``indent``, ``wordwrap``, ``urlize``,
+  separators, over any iterable: a text's characters, a mapping's keys), ``replace``,
+  ``expandtabs``, ``translate``, ``indent``, ``wordwrap``, ``urlize``,
   ``center``/``ljust``/``rjust``/``zfill`` (integer arguments), ``tojson``/``pprint`` (their
   indentation at every nesting level), ``batch``/``slice`` (the items they make), an attribute path
   (items times path) and a ``default`` (``groupby``, ``map``: items times default; groupby copies
@@ -29,8 +30,9 @@ construction, not by a list of bad shapes:
   (``unique``, ``groupby``, ``textwrap``, ``pprint`` ...): every 1024 lines it checks the clock and
   the resident set size; the resident set is also read each time another ``MAX_RENDER_VALUE / 16``
   characters have been measured (values a few lines keep alive, with no trace event in between).
-  The one C-level step that cannot be interrupted is bounded by its operands' measured size. ``sum`` is re-implemented as a loop that sizes each addition (adding
-  lists one by one is quadratic: it took 82-89 s in one render).
+  The one C-level step that cannot be interrupted is bounded by its operands' measured size.
+  ``sum`` is re-implemented as a loop that sizes each addition (adding lists one by one is
+  quadratic: it took 82-89 s in one render).
 - **Work is counted.** Every measured operand adds its size to the render's work; past
   ``MAX_RENDER_WORK_FACTOR * MAX_RENDER_VALUE`` the render is refused, whatever the clock says.
 
