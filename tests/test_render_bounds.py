@@ -303,3 +303,19 @@ def test_ordinary_templates_render_as_before() -> None:
     )
     out = run_bounded(env.from_string(source).render, ns=[1])
     assert out == '6 ab a b 3 {"a": 1} 1,2 True 1   1 [1, 2, 3] 3 [1] LA,NY a- a, b'
+
+
+def test_the_reports_provenance_render_has_the_same_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """overlap.py renders the scaffold again for the report; a template can take another branch
+    there (``random``), so that render runs under the same bounds (before: unbounded, a loop of
+    loops rendered to the end, and each written value was turned into text unmeasured)."""
+    from leader_eval.overlap import _ProvenanceRenderer
+    from leader_eval.suite import load_suite
+    from tests.test_render import _suite
+
+    monkeypatch.setattr(limits, "MAX_RENDER_SECONDS", 0.2)
+    slow = "{% for i in range(3000) %}{% for j in range(3000) %}{% endfor %}{% endfor %}done"
+    suite = load_suite(_suite(tmp_path, slow))
+    assert _ProvenanceRenderer(suite, set()).render(suite.cases[0]) is None
+    ok = load_suite(_suite(tmp_path, "{{ 'a' ~ 'b' }}"))
+    assert _ProvenanceRenderer(ok, set()).render(ok.cases[0]) is not None
