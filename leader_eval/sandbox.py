@@ -13,7 +13,8 @@ construction, not by a list of bad shapes:
   every argument of a filter, test or call, every dictionary key and subscript, and every value
   written to the output is measured before the operation runs, and refused when over the limit.
 - **Operations whose result can outgrow their operands are sized before they run**: ``*`` (text
-  times count), ``**`` and ``*`` on integers (bits), ``%`` (each conversion's width and argument),
+  times count), ``**`` and ``*`` on integers (bits), ``%`` (each conversion's width and argument;
+  byte strings too, as for every sized method), keyword arguments (``expandtabs(tabsize=...)``),
   ``str.format`` (a bounded formatter tallies each field as it is written), ``join`` (items plus
   separators, over any iterable: a text's characters, a mapping's keys), ``replace``,
   ``expandtabs``, ``translate``, ``indent``, ``wordwrap``, ``urlize``,
@@ -201,8 +202,10 @@ _PERCENT_SPEC = re.compile(r"%(\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]
 _DIGITS = re.compile(r"\d+")
 
 
-def _percent_size(fmt: str, args: Any, what: str) -> int:
-    """An upper bound on the length of ``fmt % args``."""
+def _percent_size(fmt: str | bytes | bytearray, args: Any, what: str) -> int:
+    """An upper bound on the length of ``fmt % args`` (a text or a byte string: the same specs)."""
+    if isinstance(fmt, bytes | bytearray):
+        fmt = bytes(fmt).decode("latin-1")
     specs = 0
     named = False
     widest = 0
@@ -259,22 +262,26 @@ def _binop_size(op: str, left: Any, right: Any, sizes: tuple[int, int]) -> None:
         big = isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0
         if big and left.bit_length() * right > limits.MAX_INT_BITS:
             raise LimitExceeded(f"{what} would build an integer over {limits.MAX_INT_BITS} bits")
-    elif op == "%" and isinstance(left, str):
+    elif op == "%" and isinstance(left, str | bytes | bytearray):
         _over(_percent_size(left, right, what), what)
 
 
-def _replace_size(s: str, old: Any = "", new: Any = "", count: Any = -1, *_: Any) -> int:
-    if not isinstance(old, str) or not isinstance(new, str):
+_TEXTS = (str, bytes, bytearray)
+
+
+def _replace_size(s: Any, /, old: Any = "", new: Any = "", count: Any = -1, *_: Any, **__: Any) -> int:
+    # a text's or a byte string's; a mix of the two (or anything else) is the method's TypeError
+    if not all(isinstance(v, _TEXTS) and isinstance(v, str) == isinstance(s, str) for v in (s, old, new)):
         return 0
     if len(new) <= len(old):
         return len(s)
-    hits = (len(s) + 1) if old == "" else s.count(old)
+    hits = (len(s) + 1) if len(old) == 0 else s.count(old)
     if isinstance(count, int) and count >= 0:
         hits = min(hits, count)
     return len(s) + hits * (len(new) - len(old))
 
 
-def _join_size(sep: Any, items: Any = (), *_: Any) -> int:
+def _join_size(sep: Any, /, items: Any = (), *_: Any, **__: Any) -> int:
     # any sized iterable: a text joins its characters, a mapping its keys (an iterator was listed
     # and measured first); the items' own text is at most the container's
     if not isinstance(items, Sized):
@@ -282,15 +289,17 @@ def _join_size(sep: Any, items: Any = (), *_: Any) -> int:
     return render_size(items) + render_size(sep) * max(len(items) - 1, 0)
 
 
-def _expandtabs_size(s: str, tabsize: Any = 8, *_: Any) -> int:
-    return len(s) + s.count("\t") * (tabsize if isinstance(tabsize, int) else 8)
+def _expandtabs_size(s: Any, /, tabsize: Any = 8, *_: Any, **__: Any) -> int:
+    # tabsize may be given by keyword; a byte string counts its b"\t"
+    width = max(tabsize, 0) if isinstance(tabsize, int) else 8
+    return len(s) + s.count("\t" if isinstance(s, str) else b"\t") * width
 
 
-def _translate_size(s: Any, table: Any = None, *_: Any) -> int:
+def _translate_size(s: Any, /, table: Any = None, *_: Any, **__: Any) -> int:
     if isinstance(table, Mapping):
         longest = max((render_size(v) for v in table.values()), default=1)
         return len(s) * max(longest, 1)
-    return len(s)
+    return len(s)  # a byte string's table maps each byte to one byte
 
 
 _METHOD_SIZERS: dict[str, Callable[..., int]] = {
@@ -571,7 +580,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 _brace_widths(owner if isinstance(owner, str) else "", what)
             sizer = _METHOD_SIZERS.get(name)
             if sizer is not None:
-                _over(sizer(owner, *args), what)
+                _over(sizer(owner, *args, **kwargs), what)  # keyword arguments too (tabsize=...)
         tick(0)
         with _deep():
             result = super().call(__context, __obj, *args, **kwargs)

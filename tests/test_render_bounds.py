@@ -30,7 +30,7 @@ from leader_eval.limits import LimitExceeded
 from leader_eval.sandbox import BoundedSandbox, render_size, run_bounded
 
 VALUE = 2_000  # the scaled value limit; hostile operands are sized against it
-PEAK = 400 * VALUE  # bytes: a bounded operation stays far below, an unbounded one far above
+PEAK = 134 * VALUE  # bytes: 512 MiB per 4,000,000 characters, as the real limits allow
 
 
 def n(count: int) -> int:
@@ -143,6 +143,10 @@ SIDES: list[Any] = [
     f"%0{K}d",
     ("y" * n(1200),) * 4,
     {"a": "x" * n(3000)},
+    f"%0{VALUE * 1000}d",  # a width over the limit
+    f"%0{VALUE * 1000}d".encode(),  # byte strings format with % too
+    b"%s" * n(1000),
+    ("y" * n(1200)).encode(),
 ]
 
 
@@ -155,21 +159,27 @@ def test_every_operator_is_refused_or_cheap_on_hostile_operands(scaled: None, op
 OWNERS: dict[str, Any] = {
     "text": "a\t" * n(1200),
     "wide_text": "中\t" * n(1200),
+    "short_tabs": "\t" * n(500),  # under the limit at tab size 8; a tab size given by keyword is not
     "bytes": b"a\t" * n(1200),
+    "short_byte_tabs": b"\t" * n(500),
     "list": ["y" * n(100)] * 40,
     "dict": {f"k{i}": "x" * 10 for i in range(n(300))},
 }
-METHOD_ARGS: list[tuple[Any, ...]] = [
-    (),
-    (K,),
-    ("a", Y),
-    (N6,),
-    ({97: "y" * n(1200)},),
-    (["y" * n(1200)] * 4,),
-    (Y,),
-    (K, "😀"),
-    ("a", K),
-    ("\t", Y),
+METHOD_ARGS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}),
+    ((K,), {}),
+    (("a", Y), {}),
+    ((N6,), {}),
+    (({97: "y" * n(1200)},), {}),
+    ((["y" * n(1200)] * 4,), {}),
+    ((Y,), {}),
+    ((K, "😀"), {}),
+    (("a", K), {}),
+    (("\t", Y), {}),
+    (("a", Y[: K // 2]), {}),  # under the limit as an argument (a byte string's text is longer than its length)
+    (("", Y[: K // 2]), {}),
+    ((), {"tabsize": K}),  # a size given by keyword
+    (("ascii", "namereplace"), {}),  # an encoding error handler that writes each character's name
 ]
 METHODS = sorted({m for owner in OWNERS.values() for m in dir(owner) if not m.startswith("_")})
 
@@ -183,10 +193,10 @@ def test_every_method_is_refused_or_cheap(scaled: None, method: str) -> None:
     """Every public method of every kind of value a template builds, on long and wide owners and
     hostile arguments (``str.join`` over a text's characters was found here)."""
     variables = [
-        {"s": owner, "a": _as_bytes(args) if isinstance(owner, bytes) else args, "k": {}}
+        {"s": owner, "a": _as_bytes(args) if isinstance(owner, bytes) else args, "k": kwargs}
         for owner in OWNERS.values()
         if hasattr(owner, method)
-        for args in METHOD_ARGS
+        for args, kwargs in METHOD_ARGS
     ]
     outs = _renders(BoundedSandbox(), f"{{{{ s.{method}(*a, **k) }}}}", variables)
     assert all(out is None or len(out) <= limits.MAX_RENDER_OUTPUT for out in outs)
