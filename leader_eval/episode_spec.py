@@ -20,9 +20,8 @@ goal); a terminal or forbidden tool is undeclared; a case declares the reserved 
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,8 +106,8 @@ def with_episodes(suite: Suite, data: Mapping[str, Any]) -> Suite:
             )
         variables = {**case.vars, EPISODE_VAR: initial_episode_var(spec)}
         cases.append(replace(case, vars=variables, episode=spec))
-    digest = _with_fixture_files(suite, world, cases)
-    out = replace(suite, world=world, cases=tuple(cases), content_hash=digest)
+    # fixture files and $ref targets join the content hash in load_suite (every file read)
+    out = replace(suite, world=world, cases=tuple(cases))
     for case in out.cases:
         if case.episode is not None:
             _render_a_later_step(out, case)
@@ -135,18 +134,6 @@ def _render_a_later_step(suite: Suite, case: Case) -> None:
     }  # fmt: skip
     later = {**case.vars, EPISODE_VAR: {"step": 1, "max_steps": spec.max_steps, "steps": [step]}}
     render_messages(suite, replace(case, vars=later))
-
-
-def _with_fixture_files(suite: Suite, world: World, cases: Sequence[Case]) -> str:
-    """The suite's content hash, extended by every fixture file it reads: a changed fixture is a changed suite."""
-    every = [*world.fixtures, *(f for c in cases if c.episode is not None for f in c.episode.fixtures)]
-    files = sorted({(f.origin.rsplit(":", 1)[0], f.source) for f in every if f.source is not None})
-    if not files:
-        return suite.content_hash
-    h = hashlib.sha256(suite.content_hash.encode())
-    for name, source in files:
-        h.update(b"\0" + name.encode() + b"\0" + source.read_bytes())
-    return "sha256:" + h.hexdigest()[:16]
 
 
 def build_world(path: Path, root: Path, data: Mapping[str, Any], lines: dict[JsonPath, int]) -> World:

@@ -55,6 +55,7 @@ import numpy as np
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.render import render_messages, scaffold_env
+from leader_eval.sandbox import run_bounded
 from leader_eval.suite import Case, Suite
 
 try:  # orjson ships with the tinker SDK (a dependency); it parses JSONL about 3x faster
@@ -412,8 +413,10 @@ class _ProvenanceRenderer:
     """
 
     def __init__(self, suite: Suite, exact_contract: set[str]):
+        bounded = scaffold_env().finalize  # measures each written value first, as render_messages does
+
         def finalize(value: Any) -> str:
-            text = str(value)
+            text = str(bounded(value) if bounded is not None else value)
             if not text:
                 return text
             opener = _OPEN_CONTRACT if text in exact_contract else _OPEN_CASE
@@ -428,7 +431,7 @@ class _ProvenanceRenderer:
             "tools_json": json.dumps(fns, indent=2, ensure_ascii=False),
         }
         try:  # compiled once per report, not once per case
-            self.templates: list[Any] | None = [env.from_string(m.template) for m in suite.scaffold]
+            self.templates: list[Any] | None = [run_bounded(env.from_string, m.template) for m in suite.scaffold]
         except Exception:
             self.templates = None
 
@@ -439,7 +442,9 @@ class _ProvenanceRenderer:
         out: list[tuple[str, bytearray]] = []
         try:
             for template in self.templates:
-                marked = template.render(context)
+                # the same bounds as render_messages: a template may take another branch here
+                # (the random filter), and a report must not hang on it
+                marked = run_bounded(template.render, context)
                 text_parts: list[str] = []
                 labels = bytearray()
                 pos = 0

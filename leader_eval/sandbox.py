@@ -13,20 +13,27 @@ construction, not by a list of bad shapes:
   every argument of a filter, test or call, every dictionary key and subscript, and every value
   written to the output is measured before the operation runs, and refused when over the limit.
 - **Operations whose result can outgrow their operands are sized before they run**: ``*`` (text
-  times count), ``**`` and ``*`` on integers (bits), ``%`` (each conversion's width and argument),
+  times count), ``**`` and ``*`` on integers (bits), ``%`` (each conversion's width and argument;
+  byte strings too, as for every sized method), keyword arguments (``expandtabs(tabsize=...)``),
   ``str.format`` (a bounded formatter tallies each field as it is written), ``join`` (items plus
-  separators), ``replace``, ``expandtabs``, ``translate``, ``indent``, ``wordwrap``, ``urlize``,
+  separators, over any iterable: a text's characters, a mapping's keys), ``replace``,
+  ``expandtabs``, ``translate``, ``indent``, ``wordwrap``, ``urlize``,
   ``center``/``ljust``/``rjust``/``zfill`` (integer arguments), ``tojson``/``pprint`` (their
-  indentation at every nesting level), ``batch``/``slice`` (the items they make). Integer arguments
-  are at most ``MAX_RENDER_VALUE``; ``range`` at most jinja2's 100,000 items.
+  indentation at every nesting level), ``batch``/``slice`` (the items they make), an attribute path
+  (items times path) and a ``default`` (``groupby``, ``map``: items times default; groupby copies
+  it into each item's key). A filter that reads its whole input lists an iterator first, each item
+  measured, so these rules see the number of items. Integer arguments are at most
+  ``MAX_RENDER_VALUE``; ``range`` at most jinja2's 100,000 items.
 - **Every result is measured after it is built**, a last line for anything an operation sized
   wrongly.
 - **Time is checked inside every loop and call.** A ``sys.settrace`` hook traces template code
   (file ``<template>``) and, while a filter, test or call runs, every Python frame it starts
   (``unique``, ``groupby``, ``textwrap``, ``pprint`` ...): every 1024 lines it checks the clock and
-  the resident set size. The one C-level step that cannot be interrupted is bounded by its
-  operands' measured size. ``sum`` is re-implemented as a loop that sizes each addition (adding
-  lists one by one is quadratic: it took 82-89 s in one render).
+  the resident set size; the resident set is also read each time another ``MAX_RENDER_VALUE / 16``
+  characters have been measured (values a few lines keep alive, with no trace event in between).
+  The one C-level step that cannot be interrupted is bounded by its operands' measured size.
+  ``sum`` is re-implemented as a loop that sizes each addition (adding lists one by one is
+  quadratic: it took 82-89 s in one render).
 - **Work is counted.** Every measured operand adds its size to the render's work; past
   ``MAX_RENDER_WORK_FACTOR * MAX_RENDER_VALUE`` the render is refused, whatever the clock says.
 
@@ -195,8 +202,10 @@ _PERCENT_SPEC = re.compile(r"%(\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]
 _DIGITS = re.compile(r"\d+")
 
 
-def _percent_size(fmt: str, args: Any, what: str) -> int:
-    """An upper bound on the length of ``fmt % args``."""
+def _percent_size(fmt: str | bytes | bytearray, args: Any, what: str) -> int:
+    """An upper bound on the length of ``fmt % args`` (a text or a byte string: the same specs)."""
+    if isinstance(fmt, bytes | bytearray):
+        fmt = bytes(fmt).decode("latin-1")
     specs = 0
     named = False
     widest = 0
@@ -253,36 +262,44 @@ def _binop_size(op: str, left: Any, right: Any, sizes: tuple[int, int]) -> None:
         big = isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0
         if big and left.bit_length() * right > limits.MAX_INT_BITS:
             raise LimitExceeded(f"{what} would build an integer over {limits.MAX_INT_BITS} bits")
-    elif op == "%" and isinstance(left, str):
+    elif op == "%" and isinstance(left, str | bytes | bytearray):
         _over(_percent_size(left, right, what), what)
 
 
-def _replace_size(s: str, old: Any = "", new: Any = "", count: Any = -1, *_: Any) -> int:
-    if not isinstance(old, str) or not isinstance(new, str):
+_TEXTS = (str, bytes, bytearray)
+
+
+def _replace_size(s: Any, /, old: Any = "", new: Any = "", count: Any = -1, *_: Any, **__: Any) -> int:
+    # a text's or a byte string's; a mix of the two (or anything else) is the method's TypeError
+    if not all(isinstance(v, _TEXTS) and isinstance(v, str) == isinstance(s, str) for v in (s, old, new)):
         return 0
     if len(new) <= len(old):
         return len(s)
-    hits = (len(s) + 1) if old == "" else s.count(old)
+    hits = (len(s) + 1) if len(old) == 0 else s.count(old)
     if isinstance(count, int) and count >= 0:
         hits = min(hits, count)
     return len(s) + hits * (len(new) - len(old))
 
 
-def _join_size(sep: Any, items: Any = (), *_: Any) -> int:
-    if not isinstance(items, list | tuple):
+def _join_size(sep: Any, /, items: Any = (), *_: Any, **__: Any) -> int:
+    # any sized iterable: a text joins its characters, a mapping its keys (an iterator was listed
+    # and measured first); the items' own text is at most the container's
+    if not isinstance(items, Sized):
         return 0
-    return sum(render_size(i) for i in items) + render_size(sep) * max(len(items) - 1, 0)
+    return render_size(items) + render_size(sep) * max(len(items) - 1, 0)
 
 
-def _expandtabs_size(s: str, tabsize: Any = 8, *_: Any) -> int:
-    return len(s) + s.count("\t") * (tabsize if isinstance(tabsize, int) else 8)
+def _expandtabs_size(s: Any, /, tabsize: Any = 8, *_: Any, **__: Any) -> int:
+    # tabsize may be given by keyword; a byte string counts its b"\t"
+    width = max(tabsize, 0) if isinstance(tabsize, int) else 8
+    return len(s) + s.count("\t" if isinstance(s, str) else b"\t") * width
 
 
-def _translate_size(s: Any, table: Any = None, *_: Any) -> int:
+def _translate_size(s: Any, /, table: Any = None, *_: Any, **__: Any) -> int:
     if isinstance(table, Mapping):
         longest = max((render_size(v) for v in table.values()), default=1)
         return len(s) * max(longest, 1)
-    return len(s)
+    return len(s)  # a byte string's table maps each byte to one byte
 
 
 _METHOD_SIZERS: dict[str, Callable[..., int]] = {
@@ -313,10 +330,17 @@ def _filter_size(name: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, 
     if name not in _SIZED_FILTERS and "attribute" not in kwargs and name not in _ATTRIBUTE_FILTERS:
         return
     a = _bound(func, args, kwargs)
-    attribute, items = a.get("attribute"), a.get("value")
+    given = a.get("kwargs")
+    more: dict[str, Any] = given if name == "map" and isinstance(given, dict) else {}  # map(attribute=...)
+    attribute, items = a.get("attribute", more.get("attribute")), a.get("value", a.get("iterable"))  # sum: iterable
+    default = a.get("default", more.get("default")) if name in _DEFAULT_FILTERS else None
     if isinstance(attribute, str) and isinstance(items, Sized):
         # each item is looked up by the attribute path (and a miss names it): items x path
         _over(len(items) * len(attribute), what)
+    if default is not None and isinstance(items, Sized):
+        # any item's key or value can be the default, and groupby lower-cases each key (a copy
+        # per item, made before anything is returned): items x default
+        _over(len(items) * render_size(default), what)
     if name == "indent":
         s, width = a.get("s", ""), a.get("width", 4)
         w = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
@@ -367,6 +391,10 @@ def _filter_size(name: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, 
 _ATTRIBUTE_FILTERS = frozenset(
     {"groupby", "map", "select", "selectattr", "reject", "rejectattr", "sort", "unique", "min", "max", "sum", "join"}
 )
+_DEFAULT_FILTERS = frozenset({"groupby", "map"})  # filters that put a default in place of each missing attribute
+# filters that read their whole input before returning: an iterator is listed (each item measured)
+# first, so that the rules above see how many items there are
+_WHOLE_INPUT_FILTERS = _ATTRIBUTE_FILTERS - {"map", "select", "selectattr", "reject", "rejectattr"}
 _SIZED_FILTERS = frozenset(
     {"indent", "join", "format", "replace", "wordwrap", "urlize", "tojson", "pprint", "batch", "slice", "center"}
 )
@@ -405,14 +433,14 @@ def _wrap_filter(name: str, func: Callable[..., Any], kind: str = "filter") -> C
     what = f"template: {kind} {name!r}"
     constant = name in (_CONSTANT_FILTERS if kind == "filter" else _CONSTANT_TESTS)
     skip = 1 if _PassArg.from_obj(func) is not None else 0
+    listed = kind == "filter" and name in _WHOLE_INPUT_FILTERS
 
     @functools.wraps(func)
     def bounded(*args: Any, **kwargs: Any) -> Any:
         if not constant:
             head, rest = args[:skip], args[skip:]
             rest = tuple(
-                list(_MeasuredIter(a, what)) if name == "join" and isinstance(a, Iterator) else _guard(a, what)
-                for a in rest
+                list(_MeasuredIter(a, what)) if listed and isinstance(a, Iterator) else _guard(a, what) for a in rest
             )
             args = head + rest
             kwargs = {k: _guard(v, what) for k, v in kwargs.items()}
@@ -552,7 +580,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 _brace_widths(owner if isinstance(owner, str) else "", what)
             sizer = _METHOD_SIZERS.get(name)
             if sizer is not None:
-                _over(sizer(owner, *args), what)
+                _over(sizer(owner, *args, **kwargs), what)  # keyword arguments too (tabsize=...)
         tick(0)
         with _deep():
             result = super().call(__context, __obj, *args, **kwargs)
@@ -623,14 +651,27 @@ _TEMPLATE_FILE = "<template>"
 
 
 class _Budget:
-    __slots__ = ("deadline", "deep", "limit", "rss0", "work")
+    __slots__ = ("deadline", "deep", "limit", "next_rss", "rss0", "work")
 
     def __init__(self, seconds: float) -> None:
         self.limit = seconds
         self.deadline = time.monotonic() + seconds
         self.rss0 = _rss()
         self.work = 0
+        self.next_rss = _rss_work_step()
         self.deep = 0
+
+    def check_memory(self) -> None:
+        if self.rss0 and _rss() - self.rss0 > limits.MAX_RENDER_MEMORY_GROWTH:
+            mib = limits.MAX_RENDER_MEMORY_GROWTH // 2**20
+            raise LimitExceeded(f"template rendering grew memory by over {mib} MiB")
+
+
+def _rss_work_step() -> int:
+    # the resident set is read again after this much measured work: values kept alive by a few
+    # template lines (fewer than the trace hook's 1024 events) are each measured, so their memory
+    # is seen within one step (a list of a text's wide characters: ~17 bytes per character of work)
+    return max(limits.MAX_RENDER_VALUE // 16, 1)
 
 
 _active = threading.local()
@@ -647,6 +688,9 @@ def tick(work: int) -> None:
             f"template rendering did over {limits.MAX_RENDER_WORK_FACTOR * limits.MAX_RENDER_VALUE:,} "
             "characters of work"
         )
+    if budget.work >= budget.next_rss:
+        budget.next_rss = budget.work + _rss_work_step()
+        budget.check_memory()
     if time.monotonic() > budget.deadline:
         raise LimitExceeded(f"template rendering took longer than {budget.limit:g} s")
 
@@ -680,10 +724,7 @@ def render_budget(seconds: float | None = None) -> Iterator[None]:
         if not events & 1023:
             if time.monotonic() > budget.deadline:
                 raise LimitExceeded(f"template rendering took longer than {budget.limit:g} s")
-            if budget.rss0 and _rss() - budget.rss0 > limits.MAX_RENDER_MEMORY_GROWTH:
-                raise LimitExceeded(
-                    f"template rendering grew memory by over {limits.MAX_RENDER_MEMORY_GROWTH // 2**20} MiB"
-                )
+            budget.check_memory()
         return local
 
     def on_call(frame: Any, event: str, arg: Any) -> Any:

@@ -21,6 +21,10 @@ later cannot skip this loader). One set of rules for all of them:
   nests deeper than ``MAX_SCHEMA_DEPTH`` (validation would end in a RecursionError). Also
   refused: ``$id``, ``$dynamicRef``/``$dynamicAnchor``, ``$recursiveRef``/``$recursiveAnchor``,
   which would move the base URI or resolve at validation time.
+- Every ``pattern`` and ``patternProperties`` key in a loaded document (the schema, every file
+  its references reach, anything a pointer reaches) is linted like every suite regex: a pattern
+  shaped to backtrack catastrophically is a ``SuiteError`` at its own line. Validators match
+  them in bounded time (``suite_regex.bounded_validator_class``; a timeout never matches).
 
 Every reference is followed at load time exactly as validation will follow it, including
 pointers into places the metaschema does not check (``#/default/x``, an unknown keyword):
@@ -297,6 +301,18 @@ def _check_metaschema(doc: _Doc, what: str) -> None:
         raise SuiteError(doc.file, _line(doc, ()), f"{what} nests too deeply") from None
 
 
+def _check_patterns(doc: _Doc) -> None:
+    """Every ``pattern`` and ``patternProperties`` key of ``doc``, linted like every suite regex
+    (they run on model output): one shaped to backtrack catastrophically is refused here, at the
+    line that holds it, and the rest match in bounded time (``compile_validator``'s class)."""
+    from leader_eval.suite_regex import regex_problem, schema_patterns
+
+    for at, pattern in schema_patterns(doc.contents):
+        why = regex_problem(pattern)
+        if why:
+            raise SuiteError(doc.file, _line(doc, at), why)
+
+
 def _check_keywords(doc: _Doc, p: JsonPath, schema: Mapping[str, Any]) -> None:
     for key in _FORBIDDEN:
         if key in schema:
@@ -345,6 +361,7 @@ def load_schemas(root: Path | None, sites: Sequence[SchemaSite]) -> LoadedSchema
         where = quote("/".join(str(x) for x in site.at), safe="/")
         doc = _Doc(f"{_uri_of(site.file, root)}?schema={where}", site.schema, site.file, site.lines, site.at)
         _check_metaschema(doc, site.what)
+        _check_patterns(doc)
         uris[site.name] = doc.uri
         docs.append(doc)
     files: dict[Path, _Doc] = {}
@@ -375,6 +392,7 @@ def load_schemas(root: Path | None, sites: Sequence[SchemaSite]) -> LoadedSchema
                 contents, file_lines = load_yaml(target, read_text(target, what="$ref target"))
                 files[target] = _Doc(_uri_of(target, root), contents, target, file_lines, ())
                 _check_metaschema(files[target], f"$ref target {target.name}")
+                _check_patterns(files[target])
             alias = urljoin(base, rel)
             known = by_uri.get(alias)
             if known is None:
@@ -443,6 +461,7 @@ def _follow_refs(
                 # a pointer into data or an unknown keyword: the metaschema never saw it
                 there = _Doc(tdoc.uri, target, tdoc.file, tdoc.lines, (*tdoc.prefix, *tat))
                 _check_metaschema(there, f"$ref {ref!r} target")
+                _check_patterns(there)
                 _metaschema_positions(target, checked)
             stack.append((target, _target_base(base, ref), tdoc, tat))
 

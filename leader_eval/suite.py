@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -17,8 +17,7 @@ from jsonschema.validators import Draft202012Validator
 from leader_eval.errors import SuiteError
 from leader_eval.limits import MAX_TEMPLATE_BYTES, LimitExceeded, check_regex
 from leader_eval.schema_loader import LoadedSchemas, load_tool_schemas
-from leader_eval.suite_files import read_text, resolve_in_root, suite_root
-from leader_eval.suite_regex import schema_patterns
+from leader_eval.suite_files import read_text, recording_reads, resolve_in_root, suite_root
 from leader_eval.suite_yaml import JsonPath, load_yaml
 
 __all__ = ["Case", "ScaffoldMessage", "Suite", "Tool", "load_suite", "resolve_in_root", "suite_root", "suite_schema"]
@@ -130,15 +129,17 @@ def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
     ``root`` bounds every file the suite references (default: ``suite_files.suite_root``).
     """
     path = Path(path)
-    source = read_text(path, what="suite")
-    data, lines = load_yaml(path, source)
-    if not isinstance(data, dict):
-        raise SuiteError(path, 1, "a suite must be a YAML mapping with name, scaffold, tools, cases")
-    _validate_schema(path, data, lines)
-    base = Path(root).resolve() if root is not None else suite_root(path)
-    if not base.is_dir():
-        raise SuiteError(path, None, f"suite root {base} is not a folder")
-    return _build(path, source, data, lines, base)
+    with recording_reads() as reads:
+        source = read_text(path, what="suite")
+        data, lines = load_yaml(path, source)
+        if not isinstance(data, dict):
+            raise SuiteError(path, 1, "a suite must be a YAML mapping with name, scaffold, tools, cases")
+        _validate_schema(path, data, lines)
+        base = Path(root).resolve() if root is not None else suite_root(path)
+        if not base.is_dir():
+            raise SuiteError(path, None, f"suite root {base} is not a folder")
+        suite = _build(path, source, data, lines, base)
+    return replace(suite, content_hash=_with_files(suite.content_hash, base, reads))
 
 
 #: the old name of the YAML reader, for modules that load their own files with it (world.py)
@@ -242,10 +243,6 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
                 stress=c.get("stress", {}),
             )
         )
-    for i, t in enumerate(data["tools"]):  # JSON Schema regexes run on model output too
-        for key in ("parameters", "returns"):
-            for at, pattern in schema_patterns(t.get(key) or {}):
-                _check_regex(path, _line(lines, ("tools", i, key, *at)), pattern)
     leakage = data.get("leakage", {})
     for j, pattern in enumerate(leakage.get("forbid", [])):
         _check_regex(path, _line(lines, ("leakage", "forbid", j)), pattern)
@@ -317,8 +314,34 @@ def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int
 
 
 def _content_hash(source: str, scaffold: tuple[ScaffoldMessage, ...]) -> str:
-    """Hash of everything that defines the suite: the YAML and any template files it reads."""
+    """Hash of the suite's YAML and its scaffold (template files by their text); ``_with_files``
+    adds every other file the suite reads."""
     h = hashlib.sha256(source.encode())
     for m in scaffold:
         h.update(b"\0" + m.role.encode() + b"\0" + m.template.encode())
     return "sha256:" + h.hexdigest()[:16]
+
+
+#: files ``_content_hash`` covers already: the suite itself and its template files
+_HASHED_AS_TEXT = frozenset({"suite", "template"})
+
+
+def _with_files(digest: str, root: Path, reads: list[tuple[Path, str, bytes]]) -> str:
+    """``digest`` extended by every other file read while the suite loaded (fixture files, the
+    files a schema's ``$ref`` reaches, anything read later through ``read_text``), sorted by path
+    relative to the suite root, with the bytes read: a changed file is a changed suite. A suite
+    that reads no such file keeps ``digest``."""
+    files = sorted({(_relative(p, root), data) for p, what, data in reads if what not in _HASHED_AS_TEXT})
+    if not files:
+        return digest
+    h = hashlib.sha256(digest.encode())
+    for name, data in files:
+        h.update(b"\0" + name.encode() + b"\0" + data)
+    return "sha256:" + h.hexdigest()[:16]
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:  # every file a suite reads is inside its root (resolve_in_root); never a crash
+        return path.resolve().as_posix()

@@ -10,13 +10,17 @@ project's top-level ``fixtures/``, and never ``/proc/self/environ`` or ``~/.aws/
 Text files are read as UTF-8 (a UTF-8 byte-order mark is dropped); UTF-16/UTF-32 files and
 undecodable bytes are refused with the line of the first bad byte, and files over the size bound
 (``limits.MAX_SUITE_BYTES`` for suites, ``limits.MAX_TEMPLATE_BYTES`` for templates) are refused
-before they are read in full.
+before they are read in full. While a suite loads, every file read here is recorded with its bytes
+(``recording_reads``): ``load_suite`` puts each one in the suite's content hash.
 """
 
 from __future__ import annotations
 
 import codecs
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from leader_eval.errors import SuiteError
@@ -29,6 +33,22 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "UTF-16"),
     (codecs.BOM_UTF16_BE, "UTF-16"),
 )
+
+
+#: every file read while a suite loads, as (path, what, bytes read): ``recording_reads`` sets it
+_READS: ContextVar[list[tuple[Path, str, bytes]] | None] = ContextVar("leader_eval_suite_reads", default=None)
+
+
+@contextmanager
+def recording_reads() -> Iterator[list[tuple[Path, str, bytes]]]:
+    """Record every file ``read_text`` reads inside the block, with the exact bytes it parsed
+    (``load_suite``: every file a suite reads is part of its content hash, whatever reads it)."""
+    reads: list[tuple[Path, str, bytes]] = []
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
 
 
 def suite_root(suite_path: str | Path) -> Path:
@@ -92,7 +112,11 @@ def read_text(
         raise SuiteError(where, at, f"cannot read {what} {p}: {exc.strerror or exc}") from exc
     if len(data) > limit:
         raise SuiteError(p, None, f"{what} file is over {limit:,} bytes")
-    return decode_utf8(p, data, what)
+    text = decode_utf8(p, data, what)
+    reads = _READS.get()
+    if reads is not None:
+        reads.append((p, what, data))
+    return text
 
 
 def decode_utf8(path: str | Path, data: bytes, what: str = "suite") -> str:

@@ -728,3 +728,131 @@ def test_generated_refs_are_refused_naming_the_ref_and_nothing_is_touched(hostil
         with pytest.raises(SuiteError) as err:
             load_schemas(tmp_path / "root", [site])
         assert (err.value.path, err.value.line) == (str(suite), 7), (ref, str(err.value))
+
+
+# --------------------------------------------------------------------------- regexes in schemas, every key
+
+#: catastrophic shapes (no backslash: the marker must read the same in YAML and JSON text)
+CATASTROPHIC = ["(a+)+$", "(a|aa)*b", "(x*)*y", "[a-z]*[a-z0-9]*!", "(b|bb)+c"]
+
+
+def _pattern_attacks(bad: str) -> dict[str, Attack]:
+    """Every place a JSON Schema holds a regex, inline and in a file a ``$ref`` reaches."""
+    return {
+        "pattern": Attack(_wrap({"type": "string", "pattern": bad}), bad),
+        "pattern_properties": Attack({"type": "object", "patternProperties": {bad: {"type": "string"}}}, bad),
+        "property_names": Attack({"type": "object", "propertyNames": {"pattern": bad}}, bad),
+        "unused_def": Attack({"$defs": {"u": {"pattern": bad}}}, bad),
+        "ref_file": Attack(
+            _wrap({"$ref": "shared.json#/$defs/s"}),
+            bad,
+            in_file="shared.json",
+            files={"shared.json": {"$defs": {"s": {"type": "string", "pattern": bad}}}},
+        ),
+    }
+
+
+def test_a_catastrophic_schema_pattern_is_refused_at_lint_with_its_line_at_every_key(tmp_path: Path, capsys) -> None:
+    """Tool parameters were linted; returns, match_schema (suite, case, fixture file) and the files
+    a $ref reaches were not. Now every schema the loader loads is, at the pattern's own line."""
+    from leader_eval.cli import main
+
+    shapes = sorted(_pattern_attacks("x"))
+    for i, (where, name) in enumerate((w, n) for w in locations() for n in shapes):
+        bad = CATASTROPHIC[i % len(CATASTROPHIC)]  # each key meets several of the shapes
+        layout = Layout.write(tmp_path / str(i), where, _pattern_attacks(bad)[name])
+        label = f"{where[1]} {name} {bad}"
+        assert main(["lint", "--no-tokens", str(layout.suite)]) == 2, label
+        out, err = capsys.readouterr()
+        assert out == "", label
+        _check_line(err, layout, label)
+        assert "backtrack catastrophically" in err, (label, err)
+
+
+def test_every_schema_pattern_runs_in_the_bounded_engine_at_run_time(monkeypatch, tmp_path: Path) -> None:
+    """At every schema-bearing key, the validator the run uses (tool calls' arguments, the world's
+    fixtures, fixture results against returns) matches ``pattern`` and ``patternProperties`` with
+    suite_regex's bounded search, never ``re``: each pattern is seen by the bounded search."""
+    from leader_eval import suite_regex
+    from leader_eval.checks.toolcall import match_calls
+    from leader_eval.suite import load_suite
+    from leader_eval.types import ToolCall
+
+    searched: list[str] = []
+    bounded = suite_regex._search
+
+    def spy(pattern: str, text: str) -> bool | None:
+        searched.append(pattern)
+        return bounded(pattern, text)
+
+    monkeypatch.setattr(suite_regex, "_search", spy)
+    for n, where in enumerate(locations()):
+        p1, p2 = f"^[a-z0-9-]+{n}?$", f"^[a-z]{n}?"
+        schema = {
+            "type": "object",
+            "properties": {"x": {"type": "string", "pattern": p1}, "answer": {"type": "string", "pattern": p1}},
+            "patternProperties": {p2: {"type": "string"}},
+        }
+        layout = Layout.write(tmp_path / str(n), where, Attack(schema, p2))
+        searched.clear()
+        suite = load_suite(layout.suite)  # fixture results are checked against returns here
+        tools = {t.name: t.parameters for t in suite.tools}
+        validators = {name: suite.tool_schemas.validator(name) for name in tools}
+        for name in tools:
+            call = [ToolCall(name, {"x": "p-1"}, "json")]
+            match_calls(call, {"calls": [{"tool": name}]}, tools)  # the checks' own validator cache
+            match_calls(call, {"calls": [{"tool": name}]}, tools, validators=validators)  # score.py's
+            # each fixture as the world asks it (the first that accepts answers; ask them all)
+            for case in suite.cases:
+                for fixture in suite.world.with_fixtures(case.episode.fixtures).fixtures:
+                    fixture.accepts(name, {"x": "p-1"}, tools[name])
+        assert {p1, p2} <= set(searched), (where[1], sorted(set(searched)))
+
+
+# --------------------------------------------------------------------------- every file read is in the content hash
+
+
+def test_every_file_a_suite_reads_is_part_of_its_content_hash(tmp_path: Path) -> None:
+    """A file a schema's $ref reaches (from every schema-bearing key) and a fixture file: editing
+    either changes the suite's hash (before, $ref targets never did, and fixture files only did
+    in a suite with episode cases)."""
+    from leader_eval.suite import load_suite
+
+    for n, where in enumerate(locations()):
+        shared = {"$defs": {"s": {"type": "string"}}}
+        attack = Attack(_wrap({"$ref": "shared.json#/$defs/s"}), "shared.json", files={"shared.json": shared})
+        layout = Layout.write(tmp_path / str(n), where, attack)
+        before = load_suite(layout.suite).content_hash
+        (layout.suite.parent / "shared.json").write_text(json.dumps(shared, indent=1))
+        assert load_suite(layout.suite).content_hash == before, where[1]  # same bytes: same hash
+        (layout.suite.parent / "shared.json").write_text(json.dumps({"$defs": {"s": {"maxLength": 9}}}))
+        assert load_suite(layout.suite).content_hash != before, where[1]
+    layout = Layout.write(tmp_path / "fixtures", None, None)
+    for episodes in (True, False):
+        data = yaml.safe_load(layout.suite.read_text())
+        if not episodes:  # the world is still built from the suite's fixtures and their files
+            data["cases"] = [{"id": "plain", "vars": {"goal": "x"}}]
+        layout.suite.write_text(yaml.safe_dump(data, sort_keys=False))
+        (layout.suite.parent / "fixtures.yaml").write_text(yaml.safe_dump(base_suite()[1]))
+        before = load_suite(layout.suite).content_hash
+        (layout.suite.parent / "fixtures.yaml").write_text(yaml.safe_dump(base_suite()[1]).replace("file", "other"))
+        assert load_suite(layout.suite).content_hash != before, episodes
+
+
+def test_a_suite_that_reads_no_other_file_keeps_its_hash_formula(tmp_path: Path) -> None:
+    """The hash of a suite with only its YAML and template files is what it always was, so
+    goldens recorded before keep matching (suites/*.yaml reference no schema files)."""
+    import hashlib
+
+    from leader_eval.suite import load_suite
+    from tests.conftest import MINIMAL_SUITE
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "t.j2").write_text("Hello {{ request }}")
+    source = MINIMAL_SUITE.replace('content: "{{ request }}"', "file: t.j2")
+    (tmp_path / "s.yaml").write_text(source)
+    suite = load_suite(tmp_path / "s.yaml")
+    h = hashlib.sha256(source.encode())
+    for m in suite.scaffold:
+        h.update(b"\0" + m.role.encode() + b"\0" + m.template.encode())
+    assert suite.content_hash == "sha256:" + h.hexdigest()[:16]
