@@ -43,6 +43,10 @@ MAX_RENDER_WORK_FACTOR = 64  # a render may measure 64 times MAX_RENDER_VALUE ch
 
 MAX_REGEX_CHARS = 2_000
 MAX_REGEX_SECONDS = 0.05  # per search of a pattern RE2 cannot run (suite_regex.py); over it: a failing verdict
+#: what compiling one suite pattern may cost: character-class ranges times the counts of the repeats
+#: around them (RE2 writes ``x{n,m}`` out m times, the regex module ``x{n}`` n times, each class as
+#: its ranges): ``\w{1000}`` (1.1 s and 64 MB in RE2) and ``a{10000000}`` (7 s, 2.7 GB in regex) are over it
+MAX_REGEX_PROGRAM = 200_000
 
 
 class LimitExceeded(Exception):

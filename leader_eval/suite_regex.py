@@ -26,7 +26,9 @@ letters. So every suite pattern runs here, in one of two engines:
   pass.
 
 At load time (``regex_problem``, called by the linter with the key's FILE:LINE) a pattern is
-refused when it is invalid, longer than ``MAX_REGEX_CHARS``, or shaped to backtrack
+refused when it is invalid, longer than ``MAX_REGEX_CHARS``, would compile to a program over
+``MAX_REGEX_PROGRAM`` (``_program_size``: both engines write counted repeats out, so
+``(?:a{1000}){1000}`` is 10**6 copies and ``\\w{1000}`` a thousand 700-range classes), or shaped to backtrack
 catastrophically: a repeated group holding another repeat, a repeated alternation whose branches
 can start with the same character, or two unbounded repeats over overlapping characters with
 nothing mandatory between them (``\\w*\\w*z``, ``\\d+\\.?\\d*``). Those need no runtime bound to be
@@ -344,6 +346,7 @@ def _re2_compile(source: str) -> Any:
         raise _NotRE2("google-re2 is not installed") from exc
     options = re2.Options()
     options.max_mem = 64 << 20  # exact Unicode classes make larger programs than RE2's \w
+    options.log_errors = False  # a pattern RE2 refuses goes to the timed engine, not to stderr
     return re2.compile(source, options)
 
 
@@ -530,6 +533,11 @@ def regex_problem(pattern: str) -> str | None:
             why = _Adjacency(parsed.state.flags).problem(list(parsed))
     except RecursionError:
         return f"regular expression {pattern!r} nests too deeply"
+    if not why and _program_size(list(parsed), parsed.state.flags) > limits.MAX_REGEX_PROGRAM:
+        return (
+            f"regular expression {pattern!r} is too large once its counted repeats are written out "
+            f"(over {limits.MAX_REGEX_PROGRAM:,} character-class ranges); use a smaller count"
+        )
     if why:
         return f"regular expression {pattern!r} can backtrack catastrophically ({why}); rewrite it"
     try:
@@ -537,6 +545,39 @@ def regex_problem(pattern: str) -> str | None:
     except Exception as exc:
         return f"regular expression {pattern!r} cannot be run with a time bound: {exc}"
     return None
+
+
+def _program_size(items: list[Any], flags: int, cap: int | None = None) -> int:
+    """What compiling ``items`` costs, in character-class ranges: each single-character node counts
+    its ranges (as emitted for RE2 and regex), and a repeat its body times its largest finite count
+    (RE2 writes ``x{n,m}`` out m times) or times its minimum plus one when unbounded (both engines
+    write the ``n`` of ``x{n,}`` out). Stops counting past ``cap``."""
+    cap = limits.MAX_REGEX_PROGRAM if cap is None else cap
+    total = 0
+    for op, av in items:
+        if op in _SINGLE:
+            total += max(1, len(_ranges_of((op, av), flags)))
+        elif op in _REPEATS:
+            lo, hi, body = av
+            times = hi if hi != _MAXREPEAT else lo + 1
+            if times:
+                total += times * _program_size(list(body), flags, cap // times + 1)
+        elif op is _sre_c.SUBPATTERN:
+            _group, add, remove, body = av
+            total += _program_size(list(body), (flags | add) & ~remove, cap - total)
+        elif op is _sre_c.BRANCH:
+            total += sum(_program_size(list(b), flags, cap - total) for b in av[1])
+        elif op in (_sre_c.ASSERT, _sre_c.ASSERT_NOT):
+            total += _program_size(list(av[1]), flags, cap - total)
+        elif op is _sre_c.ATOMIC_GROUP:
+            total += _program_size(list(av), flags, cap - total)
+        elif op is _sre_c.GROUPREF_EXISTS:
+            total += sum(_program_size(list(b), flags, cap - total) for b in av[1:] if b is not None)
+        else:
+            total += 1
+        if total > cap:
+            return total
+    return total
 
 
 def _is_loop(node: Any) -> bool:

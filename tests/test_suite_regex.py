@@ -137,3 +137,59 @@ def test_a_json_schema_pattern_is_linted(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="backtrack catastrophically"):
         load_suite(path)
     assert json.dumps
+
+
+# --- patterns whose compiled program is huge: both engines write counted repeats out (RE2 ``x{n,m}``
+# m times, the regex module ``x{n}`` n times) and each class as its ranges, so a short pattern can
+# cost seconds and gigabytes to compile (``(?:a{1000}){1000}{1000}``: a MemoryError at 4 GB)
+HUGE_SHAPES = {
+    "one char": "a{10000000}",
+    "nested counts": "(?:(?:a{1000}){1000}){1000}",
+    "group count": "(?:ab){4294967294}",
+    "unicode class": "\\w{1000}",
+    "class sequence": "\\w" * 300,
+    "optional part": "\\w{0,1000}",
+    "unbounded minimum": "(?:ab){100000,}",
+    "alternation": "(?:[^\\W\\d]|\\d\\w){500}",
+    "inside lookahead": "x(?=(?:\\s\\S){100000})",
+    "case-folded": "(?i)(?:k\\u212a){100000}",
+    "atomic": "(?>(?:ab){200000})",
+    "conditional": "(a)?(?(1)(?:b{1000}){1000}|c)",
+}
+
+
+@pytest.mark.parametrize("pattern", HUGE_SHAPES.values(), ids=HUGE_SHAPES.keys())
+def test_a_pattern_too_large_to_compile_is_refused_before_any_engine_compiles_it(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from leader_eval import suite_regex
+
+    def no_compile(*_: object) -> None:
+        raise AssertionError("the pattern reached an engine")
+
+    monkeypatch.setattr(suite_regex, "_re2_compile", no_compile)
+    monkeypatch.setattr(suite_regex, "compile_suite_regex", no_compile)
+    why = suite_regex.regex_problem(pattern)
+    assert why is not None and "too large" in why and "\n" not in why
+
+
+@pytest.mark.parametrize("key", sorted(PLACES))
+def test_a_too_large_pattern_is_refused_at_lint_with_its_line_in_every_key(tmp_path: Path, key: str) -> None:
+    pattern = "(?:ab){4294967294}"
+    old, new = PLACES[key]
+    text = MINIMAL_SUITE.replace(old, new.replace(MARK, pattern), 1)
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if pattern in row)
+    with pytest.raises(SuiteError, match="too large") as err:
+        load_suite(path)
+    assert err.value.line == line
+
+
+@pytest.mark.parametrize(
+    "pattern", ["[a-f0-9]{64}", ".{0,5000}", "(?:\\w+\\s){1,100}", "\\d{4}-\\d{2}-\\d{2}", "(?i)\\b\\w{2,50}\\b"]
+)
+def test_ordinary_counted_repeats_stay_accepted(pattern: str) -> None:
+    from leader_eval.suite_regex import regex_problem
+
+    assert regex_problem(pattern) is None
