@@ -16,7 +16,7 @@ from leader_eval.argtypes import (
     probability,
 )
 from leader_eval.errors import LeaderEvalError
-from leader_eval.inert import inert
+from leader_eval.inert import GuardedStream, inert
 from leader_eval.options import add_arguments as add_sampling_arguments
 from leader_eval.store import ADAPTIVE_COMPARE, REPORT
 
@@ -334,7 +334,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = plan_power(golden, run_samples=samples, metric=args.metric, alpha=args.alpha)
     print(format_plan(plan, source=str(path)))
     if golden.get("suite_hash") != suite.content_hash:
-        print(f"note: the golden was made from other suite content ({golden.get('suite_hash')}); its rates still guide")
+        made = inert(golden.get("suite_hash"))  # the golden file's text
+        print(f"note: the golden was made from other suite content ({made}); its rates still guide")
     return 0
 
 
@@ -650,6 +651,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # every line printed below is guarded, whichever print site forgot to make its text inert
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = GuardedStream(streams[0]), GuardedStream(streams[1])
+    try:
+        return _main(args)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         status: int = args.func(args)
     except LeaderEvalError as err:

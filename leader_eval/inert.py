@@ -76,6 +76,61 @@ def inert_lines(text: str) -> str:
     return "".join(p if i % 2 else _guarded(p) for i, p in enumerate(out))
 
 
+class GuardedStream:
+    """A text stream no line of which a CI runner reads as a command, whoever wrote to it.
+
+    The CLI prints through it (``cli.main``): a fragment some print site forgot to make ``inert``
+    (a golden's field, a file name, a log record through logging's last-resort handler) still
+    cannot start a workflow command. It applies only the line rules (``inert_lines``), so the
+    library's own escape codes stay. A command cut between writes (``print(":", ":", sep="")``,
+    ``"#"`` then ``"#vso["``) is seen whole: the tail of a write that could still become one is
+    held until the next write, or written escaped on ``flush``.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._pending = ""
+        self._pending_at_start = True  # does ``_pending`` (or the next write) begin a line?
+
+    def write(self, text: str) -> int:
+        if not text:
+            return 0
+        data, at_start = self._pending + text, self._pending_at_start
+        last_break = max(data.rfind(ch) for ch in _LINE_BREAKS)
+        line_start = last_break + 1 if last_break >= 0 else (0 if at_start else -1)
+        hold = 0
+        if line_start >= 0 and _OPEN_LINE_COMMAND.fullmatch(data, line_start):
+            hold = len(data) - line_start
+        else:
+            m = _OPEN_ANYWHERE_COMMAND.search(data)
+            hold = len(m.group()) if m else 0
+        head = data[: len(data) - hold]
+        if head:
+            self._stream.write(inert_lines(head) if at_start else inert_lines("x" + head)[1:])
+        self._pending_at_start = (line_start == len(head)) if hold else (head[-1] in _LINE_BREAKS)
+        self._pending = data[len(head) :]
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            # a later write may continue this line: written escaped, it cannot complete a command
+            held, self._pending = self._pending, ""
+            self._stream.write(held.replace(":", "\\x3a").replace("#", "\\x23"))
+            self._pending_at_start = False
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+#: every character ``inert_lines`` starts a line after
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+#: the start of a line that one more ``:`` makes a workflow command
+_OPEN_LINE_COMMAND = re.compile(r"[\s\u180e\u200b\ufeff]*:?")
+#: the end of a line that more text makes ``##[`` or ``##vso[``
+_OPEN_ANYWHERE_COMMAND = re.compile(r"#(?:#(?:v(?:s(?:o)?)?)?)?\Z", re.IGNORECASE)
+
+
 # ---------------------------------------------------------------------------------------------
 # Markdown and HTML
 
@@ -150,4 +205,4 @@ def command_property(text: object) -> str:
     return _command_escaped(inert(text)).replace(":", "%3A").replace(",", "%2C")
 
 
-__all__ = ["command_data", "command_property", "inert", "inert_lines", "junit_json", "markdown"]
+__all__ = ["GuardedStream", "command_data", "command_property", "inert", "inert_lines", "junit_json", "markdown"]

@@ -410,7 +410,7 @@ def test_gate_table_and_markdown_show_a_golden_quarantine_reason_inert(
     ]
     write_golden(golden_path(tmp_path / "golden", suite.name, "v1"), golden)
     summary = tmp_path / "summary.md"
-    main(["gate", str(run), "--golden", str(tmp_path / "golden"), "--label", "v1", "--markdown", str(summary)])
+    main(["gate", str(run), "--golden", str(tmp_path / "golden"), "--baseline", "v1", "--markdown", str(summary)])
     printed = capsys.readouterr()
     assert "quarantined: c00" in printed.out
     assert_inert(printed.out + printed.err)
@@ -419,7 +419,7 @@ def test_gate_table_and_markdown_show_a_golden_quarantine_reason_inert(
     golden["quarantine"][0]["reason"] = "flaky at v7"
     write_golden(golden_path(tmp_path / "golden", suite.name, "v1"), golden)
     benign = tmp_path / "benign.md"
-    main(["gate", str(run), "--golden", str(tmp_path / "golden"), "--label", "v1", "--markdown", str(benign)])
+    main(["gate", str(run), "--golden", str(tmp_path / "golden"), "--baseline", "v1", "--markdown", str(benign)])
     _assert_markdown_inert(md, benign.read_text())
 
 
@@ -547,3 +547,69 @@ def test_pytest_failure_text_annotations_step_summary_and_junit_are_inert(
         assert_inert(value)
     failures = [f.get("message", "") + (f.text or "") for f in tree.iter("failure")]
     assert failures and all(command_lines(f) == [] for f in failures)
+
+
+# --- every line the CLI prints, whichever print site forgot ``inert``
+
+
+@pytest.mark.parametrize("kind", ["commands", "escapes"])
+def test_every_line_the_cli_prints_is_guarded_even_from_a_print_site_that_forgot_inert(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    import sys as _sys
+
+    from leader_eval import cli
+
+    payload = hostile(kind)
+
+    def careless(_args: object) -> int:
+        print("note: a golden field (" + payload + ")")
+        print(payload, "::error::second argument", sep="\n")
+        print(payload, file=_sys.stderr)
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_lint", careless)
+    assert cli.main(["lint", "x.yaml"]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.startswith("note: a golden field (")
+    for text in (printed.out, printed.err):
+        assert command_lines(text) == [], command_lines(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from([":", "#", "[", "vso", "\n", "\r", "\u2028", "\x85", " ", "a"])).map("".join),
+        max_size=8,
+    )
+)
+def test_a_guarded_stream_starts_no_command_however_the_text_is_cut_into_writes(chunks: list[str]) -> None:
+    import io
+
+    from leader_eval.inert import GuardedStream
+
+    sink = io.StringIO()
+    stream = GuardedStream(sink)
+    for k, chunk in enumerate(chunks):
+        stream.write(chunk)
+        if k == 2:
+            stream.flush()  # a flush between writes (progress lines) cannot open a gap either
+    stream.write("\n")
+    assert command_lines(sink.getvalue()) == [], sink.getvalue()
+    joined = "".join(chunks) + "\n"
+    if "::" not in joined and "#" not in joined and ":" not in "".join(chunks[:3])[-1:]:
+        assert sink.getvalue() == joined  # text with nothing to guard passes unchanged
+
+
+def test_plan_shows_a_golden_suite_hash_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from leader_eval.cli import main
+
+    golden = json.loads(next((DATA / "golden").rglob("*.json")).read_text())
+    golden["suite_hash"] = "x " + hostile("commands") + hostile("escapes")
+    folder = tmp_path / "golden" / "minimal"
+    folder.mkdir(parents=True)
+    (folder / "main.json").write_text(json.dumps(golden))
+    assert main(["plan", str(DATA / "minimal.yaml"), "--golden", str(tmp_path / "golden")]) == 0
+    out = capsys.readouterr().out
+    assert "note: the golden was made from other suite content (x " in out
+    assert_inert(out)
