@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import secrets
 import sys
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from leader_eval import __version__
 from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard, is_context_overflow
@@ -32,15 +33,41 @@ from leader_eval.types import Sample
 SCORER_VERSION = "1"
 
 
+class _PathField:
+    """A dataclass field that holds ``Path | None`` and takes any path: a ``str`` or an
+    ``os.PathLike`` is converted on every assignment, at construction and after it (the pytest
+    plugin sets ``options.out`` later), so no code behind it meets a ``str`` where it joins paths."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = "_" + name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> None: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> Path | None: ...
+    def __get__(self, obj: object | None, owner: type) -> Path | None:
+        # on the class (the dataclass machinery asks for the default), the default is None
+        return None if obj is None else getattr(obj, self._name, None)
+
+    def __set__(self, obj: object, value: str | os.PathLike[str] | None) -> None:
+        if value is not None and not isinstance(value, Path):
+            if not isinstance(value, str | os.PathLike):
+                raise TypeError(f"RunOptions: {self._name[1:]} must be a path (str or os.PathLike), not {value!r}")
+            value = Path(value)
+        object.__setattr__(obj, self._name, value)
+
+
 @dataclass
 class RunOptions:
+    """What ``leader_eval.run`` samples and where it writes (docs/api.md lists every field)."""
+
     model: str = "local:smollm2"
     samples: int | None = None
     seed: int | None = None
     tags: Sequence[str] = ()
     case_ids: Sequence[str] = ()
     limit: int | None = None
-    out: Path | None = None
+    out: _PathField = _PathField()  # a str or os.PathLike path; read back as Path | None
     protocol: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
