@@ -14,6 +14,7 @@ from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache
 from leader_eval.checks.episode import score_episodes
+from leader_eval.error_rule import first_sampler_error
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runner import (
     RunOptions,
@@ -202,6 +203,9 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
     # latency and token quantiles, and the cost when the command or the suite gives prices
     summary["usage"] = usage_summary(samples, manifest.get("prices") or getattr(suite, "prices", None))
+    first_error = first_sampler_error(samples)
+    if first_error is not None:  # the cause of a failed run, on screen (error_rule.first_sampler_error)
+        summary["first_error"] = first_error
     write_lines_atomic(rundir.path / RESULTS, (dumps(s.to_dict()) for s in scores))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)

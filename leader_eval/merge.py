@@ -273,5 +273,11 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
     summary["retries"] = retries
     from leader_eval.aggregate import usage_summary
 
-    summary["usage"] = usage_summary(RunDir(out).read_samples(), manifest.get("prices"))
+    samples = RunDir(out).read_samples()
+    summary["usage"] = usage_summary(samples, manifest.get("prices"))
+    from leader_eval.error_rule import first_sampler_error
+
+    first_error = first_sampler_error(samples)
+    if first_error is not None:  # as score_run writes it
+        summary["first_error"] = first_error
     write_json_atomic(out / SUMMARY, summary)
