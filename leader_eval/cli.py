@@ -160,35 +160,23 @@ def _print_report_path(run_dir: Path) -> None:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from leader_eval.backends import resolve_backend
-    from leader_eval.render import render_case
+    from leader_eval.lint import lint_file
     from leader_eval.report import table
-    from leader_eval.suite import load_suite
 
     paths, status = _suite_paths(args.suite)
     backend = resolve_backend(args.model) if not args.no_tokens and paths else None
     for path in paths:
-        try:
-            suite = load_suite(path, root=args.suite_root)
-            rows = []
-            for case in suite.cases:
-                if backend is None:
-                    from leader_eval.render import render_messages
-
-                    render_messages(suite, case)
-                    rows.append([case.id, case.line, "-"])
-                    continue
-                rc = render_case(suite, case, backend)
-                n = rc.prompt.n_tokens
-                ctx = backend.context_length
-                note = " (exceeds context)" if ctx and n and n > ctx else ""
-                rows.append([case.id, case.line, f"{n}{note}"])
-        except LeaderEvalError as err:
+        # every error of the file, each on its own line (leader_eval.lint)
+        result = lint_file(path, root=args.suite_root, backend=backend)
+        for err in result.errors:
             print(f"error: {err}", file=sys.stderr)
+        if result.errors or result.suite is None:
             status = 2
             continue
+        suite = result.suite
         print(f"{path}: ok, {len(suite.cases)} cases, {len(suite.tools)} tools, hash {suite.content_hash}")
         if args.verbose or backend is not None:
-            print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in rows]))
+            print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in result.rows]))
     return status
 
 
