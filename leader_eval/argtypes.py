@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 
 __all__ = [
     "finite_float",
     "int_list",
+    "label_name",
     "non_negative_float",
     "non_negative_int",
     "open_probability",
@@ -25,6 +27,7 @@ __all__ = [
     "positive_int",
     "probability",
     "protocol_name",
+    "sample_count",
 ]
 
 
@@ -50,6 +53,19 @@ def positive_int(text: str) -> int:
     value = _int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= 1")
+    return value
+
+
+def sample_count(text: str) -> int:
+    """Samples per case: an integer from 1 to ``limits.MAX_SAMPLES_PER_CASE`` (a count past it
+    would only end in running out of memory while the run is planned)."""
+    from leader_eval.limits import MAX_SAMPLES_PER_CASE
+
+    value = positive_int(text)
+    if value > MAX_SAMPLES_PER_CASE:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: at most {MAX_SAMPLES_PER_CASE:,} samples per case (docs/security.md)"
+        )
     return value
 
 
@@ -120,4 +136,20 @@ def protocol_name(text: str) -> str:
 
     if text not in PROTOCOLS:
         raise argparse.ArgumentTypeError(f"unknown protocol {text!r} (known: {', '.join(PROTOCOLS)})")
+    return text
+
+
+#: a label names a run directory and a golden file: one path component, nothing a shell or a
+#: file system reads specially (no separator, no leading dot or dash, no "..", no whitespace)
+LABEL_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+
+
+def label_name(text: str) -> str:
+    """A run label: letters, digits, ``_``, ``.``, ``-``; at most 100 characters, not starting
+    with ``.`` or ``-`` (``--label ../x`` would put the run directory outside ``runs/``)."""
+    if not isinstance(text, str) or LABEL_RE.fullmatch(text) is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a label: use one path component of letters, digits, '_', '.' and '-' "
+            "(at most 100 characters, not starting with '.' or '-')"
+        )
     return text

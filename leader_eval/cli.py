@@ -10,10 +10,12 @@ from typing import NoReturn
 
 from leader_eval.argtypes import (
     int_list,
+    label_name,
     non_negative_float,
     open_probability,
     positive_int,
     probability,
+    sample_count,
 )
 from leader_eval.errors import LeaderEvalError
 from leader_eval.options import add_arguments as add_sampling_arguments
@@ -426,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="sample in rounds and stop once more samples cannot change the gate's decision (needs --budget)",
     )
-    r.add_argument("--budget", type=positive_int, help="with --adaptive: at most this many samples per case")
+    r.add_argument("--budget", type=sample_count, help="with --adaptive: at most this many samples per case")
     r.add_argument("--golden", default="golden", help="with --adaptive: golden directory (or one .json file)")
     r.add_argument("--alpha", type=float, default=0.05, help="with --adaptive: the gate's family-wise level")
     r.add_argument(
@@ -456,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("gate", help="gate a run directory against its golden baseline (exit 1 on credible regression)")
     g.add_argument("run", help="run directory")
     g.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
-    g.add_argument("--label", help="golden label (default: derived from the run's model)")
+    g.add_argument("--label", type=label_name, help="golden label (default: derived from the run's model)")
     g.add_argument("--update-golden", action="store_true", help="rewrite the golden from this run if it is complete")
     g.add_argument("--strict", action="store_true", help="fail when there is no golden yet")
     g.add_argument("--tolerance", action="append", help="METRIC=VALUE, overrides the golden's (repeatable)")
@@ -488,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--a", required=True, metavar="SUITE[@MODEL]", help="baseline A: suite YAML and model")
     ca.add_argument("--b", required=True, metavar="SUITE[@MODEL]", help="candidate B: suite YAML and model")
     add_sampling_arguments(ca)  # shared by both sides; --model is the default for a side without @MODEL
-    ca.add_argument("--budget", required=True, type=positive_int, help="at most this many samples per case per side")
+    ca.add_argument("--budget", required=True, type=sample_count, help="at most this many samples per case per side")
     ca.add_argument("--out", required=True, help="output directory: OUT/a, OUT/b and adaptive_compare.json")
     ca.add_argument(
         "--alpha", type=open_probability, default=0.05, help="level of each direction's verdict (default 0.05)"
@@ -510,8 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="power of the gate to catch drops, and samples per case for 80%% power")
     pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
     pl.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
-    pl.add_argument("--label", help="golden label (default: the suite's only golden file)")
-    pl.add_argument("--samples", type=int, help="samples per case of the runs to gate (default: the suite's)")
+    pl.add_argument("--label", type=label_name, help="golden label (default: the suite's only golden file)")
+    pl.add_argument("--samples", type=sample_count, help="samples per case of the runs to gate (default: the suite's)")
     pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
     pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")
     pl.set_defaults(func=cmd_plan)
@@ -550,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     st.add_argument("--cases", action="append", help="case ids (default: the suite's stress cases)")
     st.add_argument("--depths", action="append", help="where the deciding fact goes: start,middle,end")
-    st.add_argument("--samples", type=positive_int, help="samples per case and length (default: the suite's)")
+    st.add_argument("--samples", type=sample_count, help="samples per case and length (default: the suite's)")
     st.add_argument("--seed", type=int, help="run seed (default: fresh, recorded in the manifest)")
     st.add_argument("--out", help="run directory of the sweep")
     st.add_argument("--context-length", type=positive_int, help="override the model's context length")

@@ -24,6 +24,7 @@ from leader_eval.runner import (
     check_out_dir,
     check_protocol,
     check_run_options,
+    check_run_size,
     default_label,
     default_out_dir,
     new_run_seed,
@@ -32,6 +33,7 @@ from leader_eval.runner import (
     resolve_protocol,
     sample_planned,
     select_cases,
+    suite_from_run_dir,
 )
 from leader_eval.score import ModelInfo, SampleScore, score_samples
 from leader_eval.store import (
@@ -80,6 +82,7 @@ def run(
         check_out_dir(Path(options.out))  # before a model is loaded or a server asked
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
+    check_run_size(suite, cases, options)  # before a model is loaded or a sample slot allocated
     # a protocol the parser does not know is refused before any backend is built or asked
     check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
     backend = backend or resolve_backend(
@@ -96,6 +99,9 @@ def run(
     if recorded is not None and options.out is None:
         out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
+    located = suite_from_run_dir(suite.path, out)
+    if located is not None:  # gate --update-golden finds the suite from any working directory
+        manifest["suite"]["from_run_dir"] = located
     # One writer per run directory: a second run into it exits 2 naming this process.
     with run_dir_lock(out):
         rundir = open_run_dir(out, manifest)

@@ -63,6 +63,11 @@ MAX_JSON_INDENT = 64
 
 MAX_REGEX_CHARS = 2_000
 
+#: samples per case (the suite format's own maximum, and --samples / RunOptions.samples)
+MAX_SAMPLES_PER_CASE = 100_000
+#: samples one run plans, cases x samples per case (a shard is a run: --shard splits a bigger one)
+MAX_RUN_SAMPLES = 1_000_000
+
 
 class LimitExceeded(Exception):
     """An input went past one of the bounds above; the message is one line."""

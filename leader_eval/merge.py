@@ -170,7 +170,7 @@ def _concat_lines(paths: Sequence[Path], dest: Path) -> None:
 def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite | str | Path | None = None) -> Run:
     """Merge the shards of one run into ``out`` (a new or empty directory); see the module doc."""
     from leader_eval.evaluate import read_run, score_run
-    from leader_eval.runner import check_out_dir
+    from leader_eval.runner import check_out_dir, suite_from_run_dir
     from leader_eval.suite import load_suite
 
     if not run_dirs:
@@ -184,7 +184,7 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     if RunDir(out).exists():
         raise ShardError(f"{out}: already holds a run; merge into a new or empty directory")
     first = shards[0].manifest
-    loaded = _suite_for(suite, first, load_suite)
+    loaded = _suite_for(suite, first, load_suite, shards[0].path)
     statuses = [str(s.manifest.get("status")) for s in shards]
     status = "complete" if all(x == "complete" for x in statuses) else next(x for x in statuses if x != "complete")
     cases: dict[str, Any] = {}
@@ -193,6 +193,11 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     # created_by goes too: a merged run is nobody's scratch run (the plugin prunes its own, by it)
     manifest = {k: v for k, v in first.items() if k not in ("shard", "sampling_stats", "stopped_by", "created_by")}
     manifest["identity"] = {**first["identity"], "cases": {cid: cases[cid] for cid in sorted(cases)}}
+    # where the suite lies seen from the merged directory, not from the first shard's
+    located = suite_from_run_dir(loaded.path, out) if loaded is not None else None
+    manifest["suite"] = {k: v for k, v in (first.get("suite") or {}).items() if k != "from_run_dir"}
+    if located is not None:
+        manifest["suite"]["from_run_dir"] = located
     seed = int(first["identity"]["run_seed"])
     manifest["run_id"] = f"{first['identity']['suite']}-merged-{seed:08x}-{shards[0].count}shards"
     manifest["created"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -217,23 +222,28 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     return read_run(out)
 
 
-def _suite_for(suite: Suite | str | Path | None, manifest: Mapping[str, Any], load: Any) -> Suite | None:
-    """The suite to score the merged run with: the given one, else the recorded path if its
-    content still hashes to the run's. None: merge the shards' scored records instead."""
+def _suite_for(
+    suite: Suite | str | Path | None, manifest: Mapping[str, Any], load: Any, shard_dir: Path
+) -> Suite | None:
+    """The suite to score the merged run with: the given one, else the recorded one (found from
+    any working directory: ``runner.recorded_suite_paths``) if its content still hashes to the
+    run's. None: merge the shards' scored records instead."""
+    from leader_eval.runner import recorded_suite_paths
+
     want = manifest["identity"]["suite_hash"]
     if suite is not None:
         loaded = suite if not isinstance(suite, str | Path) else load(suite)
         if loaded.content_hash != want:
             raise ShardError(f"{loaded.path}: suite content {loaded.content_hash} is not the shards' {want}")
         return loaded
-    path = (manifest.get("suite") or {}).get("path")
-    if not path:
-        return None
-    try:
-        loaded = load(path)
-    except (OSError, LeaderEvalError):
-        return None
-    return loaded if loaded.content_hash == want else None
+    for path in recorded_suite_paths(dict(manifest), shard_dir):
+        try:
+            loaded = load(path)
+        except (OSError, LeaderEvalError):
+            continue
+        if loaded.content_hash == want:
+            return loaded
+    return None
 
 
 @dataclass(frozen=True)

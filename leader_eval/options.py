@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.argtypes import (
+    label_name,
     non_negative_float,
     non_negative_int,
     positive_float,
     positive_int,
     probability,
     protocol_name,
+    sample_count,
 )
 
 
@@ -79,9 +81,9 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
         "local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...",
         default="local:smollm2",
     ),
-    Option("samples", "samples per case (default: the suite's)", positive_int),
+    Option("samples", "samples per case (default: the suite's; at most 100000)", sample_count),
     Option("seed", "run seed (default: the suite's, else fresh; recorded in the manifest)", non_negative_int),
-    Option("label", "label for golden files (default: derived from the model)"),
+    Option("label", "label for golden files (default: derived from the model)", label_name),
     Option("protocol", "tool-call protocol (beats the suite's and the backend's)", protocol_name),
     Option("temperature", "sampling temperature (beats the suite's)", non_negative_float),
     Option("max-tokens", "largest completion in tokens (beats the suite's)", positive_int),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -25,6 +26,7 @@ from leader_eval.backends.base import Backend, Completion, SampleRequest, Sampli
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
 from leader_eval.formats import RUN_FORMAT_VERSION
+from leader_eval.limits import MAX_RUN_SAMPLES, MAX_SAMPLES_PER_CASE
 from leader_eval.render import RenderedCase, render_case
 from leader_eval.store import LOCK, MANIFEST, RunDir, lock_holder, sample_record_key
 from leader_eval.suite import Case, Suite
@@ -178,12 +180,39 @@ def check_run_options(options: RunOptions) -> None:
     for name, (value, low) in counts.items():
         if value is not None and not (_is_int(value) and value >= low):
             raise LeaderEvalError(f"run option {name}={value!r}: must be an integer >= {low}")
+    if options.samples is not None and options.samples > MAX_SAMPLES_PER_CASE:
+        raise LeaderEvalError(
+            f"run option samples={options.samples}: at most {MAX_SAMPLES_PER_CASE:,} samples per case "
+            "(docs/security.md)"
+        )
     t = options.temperature
     if t is not None and not (_is_num(t) and t >= 0):
         raise LeaderEvalError(f"run option temperature={t!r}: must be a finite number >= 0")
     if options.seed is not None and not _is_int(options.seed):
         raise LeaderEvalError(f"run option seed={options.seed!r}: must be an integer")
+    if options.label is not None:
+        from leader_eval.argtypes import label_name
+
+        try:
+            label_name(options.label)
+        except argparse.ArgumentTypeError as exc:
+            raise LeaderEvalError(f"run option label: {exc}") from None
     check_protocol(options.protocol, where="run option protocol")
+
+
+def check_run_size(suite: Suite, cases: Sequence[Case], options: RunOptions) -> None:
+    """Refuse a run that plans more than ``MAX_RUN_SAMPLES`` samples (cases x samples per case)
+    before anything is rendered, loaded or allocated: one line naming the cap and the way out."""
+    total = 0
+    for case in cases:
+        n = options.samples if options.samples is not None else suite.case_sampling(case).get("samples", 1)
+        total += n if _is_int(n) and n > 0 else 1  # a bad count is _check_sampling's to report
+    if total > MAX_RUN_SAMPLES:
+        raise LeaderEvalError(
+            f"{suite.path}: the run plans {total:,} samples ({len(cases)} cases); at most {MAX_RUN_SAMPLES:,} "
+            "per run (docs/security.md): lower --samples, select cases (--tags, --case, --limit) or split the "
+            "run with --shard"
+        )
 
 
 def _check_sampling(suite: Suite, case: Case, params: SamplingParams, n: int) -> None:
@@ -354,6 +383,41 @@ def build_manifest(
         "status": "running",
         **options.extra_manifest,
     }
+
+
+def suite_from_run_dir(suite_path: Path, out: Path) -> str | None:
+    """The suite file's path relative to the run directory (``../../suites/x.yaml``): recorded in
+    the manifest so that a later ``gate --update-golden`` finds the suite from any working
+    directory, without a machine-specific absolute path in the manifest."""
+    try:
+        return Path(os.path.relpath(Path(suite_path).resolve(), Path(out).resolve())).as_posix()
+    except ValueError:  # another drive (Windows): the recorded path and the search still work
+        return None
+
+
+#: how many folders above a run directory a relative suite path is looked up in (runs/<name>: 2)
+_SUITE_SEARCH_DEPTH = 6
+
+
+def recorded_suite_paths(manifest: dict[str, Any], run_dir: Path) -> list[Path]:
+    """Where a run's suite file may be, most specific first: as recorded relative to the run
+    directory, as recorded relative to the working directory, then that relative path under each
+    folder above the run directory (the working directory of the run, for ``runs/<name>``).
+    Callers load each in turn and keep the first whose content hash is the run's; only YAML
+    files are candidates."""
+    recorded = manifest.get("suite")
+    rec: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    found: list[Path] = []
+    rel = rec.get("from_run_dir")
+    if isinstance(rel, str) and rel:
+        found.append(Path(run_dir) / rel)
+    path = rec.get("path")
+    if isinstance(path, str) and path:
+        found.append(Path(path))
+        if not Path(path).is_absolute():
+            found.extend(parent / path for parent in list(Path(run_dir).resolve().parents)[:_SUITE_SEARCH_DEPTH])
+    unique = list(dict.fromkeys(found))
+    return [p for p in unique if p.suffix in (".yaml", ".yml") and p.is_file()]
 
 
 def default_label(model_id: str) -> str:
