@@ -24,6 +24,8 @@ from leader_eval.suite import Case, Suite, load_suite
 #: default breaks a case (beyond them the error stays at the case's line)
 MAX_ATTRIBUTION_RENDERS = 64
 MAX_ATTRIBUTION_SECONDS = 2.0
+#: once a file has an error, rendering of its remaining cases stops past this many seconds
+MAX_RENDER_SECONDS_AFTER_AN_ERROR = 8.0
 #: "case 'ID': what": an error a case reports in the words another case may share
 _CASE_PREFIX = re.compile(r"^case '([^']*)': (.*)$", re.S)
 #: a neutral value put in place of an inherited default to see whether the error goes with it
@@ -54,7 +56,16 @@ def lint_file(path: str | Path, *, root: str | Path | None = None, backend: Any 
         return result
     result.suite = suite
     defaults = _DefaultsProbe(suite)
+    started = time.monotonic()
     for index, case in enumerate(suite.cases):
+        spent = time.monotonic() - started
+        if result.errors and spent > MAX_RENDER_SECONDS_AFTER_AN_ERROR:
+            # the file already fails: more errors are not worth an unbounded wait for them
+            left = len(suite.cases) - index
+            result.errors.append(
+                SuiteError(suite.path, case.line, f"{left} more case(s) not rendered: lint stopped after {spent:.0f} s")
+            )
+            break
         try:
             result.rows.append(_render(suite, case, backend))
         except SuiteError as exc:

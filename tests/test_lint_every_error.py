@@ -275,3 +275,20 @@ def test_an_episode_goal_outside_the_schema_is_an_unreachable_goal(tmp_path: Pat
         load_suite(path)
     assert info.value.line == _line_of(text, "level: 3}")
     assert "case 'announce': unreachable goal: send_message_to_chat: no value" in info.value.message
+
+
+def test_once_a_file_fails_rendering_the_rest_is_bounded_in_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from leader_eval import lint
+
+    monkeypatch.setattr(lint, "MAX_RENDER_SECONDS_AFTER_AN_ERROR", 0.0)
+    text = SUITE.replace('vars: {request: "Say hi in general."}', 'vars: {request: ""}')
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    result = lint.lint_file(path)
+    assert [type(e) for e in result.errors] == [SuiteError, SuiteError]
+    first, stopped = result.errors
+    assert "'request' is empty" in str(first)
+    assert str(stopped).endswith("1 more case(s) not rendered: lint stopped after 0 s")
+    assert stopped.line == _line_of(text, "- id: escalate")  # type: ignore[attr-defined]
