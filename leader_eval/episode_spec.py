@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import ChainMap
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -75,13 +75,14 @@ class EpisodeSpec:
         }
 
 
-def with_episodes(suite: Suite, data: Mapping[str, Any], *, skip: Collection[int] = ()) -> Suite:
+def with_episodes(suite: Suite, data: Mapping[str, Any], *, indices: Sequence[int] | None = None) -> Suite:
     """The suite with its scripted world and every episode case's ``EpisodeSpec`` (all linted).
 
     An episode case gets the step-0 value of the ``episode`` template variable, so the scaffold
-    renders (and lints) at step 0 exactly as the loop renders it later. ``skip``: indices of
-    raw cases the suite left out (they failed the schema). Every episode case is checked: the
-    errors of all of them are raised together (``SuiteErrors``).
+    renders (and lints) at step 0 exactly as the loop renders it later. ``indices``: where each
+    of ``suite.cases`` sits in ``data["cases"]`` (default: one for one; a case that failed the
+    schema or repeats an id is left out of the suite). Every episode case is checked: the errors
+    of all of them are raised together (``SuiteErrors``).
     """
     path, lines = suite.path, suite.lines
     world = build_world(path, suite.root, data, lines)
@@ -94,7 +95,7 @@ def with_episodes(suite: Suite, data: Mapping[str, Any], *, skip: Collection[int
     defaults = data.get("episode", {})
     # a key a case inherits from the suite-level episode: defaults is reported at its own line there
     default_lines = {p: n for p, n in lines.items() if len(p) >= 2 and p[0] == "episode"}
-    kept = [i for i in range(len(raw_cases)) if i not in set(skip)]
+    kept = list(indices) if indices is not None else list(range(len(suite.cases)))
     errors: list[SuiteError] = []
     cases: list[Case] = []
     for i, case in zip(kept, suite.cases, strict=True):

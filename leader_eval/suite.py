@@ -262,6 +262,7 @@ def _build(
     hard_default = data.get("hard_fail", DEFAULT_HARD_FAIL)
     by_name = {t.name: t for t in tools}
     cases: list[Case] = []
+    raw_index: list[int] = []  # where each built case sits in data["cases"] (episodes read it there)
     seen: dict[str, int] = {}
     for i, c in enumerate(data["cases"]):
         if i in skip:
@@ -288,6 +289,7 @@ def _build(
             for j, pattern in enumerate(expect.get(key, [])):
                 with errors.collect():
                     _check_regex(path, _line(lines, ("cases", i, "expect", key, j)), pattern)
+        raw_index.append(i)
         cases.append(
             Case(
                 id=c["id"],
@@ -345,7 +347,7 @@ def _build(
     from leader_eval.episode_spec import with_episodes
 
     with errors.collect():
-        suite = with_episodes(suite, data, skip=skip)
+        suite = with_episodes(suite, data, indices=raw_index)
     return suite
 
 

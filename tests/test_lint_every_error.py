@@ -292,3 +292,34 @@ def test_once_a_file_fails_rendering_the_rest_is_bounded_in_time(
     assert "'request' is empty" in str(first)
     assert str(stopped).endswith("1 more case(s) not rendered: lint stopped after 0 s")
     assert stopped.line == _line_of(text, "- id: escalate")  # type: ignore[attr-defined]
+
+
+def test_episode_cases_after_a_left_out_case_are_still_checked_at_their_own_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    # case 1 fails the schema, case 2 repeats an id, case 3 is an episode with an undeclared goal
+    extra = """\
+  - id: broken
+    weight: heavy
+    vars: {current_goal: x}
+  - id: announce
+    vars: {current_goal: y}
+  - id: third
+    vars: {current_goal: z}
+    episode:
+      goal: {tool: nope}
+"""
+    text = EPISODE_SUITE.replace("cases:\n", "cases:\n" + extra, 1)
+    path = write_repo(root, text)
+    status, lines = _lint(capsys, path)
+    assert status == 2
+    found = _errors(lines, path)
+    assert found[0] == (_line_of(text, "weight: heavy"), found[0][1]) and "weight" in found[0][1]
+    assert (_line_of(text, "goal: {tool: nope}"), "case 'third': unreachable goal: tool 'nope' is not declared") in [
+        (line, message.split(" (tools:")[0]) for line, message in found
+    ], lines
+    first = _line_of(text, "- id: announce")
+    assert (_line_of(text, "- id: announce", nth=2), f"duplicate case id 'announce' (first at line {first})") in found
+    assert len(found) == 3, lines
