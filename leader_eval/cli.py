@@ -162,7 +162,7 @@ def _print_report_path(run_dir: Path) -> None:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from leader_eval.backends import resolve_backend
-    from leader_eval.lint import lint_file
+    from leader_eval.lint import MAX_PRINTED_ERRORS, lint_file
     from leader_eval.report import table
 
     paths, status = _suite_paths(args.suite)
@@ -170,8 +170,10 @@ def cmd_lint(args: argparse.Namespace) -> int:
     for path in paths:
         # every error of the file, each on its own line (leader_eval.lint)
         result = lint_file(path, root=args.suite_root, backend=backend)
-        for err in result.errors:
+        for err in result.errors[:MAX_PRINTED_ERRORS]:
             print(f"error: {err}", file=sys.stderr)
+        if len(result.errors) > MAX_PRINTED_ERRORS:
+            print(f"error: {path}: {len(result.errors) - MAX_PRINTED_ERRORS} more errors not shown", file=sys.stderr)
         if result.errors or result.suite is None:
             status = 2
             continue

@@ -24,6 +24,8 @@ from leader_eval.suite import Case, Suite, load_suite
 #: default breaks a case (beyond them the error stays at the case's line)
 MAX_ATTRIBUTION_RENDERS = 64
 MAX_ATTRIBUTION_SECONDS = 2.0
+#: ``leader-eval lint`` prints at most this many errors of one file, then how many more there are
+MAX_PRINTED_ERRORS = 200
 #: once a file has an error, rendering of its remaining cases stops past this many seconds
 MAX_RENDER_SECONDS_AFTER_AN_ERROR = 8.0
 #: "case 'ID': what": an error a case reports in the words another case may share

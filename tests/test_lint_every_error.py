@@ -323,3 +323,16 @@ def test_episode_cases_after_a_left_out_case_are_still_checked_at_their_own_line
     first = _line_of(text, "- id: announce")
     assert (_line_of(text, "- id: announce", nth=2), f"duplicate case id 'announce' (first at line {first})") in found
     assert len(found) == 3, lines
+
+
+def test_a_file_with_thousands_of_errors_prints_a_bounded_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from leader_eval.lint import MAX_PRINTED_ERRORS
+
+    bad = "".join(f"  - id: c{i}\n    weight: heavy\n" for i in range(MAX_PRINTED_ERRORS + 50))
+    path = tmp_path / "s.yaml"
+    path.write_text(SUITE + bad)
+    status, lines = _lint(capsys, path)
+    assert status == 2 and len(lines) == MAX_PRINTED_ERRORS + 1
+    assert lines[-1] == f"error: {path}: 50 more errors not shown"
