@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "positive_int",
     "probability",
     "protocol_name",
+    "sample_count",
 ]
 
 
@@ -53,9 +55,8 @@ NAME_COMPONENT_MAX = 100
 
 
 def name_component(text: str) -> str:
-    """A baseline name or run label that is safe as one file or directory name."""
-    import re
-
+    """A baseline name or run label that is safe as one file or directory name (``--label ../x``
+    would put the run directory outside ``runs/``)."""
     value = str(text)
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", value) or len(value) > NAME_COMPONENT_MAX:
         raise argparse.ArgumentTypeError(
@@ -70,6 +71,19 @@ def positive_int(text: str) -> int:
     value = _int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= 1")
+    return value
+
+
+def sample_count(text: str) -> int:
+    """Samples per case: an integer from 1 to ``limits.MAX_SAMPLES_PER_CASE`` (a count past it
+    would only end in running out of memory while the run is planned)."""
+    from leader_eval.limits import MAX_SAMPLES_PER_CASE
+
+    value = positive_int(text)
+    if value > MAX_SAMPLES_PER_CASE:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: at most {MAX_SAMPLES_PER_CASE:,} samples per case (docs/security.md)"
+        )
     return value
 
 

@@ -10,10 +10,12 @@ from typing import NoReturn
 
 from leader_eval.argtypes import (
     int_list,
+    name_component,
     non_negative_float,
     open_probability,
     positive_int,
     probability,
+    sample_count,
 )
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import GuardedStream, inert
@@ -163,35 +165,25 @@ def _print_report_path(run_dir: Path) -> None:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from leader_eval.backends import resolve_backend
-    from leader_eval.render import render_case
+    from leader_eval.lint import MAX_PRINTED_ERRORS, lint_file
     from leader_eval.report import table
-    from leader_eval.suite import load_suite
 
     paths, status = _suite_paths(args.suite)
     backend = resolve_backend(args.model) if not args.no_tokens and paths else None
     for path in paths:
-        try:
-            suite = load_suite(path, root=args.suite_root)
-            rows = []
-            for case in suite.cases:
-                if backend is None:
-                    from leader_eval.render import render_messages
-
-                    render_messages(suite, case)
-                    rows.append([case.id, case.line, "-"])
-                    continue
-                rc = render_case(suite, case, backend)
-                n = rc.prompt.n_tokens
-                ctx = backend.context_length
-                note = " (exceeds context)" if ctx and n and n > ctx else ""
-                rows.append([case.id, case.line, f"{n}{note}"])
-        except LeaderEvalError as err:
+        # every error of the file, each on its own line (leader_eval.lint)
+        result = lint_file(path, root=args.suite_root, backend=backend)
+        for err in result.errors[:MAX_PRINTED_ERRORS]:
             print(f"error: {inert(err, multiline=True)}", file=sys.stderr)  # it may quote the suite
+        if len(result.errors) > MAX_PRINTED_ERRORS:
+            print(f"error: {path}: {len(result.errors) - MAX_PRINTED_ERRORS} more errors not shown", file=sys.stderr)
+        if result.errors or result.suite is None:
             status = 2
             continue
+        suite = result.suite
         print(f"{path}: ok, {len(suite.cases)} cases, {len(suite.tools)} tools, hash {suite.content_hash}")
         if args.verbose or backend is not None:
-            print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in rows]))
+            print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in result.rows]))
     return status
 
 
@@ -428,7 +420,6 @@ def _add_max_error_rate(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_baseline(parser: argparse.ArgumentParser, prefix: str = "", default: str | None = "main") -> None:
-    from leader_eval.argtypes import name_component
 
     parser.add_argument(
         "--baseline",
@@ -477,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="sample in rounds and stop once more samples cannot change the gate's decision (needs --budget)",
     )
-    r.add_argument("--budget", type=positive_int, help="with --adaptive: at most this many samples per case")
+    r.add_argument("--budget", type=sample_count, help="with --adaptive: at most this many samples per case")
     r.add_argument("--golden", default="golden", help="with --adaptive: golden directory (or one .json file)")
     _add_baseline(r, "with --adaptive: ")
     r.add_argument("--alpha", type=float, default=0.05, help="with --adaptive: the gate's family-wise level")
@@ -558,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--a", required=True, metavar="SUITE[@MODEL]", help="baseline A: suite YAML and model")
     ca.add_argument("--b", required=True, metavar="SUITE[@MODEL]", help="candidate B: suite YAML and model")
     add_sampling_arguments(ca)  # shared by both sides; --model is the default for a side without @MODEL
-    ca.add_argument("--budget", required=True, type=positive_int, help="at most this many samples per case per side")
+    ca.add_argument("--budget", required=True, type=sample_count, help="at most this many samples per case per side")
     ca.add_argument("--out", required=True, help=f"output directory: OUT/a, OUT/b and {ADAPTIVE_COMPARE}")
     ca.add_argument(
         "--alpha", type=open_probability, default=0.05, help="level of each direction's verdict (default 0.05)"
@@ -582,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
     _add_baseline(pl, default=None)  # None: --label (0.2) may still name it, else main
     pl.add_argument("--label", help="0.2's name for --baseline (deprecated)")
-    pl.add_argument("--samples", type=int, help="samples per case of the runs to gate (default: the suite's)")
+    pl.add_argument("--samples", type=sample_count, help="samples per case of the runs to gate (default: the suite's)")
     pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
     pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")
     pl.set_defaults(func=cmd_plan)
@@ -621,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     st.add_argument("--cases", action="append", help="case ids (default: the suite's stress cases)")
     st.add_argument("--depths", action="append", help="where the deciding fact goes: start,middle,end")
-    st.add_argument("--samples", type=positive_int, help="samples per case and length (default: the suite's)")
+    st.add_argument("--samples", type=sample_count, help="samples per case and length (default: the suite's)")
     st.add_argument("--seed", type=int, help="run seed (default: fresh, recorded in the manifest)")
     st.add_argument("--out", help="run directory of the sweep")
     st.add_argument("--context-length", type=positive_int, help="override the model's context length")

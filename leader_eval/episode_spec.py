@@ -21,13 +21,15 @@ goal); a terminal or forbidden tool is undeclared; a case declares the reserved 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections import ChainMap
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from leader_eval.errors import SuiteError
-from leader_eval.schema_loader import SchemaSite, load_schemas
+from leader_eval.errors import SuiteError, SuiteErrors
+from leader_eval.expectations import unsatisfiable
+from leader_eval.schema_loader import SchemaSite, load_schemas, validator_for
 from leader_eval.suite import _line
 from leader_eval.world import Fixture, World, check_constraints, load_fixtures
 
@@ -69,11 +71,14 @@ class EpisodeSpec:
         }
 
 
-def with_episodes(suite: Suite, data: Mapping[str, Any]) -> Suite:
+def with_episodes(suite: Suite, data: Mapping[str, Any], *, indices: Sequence[int] | None = None) -> Suite:
     """The suite with its scripted world and every episode case's ``EpisodeSpec`` (all linted).
 
     An episode case gets the step-0 value of the ``episode`` template variable, so the scaffold
-    renders (and lints) at step 0 exactly as the loop renders it later.
+    renders (and lints) at step 0 exactly as the loop renders it later. ``indices``: where each
+    of ``suite.cases`` sits in ``data["cases"]`` (default: one for one; a case that failed the
+    schema or repeats an id is left out of the suite). Every episode case is checked: the errors
+    of all of them are raised together (``SuiteErrors``).
     """
     path, lines = suite.path, suite.lines
     world = build_world(path, suite.root, data, lines)
@@ -84,33 +89,50 @@ def with_episodes(suite: Suite, data: Mapping[str, Any]) -> Suite:
 
     template_vars = template_variables(suite)
     defaults = data.get("episode", {})
+    # a key a case inherits from the suite-level episode: defaults is reported at its own line there
+    default_lines = {p: n for p, n in lines.items() if len(p) >= 2 and p[0] == "episode"}
+    kept = list(indices) if indices is not None else list(range(len(suite.cases)))
+    errors: list[SuiteError] = []
     cases: list[Case] = []
-    for i, case in enumerate(suite.cases):
+    for i, case in zip(kept, suite.cases, strict=True):
         raw = raw_cases[i].get("episode")
         if raw is None:
             cases.append(case)
             continue
         at: JsonPath = ("cases", i, "episode")
-        if EPISODE_VAR in case.vars:
-            raise SuiteError(
-                path,
-                _line(lines, ("cases", i, "vars", EPISODE_VAR)),
-                f"case {case.id!r}: the variable {EPISODE_VAR!r} is reserved for the episode transcript",
-            )
-        spec = _spec(path, suite.root, lines, at, {**defaults, **raw}, world, case.id)
-        if spec.transcript == "event_log" and EPISODE_VAR not in template_vars:
-            raise SuiteError(
-                path,
-                _line(lines, (*at, "transcript")),
-                f"case {case.id!r}: transcript event_log needs the scaffold to render {EPISODE_VAR}.steps",
-            )
+        inherited = {(*at, *p[1:]): n for p, n in default_lines.items() if p[1] not in raw}
+        case_lines = cast(dict[JsonPath, int], ChainMap(inherited, lines)) if inherited else lines
+        try:
+            if EPISODE_VAR in case.vars:
+                raise SuiteError(
+                    path,
+                    _line(lines, ("cases", i, "vars", EPISODE_VAR)),
+                    f"case {case.id!r}: the variable {EPISODE_VAR!r} is reserved for the episode transcript",
+                )
+            spec = _spec(path, suite.root, case_lines, at, {**defaults, **raw}, world, case.id)
+            if spec.transcript == "event_log" and EPISODE_VAR not in template_vars:
+                raise SuiteError(
+                    path,
+                    _line(case_lines, (*at, "transcript")),
+                    f"case {case.id!r}: transcript event_log needs the scaffold to render {EPISODE_VAR}.steps",
+                )
+        except SuiteError as exc:
+            errors.append(exc)
+            continue
         variables = {**case.vars, EPISODE_VAR: initial_episode_var(spec)}
         cases.append(replace(case, vars=variables, episode=spec))
+    if errors:
+        raise SuiteErrors(errors)
     # fixture files and $ref targets join the content hash in load_suite (every file read)
     out = replace(suite, world=world, cases=tuple(cases))
     for case in out.cases:
         if case.episode is not None:
-            _render_a_later_step(out, case)
+            try:
+                _render_a_later_step(out, case)
+            except SuiteError as exc:
+                errors.append(exc)
+    if errors:
+        raise SuiteErrors(errors)
     return out
 
 
@@ -204,6 +226,14 @@ def _spec(
                 _line(lines, (*at, "goal", "args", arg)),
                 f"case {case_id!r}: goal tool {gtool!r} has no argument {arg!r}",
             )
+    validator = validator_for(tools[gtool])
+    for key, constraints in ((("goal", "args"), goal.get("args", {})), (("final",), ep.get("final") or {})):
+        for arg, constraint in constraints.items():
+            refusal = unsatisfiable(constraint, arg, tools[gtool], validator)
+            if refusal:
+                raise SuiteError(
+                    path, _line(lines, (*at, *key, arg)), f"case {case_id!r}: unreachable goal: {gtool}: {refusal}"
+                )
     end = ep.get("end", {})
     terminal = tuple(end.get("terminal_tools", (gtool,)))
     for j, name in enumerate(terminal):

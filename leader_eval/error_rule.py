@@ -16,11 +16,13 @@ functions, so the rule is the same everywhere.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_MAX_ERROR_RATE = 0.0
+#: the first sampler error is shown in the run summary cut to this many characters
+MAX_ERROR_TEXT = 300
 
 
 @dataclass(frozen=True)
@@ -111,3 +113,41 @@ def case_verdict(record: Mapping[str, Any], *, overflow_is_error: bool = True) -
 def is_stress_manifest(manifest: Mapping[str, Any]) -> bool:
     """A stress sweep's run (its manifest carries the ``stress`` block)."""
     return bool(manifest.get("stress"))
+
+
+def first_sampler_error(samples: Iterable[Any]) -> dict[str, Any] | None:
+    """The first ``error`` sample in (case id, index) order, as ``{case_id, index, error}``, or None.
+
+    A run of 200 samples against a service that was down holds 200 copies of one message; the
+    summary shows this one, so the cause is on screen without opening the run directory. The
+    order does not depend on which request finished first (a merged run says the same). The text
+    is made safe to print: secrets scrubbed (again: a run directory may come from elsewhere),
+    control characters escaped, one line, at most ``MAX_ERROR_TEXT`` characters.
+    """
+    first = min(
+        (s for s in samples if getattr(s, "outcome", None) == "error"),
+        key=lambda s: (str(s.case_id), int(s.index)),
+        default=None,
+    )
+    if first is None:
+        return None
+    return {"case_id": str(first.case_id), "index": int(first.index), "error": printable_error(first.error)}
+
+
+def printable_error(text: Any) -> str:
+    """``text`` as one printable line: secrets scrubbed, controls and escapes shown escaped."""
+    from leader_eval.secrets import scrub
+
+    raw = scrub(str(text or "unknown error"))
+    shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in raw)
+    return shown if len(shown) <= MAX_ERROR_TEXT else shown[: MAX_ERROR_TEXT - 3] + "..."
+
+
+def format_first_error(record: Mapping[str, Any] | None) -> str | None:
+    """The summary line for ``first_sampler_error``'s record (never starts a CI workflow command)."""
+    if not isinstance(record, Mapping):
+        return None
+    return (
+        f"first sampler error (case {printable_error(record.get('case_id'))}, sample {record.get('index')}): "
+        f"{printable_error(record.get('error'))}"
+    )

@@ -29,3 +29,18 @@ class ChatTemplateError(LeaderEvalError):
 
     def __init__(self, message: str):
         super().__init__(message.replace("\n", " ").strip())
+
+
+class SuiteErrors(SuiteError):
+    """Every error found in one suite file (``errors``, in file and line order).
+
+    ``str()`` stays one line: the first error, and how many more there are; ``leader-eval lint``
+    prints each of ``errors`` on its own line.
+    """
+
+    def __init__(self, errors: list[SuiteError]):
+        self.errors = list(errors)
+        first = self.errors[0]
+        more = len(self.errors) - 1
+        hint = f" (and {more} more error{'s' if more > 1 else ''}: leader-eval lint lists them all)" if more else ""
+        super().__init__(first.path, first.line, first.message + hint)

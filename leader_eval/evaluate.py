@@ -15,6 +15,7 @@ from leader_eval.backends import resolve_backend
 from leader_eval.backends.base import Backend
 from leader_eval.cache import SampleCache, cache_enabled, check_cache_dir, default_cache_dir
 from leader_eval.checks.episode import score_episodes
+from leader_eval.error_rule import first_sampler_error
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runner import (
     RunOptions,
@@ -25,6 +26,7 @@ from leader_eval.runner import (
     check_out_dir,
     check_protocol,
     check_run_options,
+    check_run_size,
     default_label,
     default_out_dir,
     new_run_seed,
@@ -33,6 +35,7 @@ from leader_eval.runner import (
     resolve_protocol,
     sample_planned,
     select_cases,
+    suite_from_run_dir,
 )
 from leader_eval.score import ModelInfo, SampleScore, score_samples
 from leader_eval.store import (
@@ -118,6 +121,7 @@ def run(
         check_cache_dir(default_cache_dir())  # no symlink or FIFO among its files, before anything
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
+    check_run_size(suite, cases, options)  # before a model is loaded or a sample slot allocated
     # a protocol the parser does not know is refused before any backend is built or asked
     check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
     backend = backend or resolve_backend(
@@ -137,6 +141,9 @@ def run(
         out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
     check_run_dir(Path(out))  # no symlink or special file inside, before even the lock file is made
+    located = suite_from_run_dir(suite.path, out)
+    if located is not None:  # gate --update-golden finds the suite from any working directory
+        manifest["suite"]["from_run_dir"] = located
     # One writer per run directory: a second run into it exits 2 naming this process.
     with run_dir_lock(out):
         rundir = open_run_dir(out, manifest)
@@ -255,6 +262,9 @@ def score_run(rundir: RunDir, suite: Suite) -> Run:
     if rundir.unreadable:
         # counted where the run's readers look: show lists them (FILE:LINE was logged as read)
         summary["unreadable"] = {name: lines[:1000] for name, lines in sorted(rundir.unreadable.items())}
+    first_error = first_sampler_error(samples)
+    if first_error is not None:  # the cause of a failed run, on screen (error_rule.first_sampler_error)
+        summary["first_error"] = first_error
     # every field bounded (the raw output stays whole in samples.jsonl): a model that writes
     # megabytes of calls must not make results.jsonl and the report many times its size
     write_lines_atomic(rundir.path / RESULTS, (capped_line(s.to_dict()) for s in scores))

@@ -1431,15 +1431,23 @@ def _without(d: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 
 def _load_run_suite(run: Run) -> Suite | None:
+    """The suite the run was made from, found from any working directory
+    (``runner.recorded_suite_paths``): the first candidate with the run's content hash, else
+    the first that loads (the caller then reports the changed hash), else None."""
+    from leader_eval.runner import recorded_suite_paths
     from leader_eval.suite import load_suite
 
-    path = (run.manifest.get("suite") or {}).get("path")
-    if not path:
-        return None
-    try:
-        return load_suite(path)
-    except (OSError, LeaderEvalError):
-        return None
+    want = (run.manifest.get("identity") or {}).get("suite_hash")
+    fallback: Suite | None = None
+    for path in recorded_suite_paths(run.manifest, Path(run.path)):
+        try:
+            suite = load_suite(path)
+        except (OSError, LeaderEvalError):
+            continue
+        if suite.content_hash == want:
+            return suite
+        fallback = fallback or suite
+    return fallback
 
 
 def _md(text: object) -> str:

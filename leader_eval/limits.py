@@ -48,6 +48,11 @@ MAX_REGEX_SECONDS = 0.05  # per search of a pattern RE2 cannot run (suite_regex.
 #: its ranges): ``\w{1000}`` (1.1 s and 64 MB in RE2) and ``a{10000000}`` (7 s, 2.7 GB in regex) are over it
 MAX_REGEX_PROGRAM = 200_000
 
+#: samples per case (the suite format's own maximum, and --samples / RunOptions.samples)
+MAX_SAMPLES_PER_CASE = 100_000
+#: samples one run plans, cases x samples per case (a shard is a run: --shard splits a bigger one)
+MAX_RUN_SAMPLES = 1_000_000
+
 
 class LimitExceeded(Exception):
     """An input went past one of the bounds above; the message is one line."""

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from leader_eval.error_rule import first_sampler_error
 from leader_eval.errors import LeaderEvalError
 from leader_eval.store import (
     CASES,
@@ -194,7 +195,7 @@ def _check(shards: Sequence[_Shard]) -> list[str]:
 def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite | str | Path | None = None) -> Run:
     """Merge the shards of one run into ``out`` (a new or empty directory); see the module doc."""
     from leader_eval.evaluate import read_run, score_run
-    from leader_eval.runner import check_out_dir
+    from leader_eval.runner import check_out_dir, suite_from_run_dir
     from leader_eval.suite import load_suite
 
     if not run_dirs:
@@ -209,7 +210,7 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
         raise ShardError(f"{out}: already holds a run; merge into a new or empty directory")
     records = _union_records(shards, suite_ids)
     first = shards[0].manifest
-    loaded = _suite_for(suite, first, load_suite)
+    loaded = _suite_for(suite, first, load_suite, shards[0].path)
     statuses = [str(s.manifest.get("status")) for s in shards]
     status = "complete" if all(x == "complete" for x in statuses) else next(x for x in statuses if x != "complete")
     cases: dict[str, Any] = {}
@@ -218,6 +219,11 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     # created_by goes too: a merged run is nobody's scratch run (the plugin prunes its own, by it)
     manifest = {k: v for k, v in first.items() if k not in ("shard", "sampling_stats", "stopped_by", "created_by")}
     manifest["identity"] = {**first["identity"], "cases": {cid: cases[cid] for cid in sorted(cases)}}
+    # where the suite lies seen from the merged directory, not from the first shard's
+    located = suite_from_run_dir(loaded.path, out) if loaded is not None else None
+    manifest["suite"] = {k: v for k, v in (first.get("suite") or {}).items() if k != "from_run_dir"}
+    if located is not None:
+        manifest["suite"]["from_run_dir"] = located
     seed = int(first["identity"]["run_seed"])
     manifest["run_id"] = f"{first['identity']['suite']}-merged-{seed:08x}-{shards[0].count}shards"
     manifest["created"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -388,23 +394,28 @@ def _check_episode(where: str, sample: Mapping[str, Any], steps: Sequence[Mappin
         )
 
 
-def _suite_for(suite: Suite | str | Path | None, manifest: Mapping[str, Any], load: Any) -> Suite | None:
-    """The suite to score the merged run with: the given one, else the recorded path if its
-    content still hashes to the run's. None: merge the shards' scored records instead."""
+def _suite_for(
+    suite: Suite | str | Path | None, manifest: Mapping[str, Any], load: Any, shard_dir: Path
+) -> Suite | None:
+    """The suite to score the merged run with: the given one, else the recorded one (found from
+    any working directory: ``runner.recorded_suite_paths``) if its content still hashes to the
+    run's. None: merge the shards' scored records instead."""
+    from leader_eval.runner import recorded_suite_paths
+
     want = manifest["identity"]["suite_hash"]
     if suite is not None:
         loaded = suite if not isinstance(suite, str | Path) else load(suite)
         if loaded.content_hash != want:
             raise ShardError(f"{loaded.path}: suite content {loaded.content_hash} is not the shards' {want}")
         return loaded
-    path = (manifest.get("suite") or {}).get("path")
-    if not path:
-        return None
-    try:
-        loaded = load(path)
-    except (OSError, LeaderEvalError):
-        return None
-    return loaded if loaded.content_hash == want else None
+    for path in recorded_suite_paths(dict(manifest), shard_dir):
+        try:
+            loaded = load(path)
+        except (OSError, LeaderEvalError):
+            continue
+        if loaded.content_hash == want:
+            return loaded
+    return None
 
 
 @dataclass(frozen=True)
@@ -468,5 +479,9 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
         "per_case": {r["case_id"]: [r.get("prompt_tokens", 0), r.get("completion_tokens", 0)] for r in case_results},
     }
     summary["retries"] = retries
-    summary["usage"] = usage_summary(RunDir(out).read_samples(), manifest.get("prices"))
+    samples = RunDir(out).read_samples()
+    summary["usage"] = usage_summary(samples, manifest.get("prices"))
+    first_error = first_sampler_error(samples)
+    if first_error is not None:  # as score_run writes it
+        summary["first_error"] = first_error
     write_json_atomic(out / SUMMARY, summary)

@@ -27,6 +27,7 @@ from leader_eval.argtypes import (
     positive_int,
     probability,
     protocol_name,
+    sample_count,
 )
 
 
@@ -80,7 +81,7 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
         "local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...",
         default="local:smollm2",
     ),
-    Option("samples", "samples per case (default: the suite's)", positive_int),
+    Option("samples", "samples per case (default: the suite's; at most 100000)", sample_count),
     Option("seed", "run seed (default: the suite's, else fresh; recorded in the manifest)", non_negative_int),
     Option(
         "label",

@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import secrets
 import sys
 import time
@@ -18,13 +19,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from leader_eval import __version__
 from leader_eval.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard, is_context_overflow
 from leader_eval.cache import SampleCache
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
 from leader_eval.formats import RUN_FORMAT_VERSION
+from leader_eval.limits import MAX_RUN_SAMPLES, MAX_SAMPLES_PER_CASE
 from leader_eval.render import RenderedCase, render_case
 from leader_eval.store import LOCK, MANIFEST, RunDir, check_run_dir, lock_holder, sample_record_key
 from leader_eval.suite import Case, Suite
@@ -33,15 +35,41 @@ from leader_eval.types import Sample
 SCORER_VERSION = "1"
 
 
+class _PathField:
+    """A dataclass field that holds ``Path | None`` and takes any path: a ``str`` or an
+    ``os.PathLike`` is converted on every assignment, at construction and after it (the pytest
+    plugin sets ``options.out`` later), so no code behind it meets a ``str`` where it joins paths."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = "_" + name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> None: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> Path | None: ...
+    def __get__(self, obj: object | None, owner: type) -> Path | None:
+        # on the class (the dataclass machinery asks for the default), the default is None
+        return None if obj is None else getattr(obj, self._name, None)
+
+    def __set__(self, obj: object, value: str | os.PathLike[str] | None) -> None:
+        if value is not None and not isinstance(value, Path):
+            if not isinstance(value, str | os.PathLike):
+                raise TypeError(f"RunOptions: {self._name[1:]} must be a path (str or os.PathLike), not {value!r}")
+            value = Path(value)
+        object.__setattr__(obj, self._name, value)
+
+
 @dataclass
 class RunOptions:
+    """What ``leader_eval.run`` samples and where it writes (docs/api.md lists every field)."""
+
     model: str = "local:smollm2"
     samples: int | None = None
     seed: int | None = None
     tags: Sequence[str] = ()
     case_ids: Sequence[str] = ()
     limit: int | None = None
-    out: Path | None = None
+    out: _PathField = _PathField()  # a str or os.PathLike path; read back as Path | None
     protocol: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
@@ -152,11 +180,23 @@ def check_run_options(options: RunOptions) -> None:
     for name, (value, low) in counts.items():
         if value is not None and not (_is_int(value) and value >= low):
             raise LeaderEvalError(f"run option {name}={value!r}: must be an integer >= {low}")
+    if options.samples is not None and options.samples > MAX_SAMPLES_PER_CASE:
+        raise LeaderEvalError(
+            f"run option samples={options.samples}: at most {MAX_SAMPLES_PER_CASE:,} samples per case "
+            "(docs/security.md)"
+        )
     t = options.temperature
     if t is not None and not (_is_num(t) and t >= 0):
         raise LeaderEvalError(f"run option temperature={t!r}: must be a finite number >= 0")
     if options.seed is not None and not _is_int(options.seed):
         raise LeaderEvalError(f"run option seed={options.seed!r}: must be an integer")
+    if options.label is not None:
+        from leader_eval.argtypes import name_component
+
+        try:
+            name_component(options.label)
+        except argparse.ArgumentTypeError as exc:
+            raise LeaderEvalError(f"run option label: {exc}") from None
     check_protocol(options.protocol, where="run option protocol")
     if options.label is not None:
         from leader_eval.argtypes import name_component
@@ -165,6 +205,21 @@ def check_run_options(options: RunOptions) -> None:
             name_component(options.label)
         except argparse.ArgumentTypeError as err:
             raise LeaderEvalError(f"run option label: {err}") from None
+
+
+def check_run_size(suite: Suite, cases: Sequence[Case], options: RunOptions) -> None:
+    """Refuse a run that plans more than ``MAX_RUN_SAMPLES`` samples (cases x samples per case)
+    before anything is rendered, loaded or allocated: one line naming the cap and the way out."""
+    total = 0
+    for case in cases:
+        n = options.samples if options.samples is not None else suite.case_sampling(case).get("samples", 1)
+        total += n if _is_int(n) and n > 0 else 1  # a bad count is _check_sampling's to report
+    if total > MAX_RUN_SAMPLES:
+        raise LeaderEvalError(
+            f"{suite.path}: the run plans {total:,} samples ({len(cases)} cases); at most {MAX_RUN_SAMPLES:,} "
+            "per run (docs/security.md): lower --samples, select cases (--tags, --case, --limit) or split the "
+            "run with --shard"
+        )
 
 
 def _check_sampling(suite: Suite, case: Case, params: SamplingParams, n: int) -> None:
@@ -335,6 +390,41 @@ def build_manifest(
         "status": "running",
         **options.extra_manifest,
     }
+
+
+def suite_from_run_dir(suite_path: Path, out: Path) -> str | None:
+    """The suite file's path relative to the run directory (``../../suites/x.yaml``): recorded in
+    the manifest so that a later ``gate --update-golden`` finds the suite from any working
+    directory, without a machine-specific absolute path in the manifest."""
+    try:
+        return Path(os.path.relpath(Path(suite_path).resolve(), Path(out).resolve())).as_posix()
+    except ValueError:  # another drive (Windows): the recorded path and the search still work
+        return None
+
+
+#: how many folders above a run directory a relative suite path is looked up in (runs/<name>: 2)
+_SUITE_SEARCH_DEPTH = 6
+
+
+def recorded_suite_paths(manifest: dict[str, Any], run_dir: Path) -> list[Path]:
+    """Where a run's suite file may be, most specific first: as recorded relative to the run
+    directory, as recorded relative to the working directory, then that relative path under each
+    folder above the run directory (the working directory of the run, for ``runs/<name>``).
+    Callers load each in turn and keep the first whose content hash is the run's; only YAML
+    files are candidates."""
+    recorded = manifest.get("suite")
+    rec: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    found: list[Path] = []
+    rel = rec.get("from_run_dir")
+    if isinstance(rel, str) and rel:
+        found.append(Path(run_dir) / rel)
+    path = rec.get("path")
+    if isinstance(path, str) and path:
+        found.append(Path(path))
+        if not Path(path).is_absolute():
+            found.extend(parent / path for parent in list(Path(run_dir).resolve().parents)[:_SUITE_SEARCH_DEPTH])
+    unique = list(dict.fromkeys(found))
+    return [p for p in unique if p.suffix in (".yaml", ".yml") and p.is_file()]
 
 
 def default_label(model_id: str) -> str:

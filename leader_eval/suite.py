@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -14,7 +15,8 @@ from typing import Any
 import jsonschema
 from jsonschema.validators import Draft202012Validator
 
-from leader_eval.errors import SuiteError
+from leader_eval.errors import SuiteError, SuiteErrors
+from leader_eval.expectations import unsatisfiable
 from leader_eval.limits import MAX_TEMPLATE_BYTES, LimitExceeded, check_regex
 from leader_eval.schema_loader import LoadedSchemas, load_tool_schemas
 from leader_eval.suite_files import read_text, recording_reads, resolve_in_root, suite_root
@@ -134,12 +136,45 @@ def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
         data, lines = load_yaml(path, source)
         if not isinstance(data, dict):
             raise SuiteError(path, 1, "a suite must be a YAML mapping with name, scaffold, tools, cases")
-        _validate_schema(path, data, lines)
+        errors = _Errors()
+        # every error of the file is collected (lint prints them all); a schema error outside a case
+        # leaves nothing sound to build on, one inside a case only takes that case out of the checks
+        skip = _validate_schema(path, data, lines, errors)
+        if skip is None:
+            errors.raise_any()
         base = Path(root).resolve() if root is not None else suite_root(path)
         if not base.is_dir():
             raise SuiteError(path, None, f"suite root {base} is not a folder")
-        suite = _build(path, source, data, lines, base)
+        suite = _build(path, source, data, lines, base, errors, skip or set())
+        errors.raise_any()
     return replace(suite, content_hash=_with_files(suite.content_hash, base, reads))
+
+
+class _Errors:
+    """The errors of one suite file, collected so that lint reports all of them in one pass;
+    ``raise_any`` raises them together as ``SuiteErrors`` (one line for every other caller)."""
+
+    def __init__(self) -> None:
+        self.found: list[SuiteError] = []
+
+    @contextlib.contextmanager
+    def collect(self) -> Iterator[None]:
+        """Record a ``SuiteError`` raised inside the block and go on after it."""
+        try:
+            yield
+        except SuiteErrors as exc:
+            self.found.extend(exc.errors)
+        except SuiteError as exc:
+            self.found.append(exc)
+
+    def raise_any(self) -> None:
+        if not self.found:
+            return
+        unique = {(e.path, e.line, e.message): e for e in self.found}
+        first_file = self.found[0].path
+        # the suite file's errors by line, then those of the files it references
+        ordered = sorted(unique.values(), key=lambda e: (e.path != first_file, e.path, e.line or 0))
+        raise SuiteErrors(ordered)
 
 
 #: the old name of the YAML reader, for modules that load their own files with it (world.py)
@@ -152,82 +187,101 @@ def _line(lines: dict[JsonPath, int], p: JsonPath) -> int:
     return lines.get(p, 1)
 
 
-def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int]) -> None:
+def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int], errors: _Errors) -> set[int] | None:
+    """Record every schema error (one per place); return the indices of the cases they lie in,
+    or None when one lies outside the cases (then nothing else can be checked)."""
     validator = Draft202012Validator(suite_schema())
-    errors = list(validator.iter_errors(data))
-    if not errors:
-        return
-    # The deepest error is the most specific; ties go to the earliest line.
-    best = jsonschema.exceptions.best_match(errors)
-    p: JsonPath = tuple(best.absolute_path)
-    if best.validator == "additionalProperties" and isinstance(best.instance, dict):
-        # point at the unexpected key itself, not at the mapping that holds it
-        allowed = set(best.schema.get("properties", {}))
-        extra = [k for k in best.instance if k not in allowed]
-        if extra:
-            p = (*p, extra[0])
-    where = "/".join(str(x) for x in p) or "(top level)"
-    msg = best.message
-    if len(msg) > 200:
-        msg = msg[:200] + "..."
-    raise SuiteError(path, _line(lines, p), f"{where}: {msg}")
+    seen: set[JsonPath] = set()
+    cases: set[int] | None = set()
+    for error in validator.iter_errors(data):
+        # within one error (a oneOf, an anyOf) the deepest is the most specific
+        best = jsonschema.exceptions.best_match([error]) or error
+        p: JsonPath = tuple(best.absolute_path)
+        if best.validator == "additionalProperties" and isinstance(best.instance, dict):
+            # point at the unexpected key itself, not at the mapping that holds it
+            allowed = set(best.schema.get("properties", {}))
+            extra = [k for k in best.instance if k not in allowed]
+            if extra:
+                p = (*p, extra[0])
+        if p in seen:
+            continue
+        seen.add(p)
+        where = "/".join(str(x) for x in p) or "(top level)"
+        msg = best.message
+        if len(msg) > 200:
+            msg = msg[:200] + "..."
+        errors.found.append(SuiteError(path, _line(lines, p), f"{where}: {msg}"))
+        if cases is not None and len(p) >= 2 and p[0] == "cases" and isinstance(p[1], int):
+            cases.add(p[1])
+        else:
+            cases = None
+    return cases
 
 
-def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, int], root: Path) -> Suite:
+def _build(
+    path: Path,
+    source: str,
+    data: dict[str, Any],
+    lines: dict[JsonPath, int],
+    root: Path,
+    errors: _Errors,
+    skip: set[int],
+) -> Suite:
+    """The suite from schema-valid ``data`` (cases in ``skip`` failed the schema and are left
+    out); each error is recorded in ``errors`` and checking goes on past it."""
     tools: list[Tool] = []
     tool_names: set[str] = set()
     for i, t in enumerate(data["tools"]):
-        if t["name"] in tool_names:
-            raise SuiteError(path, _line(lines, ("tools", i, "name")), f"duplicate tool {t['name']!r}")
-        tool_names.add(t["name"])
-        tools.append(Tool(t["name"], t.get("description", ""), t["parameters"]))
-    schemas = load_tool_schemas(
-        path, root, [(t.name, t.parameters, ("tools", i, "parameters")) for i, t in enumerate(tools)], lines
-    )
+        with errors.collect():
+            if t["name"] in tool_names:
+                raise SuiteError(path, _line(lines, ("tools", i, "name")), f"duplicate tool {t['name']!r}")
+            tool_names.add(t["name"])  # known even when its schema is broken: cases may name it
+            tools.append(Tool(t["name"], t.get("description", ""), t["parameters"]))
+    schemas: LoadedSchemas | None = None
+    with errors.collect():
+        schemas = load_tool_schemas(
+            path, root, [(t.name, t.parameters, ("tools", i, "parameters")) for i, t in enumerate(tools)], lines
+        )
 
-    scaffold = tuple(_scaffold_message(path, root, lines, i, m) for i, m in enumerate(data["scaffold"]["messages"]))
+    scaffold: list[ScaffoldMessage] = []
+    for i, m in enumerate(data["scaffold"]["messages"]):
+        with errors.collect():
+            scaffold.append(_scaffold_message(path, root, lines, i, m))
 
     defaults = data.get("defaults", {})
     default_vars = defaults.get("vars", {})
     default_tags = defaults.get("tags", [])
     hard_default = data.get("hard_fail", DEFAULT_HARD_FAIL)
+    by_name = {t.name: t for t in tools}
     cases: list[Case] = []
+    raw_index: list[int] = []  # where each built case sits in data["cases"] (episodes read it there)
     seen: dict[str, int] = {}
     for i, c in enumerate(data["cases"]):
+        if i in skip:
+            continue
         line = _line(lines, ("cases", i))
         if c["id"] in seen:
-            raise SuiteError(
-                path, _line(lines, ("cases", i, "id")), f"duplicate case id {c['id']!r} (first at line {seen[c['id']]})"
+            errors.found.append(
+                SuiteError(
+                    path,
+                    _line(lines, ("cases", i, "id")),
+                    f"duplicate case id {c['id']!r} (first at line {seen[c['id']]})",
+                )
             )
+            continue
         seen[c["id"]] = line
         expect = c.get("expect", {})
         for j, call in enumerate(expect.get("calls", [])):
-            if call["tool"] not in tool_names:
-                raise SuiteError(
-                    path,
-                    _line(lines, ("cases", i, "expect", "calls", j, "tool")),
-                    f"case {c['id']!r} expects unknown tool {call['tool']!r} (known: {', '.join(sorted(tool_names))})",
-                )
-            tool = next(t for t in tools if t.name == call["tool"])
-            props = tool.parameters.get("properties", {})
-            for arg, constraint in call.get("args", {}).items():
-                if isinstance(constraint, dict) and isinstance(constraint.get("regex"), str):
-                    p = ("cases", i, "expect", "calls", j, "args", arg, "regex")
-                    _check_regex(path, _line(lines, p), constraint["regex"])
-            for arg in call.get("args", {}):
-                if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
-                    raise SuiteError(
-                        path,
-                        _line(lines, ("cases", i, "expect", "calls", j, "args", arg)),
-                        f"case {c['id']!r}: tool {tool.name!r} has no argument {arg!r}",
-                    )
+            _check_expected_call(path, lines, errors, (i, j), c["id"], call, by_name, tool_names, schemas)
         if expect.get("no_call") and expect.get("calls"):
-            raise SuiteError(
-                path, _line(lines, ("cases", i, "expect")), f"case {c['id']!r}: no_call and calls both set"
+            errors.found.append(
+                SuiteError(path, _line(lines, ("cases", i, "expect")), f"case {c['id']!r}: no_call and calls both set")
             )
         for key in ("forbid", "require"):
             for j, pattern in enumerate(expect.get(key, [])):
-                _check_regex(path, _line(lines, ("cases", i, "expect", key, j)), pattern)
+                with errors.collect():
+                    _check_regex(path, _line(lines, ("cases", i, "expect", key, j)), pattern)
+        raw_index.append(i)
         cases.append(
             Case(
                 id=c["id"],
@@ -245,10 +299,12 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         )
     leakage = data.get("leakage", {})
     for j, pattern in enumerate(leakage.get("forbid", [])):
-        _check_regex(path, _line(lines, ("leakage", "forbid", j)), pattern)
+        with errors.collect():
+            _check_regex(path, _line(lines, ("leakage", "forbid", j)), pattern)
     render = data.get("render", {})
     for j, pattern in enumerate(render.get("placeholder_patterns", [])):
-        _check_regex(path, _line(lines, ("render", "placeholder_patterns", j)), pattern)
+        with errors.collect():
+            _check_regex(path, _line(lines, ("render", "placeholder_patterns", j)), pattern)
 
     suite = Suite(
         name=data["name"],
@@ -256,14 +312,14 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
         description=data.get("description", ""),
         protocol=data.get("protocol"),
         sampling={**DEFAULT_SAMPLING, **data.get("sampling", {})},
-        scaffold=scaffold,
+        scaffold=tuple(scaffold),
         tools=tuple(tools),
         cases=tuple(cases),
         leakage=leakage,
         checks=data.get("checks", {}),
         render=render,
         context_length=data.get("context_length"),
-        content_hash=_content_hash(source, scaffold),
+        content_hash=_content_hash(source, tuple(scaffold)),
         lines=lines,
         root=root,
         tool_schemas=schemas,
@@ -274,10 +330,66 @@ def _build(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, 
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     from leader_eval.render import check_templates
 
-    check_templates(suite)
+    n_before = len(errors.found)
+    for msg in suite.scaffold:
+        with errors.collect():
+            check_templates(replace(suite, scaffold=(msg,)))
+    if len(errors.found) > n_before or len(scaffold) < len(data["scaffold"]["messages"]):
+        return suite  # episodes render the scaffold: a broken one would only repeat its errors
     from leader_eval.episode_spec import with_episodes
 
-    return with_episodes(suite, data)
+    with errors.collect():
+        suite = with_episodes(suite, data, indices=raw_index)
+    return suite
+
+
+def _check_expected_call(
+    path: Path,
+    lines: dict[JsonPath, int],
+    errors: _Errors,
+    at: tuple[int, int],
+    case_id: str,
+    call: dict[str, Any],
+    tools: dict[str, Tool],
+    tool_names: set[str],
+    schemas: LoadedSchemas | None,
+) -> None:
+    """Record what is wrong with one expected call: an undeclared tool, an argument the tool does
+    not have, a bad regex, a value the tool's schema refuses (a case that could never pass)."""
+    i, j = at
+    here: JsonPath = ("cases", i, "expect", "calls", j)
+    if call["tool"] not in tool_names:
+        errors.found.append(
+            SuiteError(
+                path,
+                _line(lines, (*here, "tool")),
+                f"case {case_id!r} expects unknown tool {call['tool']!r} (known: {', '.join(sorted(tool_names))})",
+            )
+        )
+        return
+    tool = tools.get(call["tool"])
+    if tool is None:
+        return  # its schema is broken, which is reported on its own
+    props = tool.parameters.get("properties", {})
+    validator = None
+    if schemas is not None:
+        with contextlib.suppress(Exception):  # an unusable validator leaves the values to scoring
+            validator = schemas.validator(tool.name)
+    for arg, constraint in call.get("args", {}).items():
+        with errors.collect():
+            if isinstance(constraint, dict) and isinstance(constraint.get("regex"), str):
+                _check_regex(path, _line(lines, (*here, "args", arg, "regex")), constraint["regex"])
+            if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
+                raise SuiteError(
+                    path,
+                    _line(lines, (*here, "args", arg)),
+                    f"case {case_id!r}: tool {tool.name!r} has no argument {arg!r}",
+                )
+            why = unsatisfiable(constraint, arg, tool.parameters, validator)
+            if why:
+                raise SuiteError(
+                    path, _line(lines, (*here, "args", arg)), f"case {case_id!r} can never pass: {tool.name}: {why}"
+                )
 
 
 def _check_regex(path: Path, line: int, pattern: str) -> None:

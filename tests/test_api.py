@@ -3,7 +3,9 @@ verdict a run gives for the same sample."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,10 +20,16 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "api.md"
 
 
-def test_the_documented_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.model  # the run, gate and compare examples sample the embedded model
+def test_the_documented_examples_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) >= 4
+    text = "\n".join(blocks)
+    # every entry point the page promises is exercised by a block, not only described
+    for used in ("run(", "read_run(", "RunOptions(", "gate_run_dir(", "compare_runs(", "score_output("):
+        assert used in text, used
+    assert len(blocks) >= 7
     monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' scratch folder
     namespace: dict[str, object] = {}
     for i, code in enumerate(blocks):
         exec(compile(code, f"{DOC}:block{i + 1}", "exec"), namespace)
@@ -57,3 +65,21 @@ def test_load_suite_takes_a_path_text_or_a_dict_and_names_bad_text() -> None:
 def test_the_result_types_are_exported() -> None:
     for name in ("SampleScore", "CheckResult", "Finding", "Reason", "ToolCall", "ModelInfo", "Suite", "score_output"):
         assert name in leader_eval.__all__ and getattr(leader_eval, name) is not None
+
+
+def test_run_options_take_any_path_for_out() -> None:
+    from leader_eval.runner import RunOptions
+
+    class Where:  # an os.PathLike that is not a Path
+        def __fspath__(self) -> str:
+            return "runs/elsewhere"
+
+    assert RunOptions(out="runs/x").out == Path("runs/x")
+    assert RunOptions(out=Where()).out == Path("runs/elsewhere")
+    assert RunOptions().out is None
+    options = RunOptions()
+    options.out = "runs/later"  # the pytest plugin assigns after construction
+    assert options.out == Path("runs/later")
+    assert dataclasses.replace(options, out="runs/y").out == Path("runs/y")
+    with pytest.raises(TypeError, match="out must be a path"):
+        RunOptions(out=3)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ a user's ``--tokenizer PATH`` is. No test builds a real ``tinker.ServiceClient``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import logging
@@ -676,6 +677,85 @@ def test_without_network_the_real_sdk_fails_at_the_deadline_and_the_process_exit
     assert proc.returncode == 0, proc.stderr[-2000:]
     [error] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "no sampling client within connect_timeout_s=1 s" in error, error
+
+
+#: the real SDK, a key set, against a loopback listener that accepts connections and never answers:
+#: a whole run (two cases, so two requests wait on one setup) in a fresh interpreter that must exit
+SILENT_SERVICE = r"""
+import json, sys
+import tinker
+from leader_eval.backends.tinker import TinkerBackend
+from leader_eval.evaluate import run
+from leader_eval.runner import RunOptions
+port, tokenizer, suite, out = sys.argv[1:]
+built = []
+
+def service():
+    built.append(1)
+    return tinker.ServiceClient(base_url=f"http://127.0.0.1:{port}")
+
+b = TinkerBackend(
+    "tinker://run-1/sampler_weights/final", tokenizer=tokenizer, probe_context=False, retry_base_s=0.0,
+    connect_timeout_s=1.0, service_client_factory=service,
+)
+result = run(suite, RunOptions(model=b.model_id, samples=1, out=out, progress=False, cache=False), backend=b)
+from leader_eval.report import format_summary
+print(format_summary(result))
+print(json.dumps({"errors": [s.error for s in result.samples], "first": result.summary.get("first_error"),
+                  "built": len(built)}))
+"""
+
+
+class SilentListener:
+    """A loopback port that accepts every TCP connection and never sends a byte."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.port = self.sock.getsockname()[1]
+        self.accepted: list[Any] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # closed at the end of the test
+            while True:
+                self.accepted.append(self.sock.accept()[0])
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+def test_a_silent_service_fails_the_run_at_the_deadline_and_the_process_exits(
+    smol_tokenizer_dir: Path, mini_suite: Path, tmp_path: Path
+) -> None:
+    key = "tml-SILENTKEY-" + "7" * 24
+    listener = SilentListener()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", SILENT_SERVICE, str(listener.port), str(smol_tokenizer_dir), str(mini_suite),
+             str(tmp_path / "run")],
+            capture_output=True, text=True, timeout=120,  # before: the session's close waited ~5 minutes
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "TINKER_API_KEY": key},
+        )  # fmt: skip
+    finally:
+        listener.close()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert listener.accepted, "the SDK never reached the listener: the test would prove nothing"
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    message = (
+        "could not create a Tinker sampling client for tinker://run-1/sampler_weights/final: no sampling client "
+        "within connect_timeout_s=1 s (is the network or the Tinker service unreachable?)"
+    )
+    # both cases fail with the one setup failure: the request that waited does not try again
+    assert out["errors"] == [message, message]
+    assert out["built"] == 1
+    assert out["first"] == {"case_id": "goal", "index": 0, "error": message}
+    assert f"first sampler error (case goal, sample 0): {message}" in proc.stdout.splitlines()
+    assert key not in proc.stdout + proc.stderr
 
 
 def test_api_key_never_reaches_describe_errors_or_logs(

@@ -289,6 +289,14 @@ class OpenAICompatBackend:
                     f"openai backend: base URL {i + 1} of {len(urls)} is not an http(s) URL "
                     "(URLs are comma-separated; write a comma inside a URL as %2C)"
                 )
+            if "?" in u:
+                # every request goes to base URL + "/completions": a query string would be dropped
+                # silently (and may carry a key, so it is not echoed)
+                which = "the base URL" if len(urls) == 1 else f"base URL {i + 1} of {len(urls)}"
+                raise LeaderEvalError(
+                    f"openai backend: {which} has a query string (?...), which requests would not carry: "
+                    "give the server's base URL without one (e.g. http://host:8080/v1)"
+                )
             all_parts.append(parts)
         self.base_urls = [strip_credentials(u) for u in urls]
         if len(set(self.base_urls)) != len(self.base_urls):

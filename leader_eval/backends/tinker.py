@@ -65,6 +65,8 @@ RENDERER_ENV = "LEADER_EVAL_RENDERER"
 
 #: statuses worth another try (the SDK's own list plus 425)
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
+#: seconds the session's close may take at the end of a run (it only tells the service we are done)
+_CLOSE_TIMEOUT_S = 10.0
 #: end-of-turn markers, most specific first; the first the template writes leads special_tokens
 _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|eot|>", "</s>", "<|endoftext|>")
 
@@ -684,6 +686,10 @@ class TinkerBackend:
         async with self._lock:
             if self._sampling_client is not None:
                 return
+            if self._setup_error is not None:
+                # another request failed the setup while this one waited for the lock: report
+                # that failure at once instead of spending a second deadline on the same service
+                raise self._setup_error
             try:
                 # one deadline over the whole setup (session, sampling client): the SDK's own
                 # retries of connection errors last 5 minutes and cannot be configured
@@ -786,13 +792,21 @@ class TinkerBackend:
         service, self._service_client = self._service_client, None
         if service is None:
             return  # nothing was opened here (an injected sampling client stays as it is)
-        self._sampling_client = None
+        opened, self._sampling_client = self._sampling_client is not None, None
         self._checked = False
-        if hasattr(service, "close"):
-            try:
-                await _settle(service.close("success"), 10.0)
-            except Exception as exc:
-                log.debug("tinker backend: closing the session failed: %s", _scrub(error_text(exc)))
+        if not opened or not hasattr(service, "close"):
+            # the setup never finished: its session is still being created in a daemon thread
+            # (the SDK holds its lifecycle lock meanwhile, so close() would block this thread
+            # until the SDK gives up, minutes later); there is no session to finish
+            return
+        try:
+            # close() itself may block on that lock or on the network: call it in a daemon
+            # thread, so a service that stops answering cannot hold the process's exit
+            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                pending = await _in_daemon_thread(service.close, "success")
+                await _settle(pending, _CLOSE_TIMEOUT_S)
+        except Exception as exc:
+            log.debug("tinker backend: closing the session failed: %s", _scrub(error_text(exc)))
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -58,6 +58,11 @@ def format_summary(run: Run) -> str:
         f"cases {o['n_cases']}  samples {o['n_samples']} (scored {o['n_scored']}, errors {o['n_errors']}, "
         f"context_overflow {o['n_context_overflow']})  hard fails {o['n_hard_fail']}",
     ]
+    from leader_eval.error_rule import format_first_error
+
+    first_error = format_first_error(s.get("first_error"))
+    if first_error:
+        lines.append(first_error)
     if o["reasons"]:
         lines.append("failure reasons: " + ", ".join(f"{inert(k)} {v}" for k, v in o["reasons"].items()))
     for key, title in (("by_tag", "tag"), ("by_split", "split")):
