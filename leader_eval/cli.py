@@ -572,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("suite", help="suite YAML (its name finds the golden; its samples per case are the default)")
     pl.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")
     _add_baseline(pl, default=None)  # None: --label (0.2) may still name it, else main
-    pl.add_argument("--label", help="0.2's name for --baseline (deprecated)")
+    pl.add_argument("--label", type=name_component, help="0.2's name for --baseline (deprecated)")
     pl.add_argument("--samples", type=sample_count, help="samples per case of the runs to gate (default: the suite's)")
     pl.add_argument("--metric", default="score", help="gating metric to plan for (default: score)")
     pl.add_argument("--alpha", type=float, default=0.05, help="the gate's family-wise level (default 0.05)")

@@ -169,7 +169,7 @@ def test_a_label_that_is_not_one_safe_path_component_is_refused(
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(argparse.ArgumentTypeError):
         SAMPLING_BY_DEST["label"].convert(label)
-    for argv in (["gate", str(tmp_path), f"--label={label}"], ["plan", str(MINIMAL), f"--label={label}"]):
+    for argv in (["gate", str(tmp_path), f"--baseline={label}"], ["plan", str(MINIMAL), f"--label={label}"]):
         assert "is not a name" in _usage_error(capsys, argv)
 
 
@@ -210,7 +210,7 @@ def test_update_golden_works_from_another_working_directory(
     status = main(["gate", str(project / "runs" / "a"), "--golden", str(project / "golden"), "--update-golden"])
     out = capsys.readouterr().out
     assert status == 0 and "updated golden: created" in out, out
-    golden = json.loads((project / "golden" / "minimal" / "canned-v1.json").read_text())
+    golden = json.loads((project / "golden" / "minimal" / "main.json").read_text())
     assert golden["suite_hash"] == result.manifest["identity"]["suite_hash"]
 
 
