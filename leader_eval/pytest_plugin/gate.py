@@ -172,6 +172,7 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         tolerances=o.tolerances or None,
         golden_file=path,
         label=label,
+        suite_gate=load_suite(meta["path"]).gate,  # the suite's floors and power guard win over the golden's copy
     )
     errors = error_problem(records, o.max_error_rate)
     if errors:
