@@ -114,8 +114,14 @@ class MetricDiff:
     verdict: str  # "regression" | "improvement" | "no credible change"
     p_better: float = 1.0  # one-sided, for "b is better than a"
     test: str = "paired_t"  # the metric's declared test (metrics.Metric.test)
-    gated: bool = True  # in the family that decides the exit status (metrics.gated_metrics)
+    #: in the family that decides the exit status (metrics.gated_metrics; default: the table says)
+    gated: bool | None = None
     n_cases: int = 0  # cases paired for this metric (an episode metric: the cases with episodes)
+
+    def __post_init__(self) -> None:
+        if self.gated is None:
+            spec = ALL_METRICS.get(self.metric)
+            self.gated = bool(spec is not None and spec.gating)
 
     @property
     def claim_p(self) -> float:

@@ -547,7 +547,7 @@ class GateResult:
         more = f" (+{len(self.underpowered) - 1} more metric(s))" if len(self.underpowered) > 1 else ""
         ack = f"; acknowledged: {self.acknowledged}" if self.acknowledged else ""
         return (
-            f"UNDERPOWERED: {weakest.power:.0%} power to catch a {self.detect:g} drop in {weakest.metric}, "
+            f"UNDERPOWERED: {weakest.power:.0%} power to catch a {weakest.drop:g} drop in {weakest.metric}, "
             f"{need}{more}{ack}"
         )
 
@@ -813,7 +813,8 @@ def _power_guard(
         need = ""
         if p.power < TARGET_POWER:
             need = f" (80% needs {p.samples_needed if p.samples_needed is not None else '> 1024'} samples/case)"
-        parts.append(f"{p.metric} {p.power:.0%}{need}")
+        less = f" of {p.drop:.3g} (all it can fall)" if p.drop < spec.detect else ""
+        parts.append(f"{p.metric} {p.power:.0%}{less}{need}")
     result.messages.append(
         f"power to catch a {spec.detect:g} drop (gate: detect) at Holm level {level:.3g} with {run_samples} "
         f"samples/case: {', '.join(parts)}"

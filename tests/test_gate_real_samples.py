@@ -47,6 +47,8 @@ def _suite(tmp: Path, gate_block: str = "") -> Suite:
     if not d.exists():
         shutil.copytree(ROOT / "suites" / "templates", d / "templates")
         text = (ROOT / "suites" / "leader_core.yaml").read_text(encoding="utf-8")
+        if gate_block:  # the test's own gate: section replaces the suite's (the last block of the file)
+            text = text[: text.rindex("\n# The gate's contract")] + "\n"
         (d / "leader_core.yaml").write_text(text + gate_block, encoding="utf-8")
     return load_suite(d / "leader_core.yaml")
 

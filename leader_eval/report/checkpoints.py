@@ -6,7 +6,8 @@ number; otherwise (``compare`` only) the order of the runs on the command line.
 
 Recommendation: the *earliest* checkpoint that is not credibly worse than the best one in any
 gated metric. "Best" is the highest (lowest, for a lower-is-better metric) point estimate of the
-headline metric (``score``) over the cases every run scored. Every other checkpoint is tested
+headline metric (``score``) over the cases every run scored, among the checkpoints the comparison
+does not call a credible regression (below). Every other checkpoint is tested
 against it on every gated metric (``metrics.gated_metrics``) with the paired decision the gate
 and ``compare`` make (``stats.decide_paired``: each metric's declared test, one-sided "this
 checkpoint is worse than the best"); all of those tests are one Holm-Tarone family at ``alpha``
@@ -132,8 +133,17 @@ def recommend_checkpoint(
     cases_of = _metric_cases(list(groups.values()), common)
     family = gated_metrics(cases_of)
     est = {n: groups[n].estimates[metric] for n in names}
-    # the earliest of equal best estimates is the best: a tie never favours a later checkpoint
-    best = max(names, key=lambda n: (est[n].value if higher else -est[n].value, -names.index(n)))
+    # the comparison's own verdicts: never recommend what it calls a credible regression
+    worse: dict[str, list[str]] = {n: [] for n in names}
+    for pair in comparison.pairs:
+        if pair.regressed and pair.b.name in worse:
+            worse[pair.b.name].append(f"the comparison: regresses vs {pair.a.name} in {', '.join(pair.regressed)}")
+        if pair.improved and pair.a.name in worse:
+            worse[pair.a.name].append(f"the comparison: {pair.b.name} improves on it in {', '.join(pair.improved)}")
+    # the best is the highest estimate among the checkpoints the comparison does not fault; the
+    # earliest of equal estimates is the best: a tie never favours a later checkpoint
+    pool = [n for n in names if not worse[n]] or names
+    best = max(pool, key=lambda n: (est[n].value if higher else -est[n].value, -names.index(n)))
     b = groups[best]
     decisions = {}
     for n in names:
@@ -155,16 +165,9 @@ def recommend_checkpoint(
         comparison.alpha,
         min_p={f"{n}\0{m}": decisions[n, m].min_p_worse for n, m in tested},
     )
-    worse: dict[str, list[str]] = {n: [] for n in names}
     for n, m in tested:
         if decisions[n, m].p_worse < levels[f"{n}\0{m}"]:
-            worse[n].append(f"{m} (p {decisions[n, m].p_worse:.3g})")
-    # the comparison's own verdicts: never recommend what it calls a credible regression
-    for pair in comparison.pairs:
-        if pair.regressed and pair.b.name in worse:
-            worse[pair.b.name].append(f"the comparison: regresses vs {pair.a.name} in {', '.join(pair.regressed)}")
-        if pair.improved and pair.a.name in worse:
-            worse[pair.a.name].append(f"the comparison: {pair.b.name} improves on it in {', '.join(pair.improved)}")
+            worse[n].insert(0, f"{m} (p {decisions[n, m].p_worse:.3g})")
     rows = []
     for n in names:
         e = est[n]
