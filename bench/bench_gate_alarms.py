@@ -15,9 +15,15 @@ Rows (each over ``--draws`` draws, default 400; standard error about 1.1 points 
   the property loses it with probability ``drop / pool value`` (a lost format or tool also fails
   the sample), and the share of draws whose gate fails is the power.
 
+``--rows sizes`` (this code only) instead measures the two candidate tests for 0/1 metrics on
+simulated suites, the paired t-test over per-case rates and the exact stratified count test: the
+share of no-change draws each rejects at one-sided 0.05 and 0.01 (20,000 draws per cell), and their
+power at 0.01 for drops of 0.05 / 0.10 / 0.20 (4,000 draws), through ``stats.simulated_power``
+(the gate's own statistic).
+
 Usage::
 
-    python bench/bench_gate_alarms.py [--draws 400] [--code DIR] [--rows alarms,power]
+    python bench/bench_gate_alarms.py [--draws 400] [--code DIR] [--rows alarms,power,sizes]
 
 ``--code DIR`` imports leader-eval (and its tests' helpers) from DIR instead, e.g. a checkout of
 a30090f for the "before" column (``git archive a30090f | tar -x -C /tmp/before``). Rows the code
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import math
 import sys
 import time
@@ -133,6 +140,10 @@ def main() -> None:
     ap.add_argument("--code", type=Path, default=ROOT)
     ap.add_argument("--rows", default="alarms,power")
     args = ap.parse_args()
+    if args.rows == "sizes":
+        sys.path.insert(0, str(args.code.resolve()))
+        sizes()
+        return
     env = _setup(args.code.resolve())
     np, gate, build = env["np"], env["gate"], env["build_golden"]
     rows = set(args.rows.split(","))
@@ -177,6 +188,50 @@ def main() -> None:
                     kw = {"power": False} if env["new"] else {}
                     k += gate(run, golden, **kw).exit_status
                 print(f"| {metric} | {d:.2f} | {_rate(k, args.draws)} |")
+
+
+def sizes() -> None:
+    """Size and power of the paired t-test and the exact count test on simulated 0/1 suites."""
+    import numpy as np
+
+    from leader_eval.stats import simulated_power
+
+    rng = np.random.default_rng(3)
+    golden = json.loads((ROOT / "golden" / "leader_core" / "local-smollm2.json").read_text(encoding="utf-8"))
+    real = [float(rec["pass_rate"]) for _, rec in sorted(golden["cases"].items())]
+    cells = [
+        (5, 2, 2, "Beta(2,2)"),
+        (5, 6, 3, "Beta(2,2)"),
+        (10, 2, 2, "Beta(0.3,3)"),
+        (22, 6, 3, "leader_core's golden rates"),
+        (22, 6, 3, "Beta(0.3,3)"),
+        (22, 6, 3, "Beta(3,0.3)"),
+        (50, 3, 3, "Beta(2,2)"),
+        (8, 10, 10, "Beta(2,2)"),
+        (8, 10, 10, "Beta(0.3,3)"),
+    ]
+    print("| cases | golden / run samples | case rates | mean | size t / exact at 0.05 | at 0.01 |", end="")
+    print(" power t / exact at 0.01, drop 0.05 | 0.10 | 0.20 |")
+    print("|---:|---|---|---:|---|---|---|---|---|")
+    for n_cases, ng, nr, kind in cells:
+        if kind.startswith("leader_core"):
+            p = np.array(real)
+        else:
+            a, b = (float(x) for x in kind[5:-1].split(","))
+            p = rng.beta(a, b, n_cases)
+        size = {
+            (lv, t): simulated_power(p, ng, nr, drop=0, level=lv, tolerance=-1, test=t, n_sim=20_000, seed=1)
+            for lv in (0.05, 0.01)
+            for t in ("paired_t", "exact_count")
+        }
+        power = {
+            (d, t): simulated_power(p, ng, nr, drop=d, level=0.01, tolerance=0, test=t, n_sim=4000, seed=2)
+            for d in DROPS
+            for t in ("paired_t", "exact_count")
+        }
+        cells_text = [f"{size[lv, 'paired_t']:.4f} / {size[lv, 'exact_count']:.4f}" for lv in (0.05, 0.01)]
+        cells_text += [f"{power[d, 'paired_t']:.3f} / {power[d, 'exact_count']:.3f}" for d in DROPS]
+        print(f"| {n_cases} | {ng} / {nr} | {kind} | {p.mean():.2f} | " + " | ".join(cells_text) + " |")
 
 
 if __name__ == "__main__":

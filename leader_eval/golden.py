@@ -7,11 +7,13 @@ values rounded to 4 decimals, two-space indent, no timestamps.
 
 The gate compares parsed values, never text. A metric fails only when it is worse than the golden
 by more than its tolerance *and* the shortfall is statistically credible (``stats.regression_verdict``,
-one-sided): a paired test over cases against the golden's per-case rates when the golden has them
-(it accounts for the golden run's own noise), else the golden value lying beyond the current
-run's bootstrap-over-cases bound. The gating metrics form one Holm family, so a run of an
-unchanged model fails the whole gate in at most ``alpha`` of runs. Improvements beyond tolerance
-pass and suggest ``--update-golden``. See docs/gating.md.
+one-sided): the paired decision against the golden's per-case rates when the golden has them
+(``stats.decide_paired`` with the metric's declared test; it accounts for the golden run's own
+noise), else the golden value lying beyond the current run's bootstrap-over-cases bound. The
+tested metrics (``metrics.gated_metrics``) form one Holm-Tarone family, so a run of an unchanged
+model fails the whole gate in at most ``alpha`` of runs. Improvements beyond tolerance pass and
+suggest ``--update-golden``. The suite's ``gate:`` section adds count budgets, floors and
+ceilings, and the power guard (``gate_spec``, ``plan.power_guard``). See docs/gating.md.
 """
 
 from __future__ import annotations

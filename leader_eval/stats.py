@@ -727,22 +727,18 @@ def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int
     for lo, hi in spans:
         cum += hi - lo
         work += (cum + 1) * (hi - lo + 1)
-    # the extremes of the null distribution are products of the cases' extremes (no enumeration)
-    log_top = log_bottom = 0.0
-    expected = 0.0
-    pmfs = []
-    for t, n, nb in rows:
-        if t == 0:
-            continue
-        lo, pmf = _hypergeom_pmf(n, t, nb)
-        log_bottom += math.log(pmf[0]) if pmf[0] > 0 else -math.inf
-        log_top += math.log(pmf[-1]) if pmf[-1] > 0 else -math.inf
-        expected += t * nb / n
-        pmfs.append((lo, pmf))
+    expected = sum(t * nb / n for t, n, nb in rows)
     offset = sum(lo for lo, _ in spans)
     if work <= EXACT_COUNT_WORK and support <= MAX_COUNT_SUPPORT:
+        # the extremes of the null distribution are products of the cases' extremes
+        log_top = log_bottom = 0.0
         dist = np.ones(1)
-        for _, pmf in pmfs:
+        for t, n, nb in rows:
+            if t == 0:
+                continue
+            _, pmf = _hypergeom_pmf(n, t, nb)
+            log_bottom += math.log(pmf[0]) if pmf[0] > 0 else -math.inf
+            log_top += math.log(pmf[-1]) if pmf[-1] > 0 else -math.inf
             dist = np.convolve(dist, pmf)
         k = observed - offset
         # exact-integer support: tails are plain sums, clipped against rounding above 1
