@@ -1124,6 +1124,8 @@ def _t_cdf_array(t: np.ndarray, df: int) -> np.ndarray:
 #: refers the same statistic to its normal approximation (2,000 draws of 22 cases at 3 and 6
 #: samples per case stay exact; a plan's search at 10 samples per case uses the approximation)
 SIM_EXACT_WORK = 8_000_000
+#: most distinct per-case null distributions one simulated batch computes exactly
+SIM_DISTINCT_PMFS = 5_000
 
 
 def _count_tails_batch(
@@ -1144,20 +1146,27 @@ def _count_tails_batch(
     observed = b_counts.sum(axis=1)
     length = int(n_b.sum()) + 1
     work_one = int(np.sum((np.cumsum(n_b) + 1) * (n_b + 1)))
-    if work_one <= EXACT_COUNT_WORK and length <= MAX_COUNT_SUPPORT and reps * work_one <= SIM_EXACT_WORK:
+    # distinct case totals, each one pmf to compute (a golden of huge sample counts has thousands)
+    distinct = sum(int(np.unique(t[:, i]).size) for i in range(n_cases))
+    exact = work_one <= EXACT_COUNT_WORK and length <= MAX_COUNT_SUPPORT and reps * work_one <= SIM_EXACT_WORK
+    if exact and distinct <= SIM_DISTINCT_PMFS:
         dist = np.zeros((reps, length))
         dist[:, 0] = 1.0
         top = 0
-        tables: dict[tuple[int, int], np.ndarray] = {}
+        pmfs: dict[tuple[int, int, int], np.ndarray] = {}
         for i in range(n_cases):
             nb, big = int(n_b[i]), int(total[i])
-            if (big, nb) not in tables:
-                table = np.zeros((big + 1, nb + 1))
-                for events in range(big + 1):
-                    lo, pmf = _hypergeom_pmf(big, events, nb)
-                    table[events, lo : lo + pmf.size] = pmf
-                tables[big, nb] = table
-            pm = tables[big, nb][t[:, i]]
+            # one pmf per case total that occurs (never a table over every total a huge golden allows)
+            seen, where = np.unique(t[:, i], return_inverse=True)
+            by_total = np.zeros((seen.size, nb + 1))
+            for k, events in enumerate(seen.tolist()):
+                key = (big, int(events), nb)
+                if key not in pmfs:
+                    lo, pmf = _hypergeom_pmf(big, int(events), nb)
+                    pmfs[key] = np.zeros(nb + 1)
+                    pmfs[key][lo : lo + pmf.size] = pmf
+                by_total[k] = pmfs[key]
+            pm = by_total[where.reshape(-1)]
             new = np.zeros((reps, top + nb + 1))
             for x in range(nb + 1):
                 new[:, x : x + top + 1] += pm[:, x : x + 1] * dist[:, : top + 1]

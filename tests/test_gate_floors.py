@@ -252,3 +252,16 @@ def test_a_golden_whose_gate_copy_is_malformed_is_refused(tmp_path: Path) -> Non
     golden = {**build_golden(_golden_run(suite)), "gate": {"min": {"score": 2}}}
     with pytest.raises(GoldenError, match=r"g\.json:1: refused golden file: its copy of the suite's gate: min"):
         gate(_golden_run(suite), golden, golden_file=Path("g.json"))
+
+
+def test_the_power_guard_is_bounded_for_a_golden_claiming_huge_sample_counts(tmp_path: Path) -> None:
+    """A hostile golden (a billion samples per case) costs the guard no enumeration over its counts:
+    the gate still answers, with its power for the run's samples."""
+    suite = _suite(tmp_path, n_cases=30)
+    scores = [_sample(c.id, j, strict=True, passed=j < 2) for c in suite.cases for j in range(4)]
+    golden = build_golden(run_from_scores(suite, scores, n=4, seed=1))
+    for rec in golden["cases"].values():
+        rec["n_samples"] = 10**9
+    result = gate(run_from_scores(suite, scores, n=4, seed=2), golden)
+    assert result.status == "pass" and {p.metric for p in result.power} >= {"score", "strict_format_rate"}
+    assert all(0.0 <= p.power <= 1.0 for p in result.power)
