@@ -23,6 +23,7 @@ it is.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -161,12 +162,12 @@ def recommend_checkpoint(
             )
     tested = [k for k in decisions if k[1] in family]
     levels = holm_alphas(
-        {f"{n}\0{m}": decisions[n, m].p_worse for n, m in tested},
+        {_key(n, m): decisions[n, m].p_worse for n, m in tested},
         comparison.alpha,
-        min_p={f"{n}\0{m}": decisions[n, m].min_p_worse for n, m in tested},
+        min_p={_key(n, m): decisions[n, m].min_p_worse for n, m in tested},
     )
     for n, m in tested:
-        if decisions[n, m].p_worse < levels[f"{n}\0{m}"]:
+        if decisions[n, m].p_worse < levels[_key(n, m)]:
             worse[n].insert(0, f"{m} (p {decisions[n, m].p_worse:.3g})")
     rows = []
     for n in names:
@@ -178,7 +179,7 @@ def recommend_checkpoint(
             continue
         d = decisions[n, metric]
         pc = d.comparison
-        level = levels.get(f"{n}\0{metric}", comparison.alpha)
+        level = levels.get(_key(n, metric), comparison.alpha)
         rows.append(
             CheckpointRow(
                 n, e.value, e.low, e.high, pc.diff, pc.low, pc.high, d.p_worse, level, bool(worse[n]), tuple(worse[n])
@@ -188,6 +189,11 @@ def recommend_checkpoint(
     return CheckpointRecommendation(
         metric, comparison.alpha, source, positions, rows, best, recommended, len(common), tuple(family)
     )
+
+
+def _key(name: str, metric: str) -> str:
+    """One hypothesis of the recommendation's family (a checkpoint, a metric) as a unique string."""
+    return json.dumps([name, metric])
 
 
 def recommendation_lines(comparison: Comparison, order: Sequence[str] | None = None) -> list[str]:
