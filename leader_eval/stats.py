@@ -659,8 +659,16 @@ MAX_COUNT_SUPPORT = 1_000_000
 EXACT_COUNT_WORK = 20_000_000
 
 
+@lru_cache(maxsize=4096)
 def _hypergeom_pmf(total: int, events: int, draws: int) -> tuple[int, np.ndarray]:
-    """(first support point, pmf) of the events among ``draws`` of ``total`` samples holding ``events``."""
+    """(first support point, pmf) of the events among ``draws`` of ``total`` samples holding ``events``.
+
+    Cached (read-only arrays): a suite's cases share a few (samples, events) shapes, and the gate,
+    compare and the simulations ask for the same ones again and again."""
+    return _hypergeom_pmf_uncached(int(total), int(events), int(draws))
+
+
+def _hypergeom_pmf_uncached(total: int, events: int, draws: int) -> tuple[int, np.ndarray]:
     lo, hi = max(0, events - (total - draws)), min(events, draws)
     x = np.arange(lo, hi + 1, dtype=float)
     lg = np.vectorize(math.lgamma)
@@ -671,7 +679,9 @@ def _hypergeom_pmf(total: int, events: int, draws: int) -> tuple[int, np.ndarray
         + lg(total - events + 1.0) - lg(draws - x + 1) - lg(total - events - draws + x + 1)
     )  # fmt: skip
     p = np.exp(logp - logp.max())
-    return lo, p / p.sum()
+    p /= p.sum()
+    p.setflags(write=False)
+    return lo, p
 
 
 def _hypergeom_moments(total: np.ndarray, events: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
