@@ -14,13 +14,14 @@ Design (a group-sequential test with alpha spending, applied to the gate's own s
   candidate samples do not shrink, so the true fractions are larger and the true correlations
   between looks higher than assumed; by Slepian's inequality the chance of crossing any boundary
   under no regression is then at most the one computed, so peeking cannot inflate false alarms
-  (up to the normal approximation of the paired t statistic the gate already makes).
+  (up to the normal approximation of the gate's test statistic).
 - Multiplicity: the gate tests its metrics as one Holm family at the level it is given. Any false
   alarm of Holm at level ``A`` needs some true-null metric with ``p <= A / m`` (``m`` the true
   nulls in the family), so the level handed to the gate at look ``k`` is
   ``min over m = 1..K of m * c_k(alpha / m)``: each metric's own sequential test then stays at
   ``alpha / m`` and the union over the ``m`` true nulls at ``alpha``. ``K`` is the number of
-  gating metrics (an upper bound on the Tarone family the gate uses).
+  metrics the gate tests on this run (``metrics.gated_metrics``: 8 on an episode suite, 5
+  otherwise; an upper bound on the Tarone family the gate uses).
 - A declared count budget (``max_hard_fails``) that is exceeded stays exceeded with more
   samples: the run stops and fails at once.
 - Futility (the gate passes): after look ``k``, for every metric of the family, the conditional
@@ -36,7 +37,7 @@ Bounds: ``1 <= looks[0] < ... < looks[-1] = B <= 1000``; at most 20 looks; ``0 <
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
@@ -52,6 +53,7 @@ __all__ = [
     "Look",
     "SimCell",
     "conditional_power",
+    "family_size",
     "gate_levels",
     "nominal_levels",
     "run_adaptive",
@@ -235,15 +237,19 @@ class SimCell:
     mean_samples: float
 
 
-def _p_worse(diff: np.ndarray, se: np.ndarray, n_cases: int) -> np.ndarray:
-    """The gate's one-sided p-value (paired t-test over cases) that the run is worse."""
-    from leader_eval.stats import _t_cdf
+def family_size(golden_metrics: Iterable[str], run_metrics: Iterable[str]) -> int:
+    """The size of the Holm family the gate tests a run on (``metrics.gated_metrics`` of the metrics
+    both the golden and the run have): 8 on an episode suite, 5 on a single-turn one."""
+    from leader_eval.metrics import gated_metrics
 
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(se > 0, diff / np.where(se > 0, se, 1.0), 0.0)
-    p = np.vectorize(lambda x: _t_cdf(float(x), n_cases - 1))(t)
-    # no spread at all: the gate's exact sign-flip fallback, 2^-n when every case moved down
-    return np.where(se > 0, p, np.where(diff < 0, 0.5**n_cases, 1.0))
+    return max(1, len(gated_metrics(set(golden_metrics) & set(run_metrics))))
+
+
+def _score_test() -> str:
+    """The test the gate declares for the headline metric (``metrics.Metric.test``)."""
+    from leader_eval.metrics import METRICS
+
+    return METRICS["score"].test
 
 
 def case_rates(
@@ -271,14 +277,17 @@ def simulate(
 
     Per replicate: case pass rates ``p_i ~ Beta(base * c, (1 - base) * c)``; a golden of
     ``budget`` samples per case; a candidate whose rates are scaled so the suite rate moves by
-    ``change``; each sample a Bernoulli outcome. The gate statistic is the gate's own (weighted
-    paired t-test over cases, one metric in the family, a fail needs significance and a drop
-    beyond ``tolerance``).
+    ``change``; each sample a Bernoulli outcome. The gate statistic is the gate's own
+    (``stats.gate_statistic`` with the headline metric's declared test; one metric in the family;
+    a fail needs significance and a drop beyond ``tolerance``).
     """
+    from leader_eval.stats import gate_statistic
+
     rng = np.random.default_rng(seed)
     b = design.budget
     p, q = case_rates(rng, reps, n_cases, base, change, concentration)
-    g = rng.binomial(b, p) / b
+    g = rng.binomial(b, p)
+    test = _score_test()
     x = (rng.random((reps, n_cases, b)) < q[:, :, None]).cumsum(axis=2)
     levels = design.levels
     stopped = np.zeros(reps, dtype=bool)
@@ -286,10 +295,8 @@ def simulate(
     used = np.full(reps, float(b))
     fixed_fail = np.zeros(reps, dtype=bool)
     for k, n in enumerate(design.looks):
-        d = x[:, :, n - 1] / n - g
-        diff = d.mean(axis=1)
-        se = np.sqrt(((d - diff[:, None]) ** 2).sum(axis=1) / (n_cases - 1) / n_cases)
-        pw = _p_worse(diff, se, n_cases)
+        stat = gate_statistic(g, b, x[:, :, n - 1], n, test=test)
+        diff, se, pw = stat.diff, stat.se, stat.p_worse
         drop = -diff
         fail_now = (pw < levels[k]) & (drop > tolerance)
         if n == b:
@@ -404,7 +411,6 @@ def run_adaptive(
         load_golden,
         parse_tolerances,
     )
-    from leader_eval.metrics import GATING
     from leader_eval.store import MANIFEST, SUMMARY, RunDir, write_json_atomic
     from leader_eval.suite import Suite, load_suite
 
@@ -441,10 +447,19 @@ def run_adaptive(
         if across_suites and golden.get("suite_hash") != result.manifest["identity"]["suite_hash"]:
             other_content = golden.get("suite_hash")
             golden = {**golden, "suite_hash": result.manifest["identity"]["suite_hash"]}
-        family = sum(1 for m in (golden.get("metrics") or {}) if m in GATING)
-        design = replace(design, family=max(1, family))
+        design = replace(design, family=family_size(golden.get("metrics") or {}, result.summary["overall"]["metrics"]))
         level = design.levels[k]
-        gate_result = gate(result, golden, alpha=level, tolerances=tols, golden_file=path)
+        # the power guard speaks of a fixed-n gate; the sequential design has its own figures
+        gate_result = gate(
+            result,
+            golden,
+            alpha=level,
+            tolerances=tols,
+            golden_file=path,
+            baseline=baseline,
+            suite_gate=suite.gate,
+            power=False,
+        )
         apply_error_rule(gate_result, result, max_error_rate)
         trend = _trend_rows(gate_result)
         cp = design.futile(k, trend) if k + 1 < len(design.looks) else {}

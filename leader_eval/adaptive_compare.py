@@ -70,9 +70,7 @@ def look_decision(pair: Any, design: AdaptiveDesign, k: int) -> tuple[str, dict[
 
     ``pair``: the ``compare.PairResult`` of this look (already tested at this look's level).
     """
-    from leader_eval.compare import DECISION_METRICS
-
-    decisive = [m for m in pair.metrics if m.metric in DECISION_METRICS]
+    decisive = [m for m in pair.metrics if m.gated]
     ps = {m.metric: float(m.p_value) for m in decisive}  # compare's own one-sided p (B worse)
     rows: dict[str, tuple[float, float, float]] = {}  # metric:direction -> (p, shift that way, se)
     for m in decisive:
@@ -108,13 +106,15 @@ def simulate_compare(
 
     Per replicate: case pass rates ``p_i ~ Beta(base * c, (1 - base) * c)``; B's rates scaled so
     the suite rate moves by ``change``; A and B each draw Bernoulli samples per case. At every look
-    the paired t-test over cases (one-sided each way, at the look's level) and the futility rule
-    decide, as ``look_decision`` does. Returns the share of replicates that stopped claiming "B
+    the gate statistic (``stats.gate_statistic`` with the headline metric's declared test,
+    one-sided each way, at the look's level) and the futility rule decide, as ``look_decision``
+    does. Returns the share of replicates that stopped claiming "B
     worse", "B better", and the mean samples per case used.
     """
     import numpy as np
 
-    from leader_eval.adaptive import _p_worse, case_rates
+    from leader_eval.adaptive import _score_test, case_rates
+    from leader_eval.stats import gate_statistic
 
     rng = np.random.default_rng(seed)
     n_max = design.budget
@@ -127,10 +127,8 @@ def simulate_compare(
     better = np.zeros(reps, dtype=bool)
     used = np.full(reps, float(n_max))
     for k, n in enumerate(design.looks):
-        d = (xb[:, :, n - 1] - xa[:, :, n - 1]) / n
-        diff = d.mean(axis=1)
-        se = np.sqrt(((d - diff[:, None]) ** 2).sum(axis=1) / (n_cases - 1) / n_cases)
-        p_worse, p_better = _p_worse(diff, se, n_cases), _p_worse(-diff, se, n_cases)
+        stat = gate_statistic(xa[:, :, n - 1], n, xb[:, :, n - 1], n, test=_score_test())
+        diff, se, p_worse, p_better = stat.diff, stat.se, stat.p_worse, stat.p_better
         w_now, b_now = p_worse < levels[k], p_better < levels[k]
         if k + 1 == len(design.looks):
             stop = ~stopped
@@ -186,7 +184,7 @@ def compare_adaptive(
     holds an adaptive comparison with other looks (choose another ``out``).
     """
     from leader_eval.adaptive import _set_target
-    from leader_eval.compare import DECISION_METRICS, compare_runs
+    from leader_eval.compare import compare_runs
     from leader_eval.evaluate import run
     from leader_eval.runner import default_label
     from leader_eval.store import RunDir, write_json_atomic
@@ -230,7 +228,7 @@ def compare_adaptive(
             runs.append(run(suite, replace(options, samples=n, out=side_out)))
         errors = {side: _errors(r) for side, r in zip("ab", runs, strict=True)}
         probe = compare_runs(runs, alpha=design.alpha, across_suites=across_suites)
-        family = sum(1 for m in probe.pairs[0].metrics if m.metric in DECISION_METRICS)
+        family = sum(1 for m in probe.pairs[0].metrics if m.gated)  # metrics.gated_metrics of both runs
         design = replace(design, family=max(1, family))
         level = design.levels[k]
         comparison = compare_runs(runs, alpha=level, across_suites=across_suites)

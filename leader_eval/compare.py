@@ -7,12 +7,16 @@ and the spread of their headline values is shown. The first group is the baselin
 group B is compared with it over the cases both scored:
 
 - per metric, each group's value with its bootstrap-over-cases interval, and the paired
-  difference B - A over cases with its interval and one-sided p-value (``stats.paired_compare``);
+  difference B - A over cases with its interval and the one-sided p-value of the metric's own
+  test (``stats.decide_paired``, the decision the gate and the checkpoint recommendation make);
+  an episode metric is compared over the cases that have episodes, so a mixed suite keeps it;
 - per-case flips (a case that passed in A and fails in B, and the reverse) with the reason the
   failing side fails; a case "passes" when most of its scored samples pass;
 - pass@k (unbiased estimator) and pass^k (all k samples pass) per group;
-- a one-line verdict, and an exit status: 0 no credible regression, 1 a credible regression of
-  some B vs A in a decision metric, 2 bad input (raised as ``LeaderEvalError``).
+- a one-line verdict naming each claimed metric with its own difference and p-value, and an exit
+  status: 0 no credible regression, 1 a credible regression of some B vs A in a gated metric
+  (``metrics.gated_metrics``, one Holm-Tarone family per direction), 2 bad input (raised as
+  ``LeaderEvalError``).
 """
 
 from __future__ import annotations
@@ -26,15 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.aggregate import pass_k_values
 from leader_eval.errors import LeaderEvalError
-from leader_eval.golden import holm_alphas
 from leader_eval.inert import inert, markdown
-from leader_eval.metrics import ALL_METRICS, EPISODE_METRICS, GATING, METRICS
+from leader_eval.metrics import ALL_METRICS, EPISODE_METRICS, METRICS, gated_metrics
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
 from leader_eval.stats import (
     Estimate,
-    exact_count_test,
-    paired_compare,
+    decide_paired,
+    holm_alphas,
     pass_at_k,
     pass_hat_k,
     run_spread,
@@ -43,10 +46,6 @@ from leader_eval.stats import (
 
 if TYPE_CHECKING:
     from leader_eval.evaluate import Run
-
-#: metrics whose credible regression makes ``compare`` exit 1: the same family the gate decides
-#: on (the lenient format rate is a diagnostic, shown but never deciding)
-DECISION_METRICS = (*GATING, *(m for m, spec in EPISODE_METRICS.items() if spec.gating))
 
 
 @dataclass
@@ -57,6 +56,8 @@ class PooledCase:
     n_passed: int
     values: dict[str, float]  # metric -> pooled per-case value
     reasons: dict[str, int]  # failure reason -> count over the pooled samples
+    #: metric -> the pooled observations behind its value (episodes for an episode metric)
+    observations: dict[str, int] = field(default_factory=dict)
 
     @property
     def pass_rate(self) -> float:
@@ -68,8 +69,12 @@ class PooledCase:
         return self.n_passed * 2 > self.n_scored
 
     def count(self, metric: str) -> int:
-        """Samples with the metric's event (rate x pooled scored samples)."""
-        return round(self.values[metric] * self.n_scored)
+        """Observations with the metric's event (rate x pooled observations)."""
+        return round(self.values[metric] * self.n_of(metric))
+
+    def n_of(self, metric: str) -> int:
+        """The pooled observations behind ``metric``'s value (scored samples, or episodes)."""
+        return self.observations.get(metric, self.n_scored)
 
     def top_reason(self) -> str | None:
         if not self.reasons:
@@ -108,6 +113,21 @@ class MetricDiff:
     high: float
     p_value: float  # one-sided, for "b is worse than a"
     verdict: str  # "regression" | "improvement" | "no credible change"
+    p_better: float = 1.0  # one-sided, for "b is better than a"
+    test: str = "paired_t"  # the metric's declared test (metrics.Metric.test)
+    #: in the family that decides the exit status (metrics.gated_metrics; default: the table says)
+    gated: bool | None = None
+    n_cases: int = 0  # cases paired for this metric (an episode metric: the cases with episodes)
+
+    def __post_init__(self) -> None:
+        if self.gated is None:
+            spec = ALL_METRICS.get(self.metric)
+            self.gated = bool(spec is not None and spec.gating)
+
+    @property
+    def claim_p(self) -> float:
+        """The p-value of what the verdict claims (B worse, or B better)."""
+        return self.p_better if self.verdict == "improvement" else self.p_value
 
 
 @dataclass
@@ -133,18 +153,36 @@ class PairResult:
 
     @property
     def regression(self) -> bool:
-        return any(m.verdict == "regression" and m.metric in DECISION_METRICS for m in self.metrics)
+        return any(m.verdict == "regression" and m.gated for m in self.metrics)
+
+    @property
+    def regressed(self) -> list[str]:
+        """The gated metrics in which B credibly regresses vs A."""
+        return [m.metric for m in self.metrics if m.verdict == "regression" and m.gated]
+
+    @property
+    def improved(self) -> list[str]:
+        """The gated metrics in which B credibly improves on A."""
+        return [m.metric for m in self.metrics if m.verdict == "improvement" and m.gated]
 
     def verdict(self) -> str:
-        """One line."""
-        reg = [m.metric for m in self.metrics if m.verdict == "regression" and m.metric in DECISION_METRICS]
-        imp = [m.metric for m in self.metrics if m.verdict == "improvement" and m.metric in DECISION_METRICS]
-        score = next((m for m in self.metrics if m.metric == "score"), None)
-        d = f" (score {score.diff:+.3f}, p={score.p_value:.3f})" if score else ""
+        """One line; each claimed metric with its own difference and the p-value of its claim."""
+
+        def claims(verdict: str) -> str:
+            return ", ".join(
+                f"{m.metric} ({m.diff:+.3f}, p={m.claim_p:.3g})"
+                for m in self.metrics
+                if m.verdict == verdict and m.gated
+            )
+
+        reg, imp = claims("regression"), claims("improvement")
         if reg:
-            return f"{self.b.name} credibly REGRESSES vs {self.a.name} in {', '.join(reg)}{d}"
+            also = f"; improves in {imp}" if imp else ""
+            return f"{self.b.name} credibly REGRESSES vs {self.a.name} in {reg}{also}"
         if imp:
-            return f"{self.b.name} credibly improves on {self.a.name} in {', '.join(imp)}{d}"
+            return f"{self.b.name} credibly improves on {self.a.name} in {imp}"
+        score = next((m for m in self.metrics if m.metric == "score"), None)
+        d = f" (score {score.diff:+.3f}, p={score.p_value:.3g})" if score else ""
         return f"no credible difference between {self.b.name} and {self.a.name}{d}"
 
 
@@ -216,12 +254,13 @@ def compare_runs(
     every = set().union(*(set(g.cases) for g in groups))
     if len(every) != len(common):
         messages.append(f"comparing the {len(common)} cases every run scored ({len(every) - len(common)} left out)")
+    cases_of = _metric_cases(groups, common)
     for g in groups:
-        _estimate(g, common, seed)
+        _estimate(g, cases_of, seed)
     if ks is None:
         kmax = min(g.cases[c].n_scored for g in groups for c in common)
         ks = sorted({1, kmax})
-    pairs = [_pair(groups[0], b, common, alpha, ks, seed) for b in groups[1:]]
+    pairs = [_pair(groups[0], b, cases_of, alpha, ks, seed) for b in groups[1:]]
     return Comparison(groups, pairs, alpha, messages)
 
 
@@ -327,25 +366,29 @@ def _pool_cases(runs: Sequence[Run]) -> dict[str, PooledCase]:
                 **{m: a["episode_sums"][m] / k for m, k in a["episodes"].items() if k},
             },
             dict(a["reasons"]),
+            {m: k for m, k in a["episodes"].items() if k},
         )
         for cid, a in acc.items()
     }
 
 
-def _metrics_of(groups: Sequence[RunGroup], common: Sequence[str]) -> list[str]:
-    """The sample metrics, and each episode metric every common case of every group has."""
-    return [
-        *METRICS,
-        *(m for m in EPISODE_METRICS if common and all(m in g.cases[c].values for g in groups for c in common)),
-    ]
+def _metric_cases(groups: Sequence[RunGroup], common: Sequence[str]) -> dict[str, list[str]]:
+    """Each metric to compare and the common cases it is compared over: every sample metric over
+    all of them; each episode metric over the cases that have episodes in every group (a mixed
+    suite keeps its episode metrics, as the gate does), left out when no case has them."""
+    out: dict[str, list[str]] = {m: list(common) for m in METRICS}
+    for m in EPISODE_METRICS:
+        have = [c for c in common if all(m in g.cases[c].values for g in groups)]
+        if have:
+            out[m] = have
+    return out
 
 
-def _estimate(g: RunGroup, common: Sequence[str], seed: int) -> None:
-    cases = [g.cases[c] for c in common]
-    n_samples = sum(c.n_scored for c in cases)
-    for m in _metrics_of([g], common):
+def _estimate(g: RunGroup, cases_of: Mapping[str, Sequence[str]], seed: int) -> None:
+    for m, ids in cases_of.items():
+        cases = [g.cases[c] for c in ids]
         g.estimates[m] = weighted_mean_ci(
-            [c.values[m] for c in cases], [c.weight for c in cases], n_samples=n_samples, seed=seed
+            [c.values[m] for c in cases], [c.weight for c in cases], n_samples=sum(c.n_of(m) for c in cases), seed=seed
         )
         vals = [r.summary.get("overall", {}).get("metrics", {}).get(m, {}).get("value") for r in g.runs]
         g.run_values[m] = [float(v) for v in vals if v is not None]
@@ -353,47 +396,63 @@ def _estimate(g: RunGroup, common: Sequence[str], seed: int) -> None:
             g.spread[m] = run_spread(g.run_values[m])
 
 
-def _pair(a: RunGroup, b: RunGroup, common: Sequence[str], alpha: float, ks: Sequence[int], seed: int) -> PairResult:
-    weights = {c: a.cases[c].weight for c in common}
-    tests = {}
-    floors: dict[str, tuple[float, float]] = {}  # metric -> smallest possible (p worse, p better)
-    for m in _metrics_of([a, b], common):
+def _pair(
+    a: RunGroup,
+    b: RunGroup,
+    cases_of: Mapping[str, Sequence[str]],
+    alpha: float,
+    ks: Sequence[int],
+    seed: int,
+) -> PairResult:
+    common = cases_of["score"]
+    decisions = {}
+    for m, ids in cases_of.items():
         spec = ALL_METRICS[m]
-        higher = spec.higher_is_better
-        pc = paired_compare(
-            {c: a.cases[c].values[m] for c in common},
-            {c: b.cases[c].values[m] for c in common},
-            weights=weights,
+        decisions[m] = decide_paired(
+            {c: (a.cases[c].values[m], a.cases[c].n_of(m)) for c in ids},
+            {c: (b.cases[c].values[m], b.cases[c].n_of(m)) for c in ids},
+            {c: a.cases[c].weight for c in ids},
             metric=m,
+            higher_is_better=spec.higher_is_better,
+            test=spec.test,
+            seed=seed,
         )
-        p_worse = one_sided_p(pc.diff, pc.p_value, higher_is_better=higher)
-        p_better = 1 - p_worse
-        floors[m] = (0.0, 0.0)
-        if spec.test == "exact_count":
-            # rare events: the exact stratified count test decides (docs/gating.md)
-            ct = exact_count_test(
-                {c: (a.cases[c].count(m), a.cases[c].n_scored) for c in common},
-                {c: (b.cases[c].count(m), b.cases[c].n_scored) for c in common},
-            )
-            p_worse, p_better = (ct.p_less, ct.p_more) if higher else (ct.p_more, ct.p_less)
-            floors[m] = (ct.min_p_less, ct.min_p_more) if higher else (ct.min_p_more, ct.min_p_less)
-        elif pc.diff == 0 and pc.low == pc.high == 0:
-            floors[m] = (1.0, 1.0)  # every case the same in both groups: nothing to reject
-        tests[m] = (higher, pc, p_worse, p_better)
-    # exit 1 means "some decision metric regressed": one family, Holm-Tarone-adjusted, so that two
-    # runs of the same model are flagged in at most alpha of comparisons
-    family = [m for m in DECISION_METRICS if m in tests]  # episode metrics only where both have episodes
-    worse_levels = holm_alphas({m: tests[m][2] for m in family}, alpha, min_p={m: floors[m][0] for m in family})
-    better_levels = holm_alphas({m: tests[m][3] for m in family}, alpha, min_p={m: floors[m][1] for m in family})
+    # exit 1 means "some gated metric regressed": one family (metrics.gated_metrics) per direction,
+    # Holm-Tarone-adjusted (stats.holm_alphas), so two runs of the same model are flagged in at most
+    # alpha of comparisons; the same decision the gate and the checkpoint recommendation make
+    family = gated_metrics(decisions)
+    worse = holm_alphas(
+        {m: decisions[m].p_worse for m in family}, alpha, min_p={m: decisions[m].min_p_worse for m in family}
+    )
+    better = holm_alphas(
+        {m: decisions[m].p_better for m in family}, alpha, min_p={m: decisions[m].min_p_better for m in family}
+    )
     diffs = []
-    for m, (higher, pc, p_worse, p_better) in tests.items():
-        if p_worse < worse_levels.get(m, alpha):
+    for m, d in decisions.items():
+        if d.p_worse < worse.get(m, alpha):
             verdict = "regression"
-        elif p_better < better_levels.get(m, alpha):
+        elif d.p_better < better.get(m, alpha):
             verdict = "improvement"
         else:
             verdict = "no credible change"
-        diffs.append(MetricDiff(m, higher, a.estimates[m], b.estimates[m], pc.diff, pc.low, pc.high, p_worse, verdict))
+        pc = d.comparison
+        diffs.append(
+            MetricDiff(
+                m,
+                d.higher_is_better,
+                a.estimates[m],
+                b.estimates[m],
+                pc.diff,
+                pc.low,
+                pc.high,
+                d.p_worse,
+                verdict,
+                p_better=d.p_better,
+                test=d.test,
+                gated=m in family,
+                n_cases=len(cases_of[m]),
+            )
+        )
     flips = []
     for c in common:
         ca, cb = a.cases[c], b.cases[c]
@@ -509,7 +568,7 @@ def _metric_rows(p: PairResult) -> list[list[str]]:
                 _est(m.b),
                 f"{m.diff:+.3f} [{m.low:+.3f}, {m.high:+.3f}]",
                 f"{m.p_value:.3f}",
-                verdict + ("" if m.metric in DECISION_METRICS else " (info)"),
+                verdict + ("" if m.gated else " (info)"),
             ]
         )
     return rows

@@ -10,11 +10,13 @@ keys sorted, values rounded to 4 decimals, two-space indent, no timestamps.
 
 The gate compares parsed values, never text. A metric fails only when it is worse than the golden
 by more than its tolerance *and* the shortfall is statistically credible (``stats.regression_verdict``,
-one-sided): a paired test over cases against the golden's per-case rates when the golden has them
-(it accounts for the golden run's own noise), else the golden value lying beyond the current
-run's bootstrap-over-cases bound. The gating metrics form one Holm family, so a run of an
-unchanged model fails the whole gate in at most ``alpha`` of runs. Improvements beyond tolerance
-pass and suggest ``--update-golden``. See docs/gating.md.
+one-sided): the paired decision against the golden's per-case rates when the golden has them
+(``stats.decide_paired`` with the metric's declared test; it accounts for the golden run's own
+noise), else the golden value lying beyond the current run's bootstrap-over-cases bound. The
+tested metrics (``metrics.gated_metrics``) form one Holm-Tarone family, so a run of an unchanged
+model fails the whole gate in at most ``alpha`` of runs. Improvements beyond tolerance pass and
+suggest ``--update-golden``. The suite's ``gate:`` section adds count budgets, floors and
+ceilings, and the power guard (``gate_spec``, ``plan.power_guard``). See docs/gating.md.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import math
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,11 +36,20 @@ from leader_eval.argtypes import name_component
 from leader_eval.error_rule import error_verdict, is_stress_manifest
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.formats import GOLDEN_FORMAT_VERSION, format_version
+from leader_eval.gate_spec import BUDGETS, GateSpec, gate_problem, gate_spec
 from leader_eval.inert import inert, markdown
-from leader_eval.metrics import ALL_METRICS, METRICS
+from leader_eval.metrics import ALL_METRICS, METRICS, gated_metrics
 from leader_eval.report import table
 from leader_eval.runner import SCORER_VERSION, default_label
-from leader_eval.stats import Estimate, PairedComparison, exact_count_test, paired_compare, regression_verdict
+from leader_eval.stats import (
+    Estimate,
+    PairedComparison,
+    PairedDecision,
+    decide_paired,
+    holm_alphas,
+    regression_verdict,
+    tarone_family,
+)
 from leader_eval.store import read_bytes, shown, write_json_atomic
 
 #: the largest golden file read (a golden holds per-case rates: ~200 bytes a case)
@@ -70,14 +81,15 @@ CASE_MEAN_SLACK = 5e-4
 #: a run of the very same model fails about 12% of the time at alpha 0.05 (measured; docs/gating.md).
 CASE_FIELDS = {m.case_field: name for name, m in ALL_METRICS.items() if m.case_field}
 
-#: count budgets a suite may declare under ``gate:`` (copied into the golden): budget key ->
-#: (metric whose events it counts, what an event is). A budget is a contract, not a test: one
-#: event more than the budget fails the gate, however rare events were before.
 #: days an expired quarantine entry is still honoured, with a warning; after that the gate refuses
 #: the golden until someone renews or removes the entry
 QUARANTINE_GRACE_DAYS = 7
 
-BUDGETS = {"max_hard_fails": ("hard_fail_rate", "hard-failing samples"), "max_leaks": ("leak_rate", "leaking samples")}
+# ``BUDGETS`` (count budgets a suite may declare under ``gate:``: budget key -> (metric whose events
+# it counts, what an event is)) lives in ``gate_spec`` with the rest of the section's rules. A
+# budget is a contract, not a test: one event more than the budget fails the gate.
+# ``holm_alphas`` and ``tarone_family`` live in ``stats`` (one Holm-Tarone for every decision) and
+# are imported here under their old names.
 
 
 class GoldenError(LeaderEvalError):
@@ -164,13 +176,21 @@ def build_golden(
     label: str | None = None,
     tolerances: Mapping[str, float] | None = None,
     budgets: Mapping[str, int] | None = None,
+    gate: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The golden document of baseline ``baseline`` made from ``run`` (rounded; key order is
     fixed when written). ``label``: the run's label, recorded for the reader (default the run's).
 
-    ``budgets``: the suite's ``gate:`` count budgets (``max_hard_fails``, ``max_leaks``), kept in
-    the golden so the gate applies them wherever the run is gated (the suite hash ties them to
-    the suite content)."""
+    ``gate``: the suite's ``gate:`` section (``gate_spec``), copied as ``gate`` so the gate applies
+    its floors, budgets and power guard wherever the run is gated (the section is not part of the
+    suite hash; the suite's own section wins when the gate has it). Its count budgets are also
+    written as ``budgets``, which goldens have carried since 0.2. ``budgets`` alone: the budgets
+    of a 0.2 caller."""
+    if gate:
+        problem = gate_problem(gate)
+        if problem is not None:
+            raise GoldenError(f"golden not built: the suite's {problem[1]}")
+        budgets = {**(budgets or {}), **{k: int(v) for k, v in gate.items() if k in BUDGETS}}
     tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
     ident = run.manifest["identity"]
     metrics = run.summary["overall"]["metrics"]
@@ -212,6 +232,7 @@ def build_golden(
         "metrics": out_metrics,
         "cases": cases,
         **({"budgets": {k: int(v) for k, v in sorted(budgets.items())}} if budgets else {}),
+        **({"gate": json.loads(json.dumps(dict(gate)))} if gate else {}),
     }
 
 
@@ -603,9 +624,9 @@ def update_golden(
     kept = {k: m["tolerance"] for k, m in (old or {}).get("metrics", {}).items() if "tolerance" in m}
     budget_suite = suite if suite is not None else _load_run_suite(run)
     same = budget_suite is not None and budget_suite.content_hash == run.manifest["identity"]["suite_hash"]
-    budgets = dict(getattr(budget_suite, "gate", None) or {}) if same else {}
+    section = dict(getattr(budget_suite, "gate", None) or {}) if same else {}
     baseline = path.stem if Path(golden_dir).suffix == ".json" else baseline
-    new = build_golden(run, baseline=baseline, tolerances={**kept, **(tolerances or {})}, budgets=budgets)
+    new = build_golden(run, baseline=baseline, tolerances={**kept, **(tolerances or {})}, gate=section)
     if old is not None and old.get("quarantine"):
         # reviewed entries carry over; an update never adds one (a flaky case is a reviewer's call)
         new["quarantine"] = old["quarantine"]
@@ -637,17 +658,23 @@ class MetricRow:
     paired: bool
     verdict: str  # "pass" | "fail" | "improved" | "info" (diagnostic, never fails)
     explanation: str
-    kind: str = "test"  # "test": a metric tested against the golden; "budget": a declared count budget
+    #: "test": a metric tested against the golden; "budget": a declared count budget; "floor" /
+    #: "ceiling": a declared absolute limit (``golden`` holds the limit)
+    kind: str = "test"
+    #: what the run's interval is when it is not an ordinary one (a one-case group's degenerate
+    #: interval), as the report shows it
+    note: str = ""
 
 
 @dataclass
 class GateResult:
     """The gate's decision for one run against one golden file.
 
-    ``status``: ``pass`` | ``fail`` (a metric regressed credibly) | ``stale`` (suite content or
-    scorer version changed) | ``incomplete`` (the run did not finish or misses golden cases) |
-    ``errors`` (more sampler errors than ``--max-error-rate`` allows) | ``missing`` (no golden:
-    a failure, a warning only with ``allow_missing``, ``--allow-missing-golden``).
+    ``status``: ``pass`` | ``fail`` (a metric regressed credibly, a floor, ceiling or budget is
+    broken, or an underpowered gate in CI mode) | ``stale`` (suite content or scorer version
+    changed) | ``incomplete`` (the run did not finish or misses golden cases) | ``errors`` (more
+    sampler errors than ``--max-error-rate`` allows) | ``missing`` (no golden: a failure, a warning
+    only with ``allow_missing``, ``--allow-missing-golden``).
     """
 
     suite: str
@@ -667,6 +694,15 @@ class GateResult:
     allow_missing: bool = False
     #: the command that creates the missing golden from a trusted run (the CLI's or pytest's)
     create_command: str = ""
+    #: the power guard (``plan.power_guard``): the gate's power per tested metric for ``detect``
+    power: list[Any] = field(default_factory=list)
+    detect: float | None = None
+    #: the tested metrics whose power is under 80% (the weakest first)
+    underpowered: list[str] = field(default_factory=list)
+    #: the suite's acknowledgement of an underpowered gate (``gate: underpowered:``)
+    acknowledged: str | None = None
+    #: CI mode refused the gate for these underpowered metrics (no floor, no acknowledgement)
+    power_refused: list[str] = field(default_factory=list)
 
     @property
     def exit_status(self) -> int:
@@ -685,26 +721,61 @@ class GateResult:
     def failed(self) -> list[str]:
         return [r.metric for r in self.rows if r.verdict == "fail"]
 
+    def power_note(self) -> str:
+        """The headline's warning for an underpowered gate ('' when every tested metric has 80%)."""
+        if not self.underpowered:
+            return ""
+        by = {p.metric: p for p in self.power}
+        weakest = by[self.underpowered[0]]
+        need = (
+            f"80% needs {weakest.samples_needed} samples/case"
+            if weakest.samples_needed is not None
+            else "80% needs more than 1024 samples/case"
+        )
+        more = f" (+{len(self.underpowered) - 1} more metric(s))" if len(self.underpowered) > 1 else ""
+        ack = f"; acknowledged: {self.acknowledged}" if self.acknowledged else ""
+        return (
+            f"UNDERPOWERED: {weakest.power:.0%} power to catch a {weakest.drop:g} drop in {weakest.metric}, "
+            f"{need}{more}{ack}"
+        )
+
     def headline(self) -> str:
         """One line: what the gate decided and why."""
         where = f"suite {self.suite}, baseline {self.baseline}, label {self.label}"
+        warn = self.power_note()
         if self.update is not None and self.update.written:
             return f"gate ACCEPTED ({where}): golden rewritten from this run (was: {self.status})"
         if self.status == "pass":
-            line = f"gate PASS ({where})"
+            parts = []
             if self.improved:
-                line += f": improved {', '.join(self.improved)} beyond tolerance; consider --update-golden"
-            return line
+                parts.append(f"improved {', '.join(self.improved)} beyond tolerance; consider --update-golden")
+            if warn:
+                parts.append(warn)
+            return f"gate PASS ({where})" + (f": {'; '.join(parts)}" if parts else "")
         if self.status == "fail":
-            tested = [r.metric for r in self.rows if r.verdict == "fail" and r.kind != "budget"]
+            tested = [r.metric for r in self.rows if r.verdict == "fail" and r.kind == "test"]
             over = [
                 f"{r.metric} ({r.now:g} > {r.golden:g})"
                 for r in self.rows
                 if r.verdict == "fail" and r.kind == "budget"
             ]
-            why = ([f"credible regression in {', '.join(tested)}"] if tested else []) + (
-                [f"over budget: {', '.join(over)}"] if over else []
+            limits = [
+                f"{r.metric} ({_f(r.now)} {'<' if r.kind == 'floor' else '>'} {r.golden:g})"
+                for r in self.rows
+                if r.verdict == "fail" and r.kind in ("floor", "ceiling")
+            ]
+            why = (
+                ([f"credible regression in {', '.join(tested)}"] if tested else [])
+                + ([f"beyond the suite's limit: {', '.join(limits)}"] if limits else [])
+                + ([f"over budget: {', '.join(over)}"] if over else [])
             )
+            if self.power_refused:
+                why.append(
+                    f"underpowered in CI mode ({warn.removeprefix('UNDERPOWERED: ')}); declare a floor for "
+                    f"{', '.join(self.power_refused)} (gate: min:/max:) or acknowledge it (gate: underpowered: WHY)"
+                )
+            elif warn:
+                why.append(warn)
             return f"gate FAIL ({where}): {'; '.join(why)}"
         if self.status == "missing":
             return self._missing_line(where)
@@ -741,6 +812,8 @@ def gate(
     baseline: str | None = None,
     allow_missing: bool = False,
     create_command: str | None = None,
+    suite_gate: Mapping[str, Any] | None = None,
+    power: bool = True,
 ) -> GateResult:
     """Gate ``run`` against a parsed golden document (None: no golden yet).
 
@@ -758,6 +831,12 @@ def gate(
     the file's name). ``golden is None`` fails (status ``missing``) unless ``allow_missing``;
     ``create_command`` is the command the failure line shows. The run's sampling is compared
     with the golden's (``sampling_drift``) before any metric.
+
+    The suite's ``gate:`` section (``suite_gate``; else the golden's copy, else the golden's
+    ``budgets``) adds its count budgets, floors and ceilings (``gate_spec``) and the power guard:
+    with ``power`` (default) the gate reports its power to catch a drop of ``detect`` in each
+    tested metric (``plan.power_guard``); with ``strict`` (CI mode) a metric under 80% power
+    without a floor or ceiling fails the gate unless the section acknowledges it.
     """
     ident = run.manifest["identity"]
     label = label or run_label(run)
@@ -782,6 +861,7 @@ def gate(
         result.status = "missing"
         result.messages.append(f"no golden baseline {baseline!r} for suite {ident['suite']!r}")
         return result
+    spec = _gate_spec(suite_gate, golden, golden_file)
     stale = staleness(run, golden)
     if stale:
         result.status = "stale"
@@ -822,77 +902,150 @@ def gate(
             result.messages.append(f"metric {name!r} is in the golden but not in the run: skipped")
             continue
         prepared.append(_prepare_metric(name, g, current_metrics[name], golden, by_case, overrides))
-    # one family of tests: the gate fails if any gating metric regresses, so each is tested at a
-    # Holm-adjusted level and the chance of a false alarm for the whole gate stays at alpha; a
-    # metric whose test cannot reach significance (no events anywhere) takes no share (Tarone)
-    gating = [p for p in prepared if p.current is not None and p.row.metric not in DIAGNOSTIC_METRICS]
+    # one family of tests (``metrics.gated_metrics``): the gate fails if any gated metric regresses,
+    # so each is tested at a Holm-adjusted level and the chance of a false alarm for the whole gate
+    # stays at alpha; a metric whose test cannot reach significance (no events anywhere) takes no
+    # share (Tarone)
+    family_names = set(gated_metrics(current_metrics)) & set(golden["metrics"])
+    gating = [p for p in prepared if p.current is not None and p.row.metric in family_names]
     p_worse = {p.row.metric: p.p_worse for p in gating}
     min_p = {p.row.metric: p.min_p for p in gating}
     levels = holm_alphas(p_worse, alpha, min_p=min_p)
     family = tarone_family(min_p, alpha)
     for p in prepared:
-        result.rows.append(p.decide(levels.get(p.row.metric, alpha), family))
-    result.rows.extend(_budget_rows(golden, [c for c in run.cases if c["case_id"] not in quarantined], golden_file))
-    if any(r.verdict == "fail" for r in result.rows):
+        result.rows.append(p.decide(levels.get(p.row.metric, alpha), family, p.row.metric in family_names))
+    run_cases = [c for c in run.cases if c["case_id"] not in quarantined]
+    result.rows.extend(_limit_rows(spec, current_metrics))
+    result.rows.extend(_budget_rows(spec.budgets, run_cases))
+    if power:
+        _power_guard(result, run_cases, golden, spec, sorted(family_names, key=list(ALL_METRICS).index))
+    if any(r.verdict == "fail" for r in result.rows) or result.power_refused:
         result.status = "fail"
     return result
 
 
-def holm_alphas(
-    p_worse: Mapping[str, float | None], alpha: float, *, min_p: Mapping[str, float] | None = None
-) -> dict[str, float]:
-    """The level at which to test each hypothesis of a family so that the chance of any false
-    rejection stays at most ``alpha`` (Holm's step-down procedure, with Tarone's refinement).
+def _gate_spec(suite_gate: Mapping[str, Any] | None, golden: Mapping[str, Any], golden_file: Path | None) -> GateSpec:
+    """The ``gate:`` section in force: the suite's, else the golden's copy, else the golden's budgets.
 
-    ``p_worse``: each hypothesis's one-sided p-value, or None when it has none (an unpaired
-    interval test): those get Bonferroni's ``alpha / K``, and the known ones share the rest of
-    ``alpha`` by Holm. Testing a hypothesis at its returned level and rejecting when
-    ``p < level`` reproduces Holm's decisions (after the first non-rejection every later
-    hypothesis gets that same level, which its larger p-value cannot beat).
-
-    ``min_p``: the smallest p-value each hypothesis's test could produce given the data's
-    margins (exact count tests know it; default 0). Tarone: a hypothesis whose ``min_p`` exceeds
-    the level it would get cannot be rejected, so it does not count in the family size ``K``
-    (``K`` = the least k with at most k hypotheses having ``min_p <= alpha / k``), which leaves
-    the others more of ``alpha``; at each Holm step ``K`` is recomputed over the hypotheses not
-    yet rejected (Hommel and Krummenauer's step-down Tarone-Holm). Family-wise error stays at
-    most ``alpha`` because ``min_p`` depends only on what the exact tests condition on.
-    """
-    if not p_worse:
-        return {}
-    floor = {name: float((min_p or {}).get(name, 0.0)) for name in p_worse}
-    k_all = _tarone_k(floor.values(), alpha)
-    unknown = [name for name, p in p_worse.items() if p is None]
-    out = {name: alpha / k_all for name in unknown}
-    budget = alpha - len(unknown) * alpha / k_all
-    remaining = sorted((float(p), name) for name, p in p_worse.items() if p is not None)
-    stop: float | None = None
-    while remaining:
-        p, name = remaining[0]
-        if stop is None:
-            # no budget left: every hypothesis that could use one has no p-value, and these (with
-            # min_p > alpha / K) cannot reach alpha / K, which they may therefore keep
-            k = _tarone_k([floor[n] for _, n in remaining], budget) if budget > 0 else k_all
-            level = budget / k if budget > 0 else alpha / k_all
-            if p >= level:
-                stop = level
-        out[name] = level if stop is None else stop
-        remaining.pop(0)
-    return out
+    The golden's copies are checked whichever wins: a budget or floor the gate cannot read is an
+    error, never skipped (a misspelled ``max_hard_fail`` silently not enforced is a false green)."""
+    where = f"{golden_file or 'golden'}:1"
+    budgets = golden.get("budgets") or {}
+    if not isinstance(budgets, Mapping):
+        raise GoldenError(f"{where}: 'budgets' must be an object such as {{\"max_hard_fails\": 0}}")
+    for key, limit in sorted(budgets.items()):
+        if key not in BUDGETS:
+            raise GoldenError(f"{where}: unknown budget {key!r} (known: {', '.join(BUDGETS)})")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise GoldenError(f"{where}: budget {key}: expected a whole number >= 0, got {limit!r}")
+    copy = golden.get("gate")
+    if copy is not None:
+        problem = gate_problem(copy)
+        if problem is not None:
+            raise GoldenError(f"{where}: refused golden file: its copy of the suite's {problem[1]}")
+    if suite_gate is not None:
+        problem = gate_problem(suite_gate)
+        if problem is not None:
+            raise GoldenError(f"suite gate section: {problem[1]}")
+        return gate_spec(suite_gate)
+    return gate_spec(copy if copy is not None else dict(budgets))
 
 
-def tarone_family(min_p: Mapping[str, float], alpha: float) -> list[str]:
-    """The hypotheses that take a share of ``alpha`` (their test can reach ``alpha / K``)."""
-    k = _tarone_k(min_p.values(), alpha)
-    return [name for name, m in min_p.items() if m <= alpha / k]
+def _limit_rows(spec: GateSpec, current_metrics: Mapping[str, Any]) -> list[MetricRow]:
+    """One row per floor (``min:``) or ceiling (``max:``) the suite declares.
+
+    ``judge: bound`` (default) fails a floor when the run is credibly below it: the upper end of
+    its 95% interval is under the floor (a checkpoint sitting exactly on the floor fails in at
+    most 2.5% of runs; one just under it passes until the samples show it). ``judge: point``
+    fails when the estimate is below (catches a checkpoint just under the floor; one sitting on
+    it fails in about half of its runs). Ceilings are the mirror image. A metric the run has no
+    value for fails its limit: a contract that cannot be checked is not met."""
+    rows = []
+    for kind, limits in (("floor", spec.floors), ("ceiling", spec.ceilings)):
+        for name, limit in sorted(limits.items()):
+            cur = current_metrics.get(name) or {}
+            value, low, high = cur.get("value"), cur.get("low"), cur.get("high")
+            floor = kind == "floor"
+            sign = "<" if floor else ">"
+            if not isinstance(value, int | float) or math.isnan(float(value)):
+                verdict = "fail"
+                why = f"fail: the run has no value of {name} to hold to its {kind} {limit:g}"
+                value = low = high = None
+            else:
+                if spec.judge == "point":
+                    judged, what = float(value), "the estimate"
+                else:
+                    end = high if floor else low
+                    judged = float(end if isinstance(end, int | float) else value)
+                    what = f"the 95% interval's {'upper' if floor else 'lower'} end"
+                beyond = judged < limit if floor else judged > limit
+                verdict = "fail" if beyond else "pass"
+                rel = sign if beyond else (">=" if floor else "<=")
+                why = (
+                    f"{verdict}: {name} {float(value):.4g} [{_f(low)}, {_f(high)}] against the suite's {kind} "
+                    f"{limit:g} (judge: {spec.judge}; {what} {judged:.4g} {rel} {limit:g})"
+                )
+            note = str(cur.get("note") or "")
+            rows.append(
+                MetricRow(
+                    metric=name,
+                    direction="higher" if floor else "lower",
+                    tolerance=0.0,
+                    golden=float(limit),
+                    now=value,
+                    now_low=low,
+                    now_high=high,
+                    delta=None if value is None else float(value) - float(limit),
+                    delta_low=None,
+                    delta_high=None,
+                    p_value=None,
+                    paired=False,
+                    verdict=verdict,
+                    explanation=why,
+                    kind=kind,
+                    note=note if note.startswith("one case") else "",
+                )
+            )
+    return rows
 
 
-def _tarone_k(min_ps: Iterable[float], alpha: float) -> int:
-    floors = list(min_ps)
-    for k in range(1, len(floors) + 1):
-        if sum(m <= alpha / k for m in floors) <= k:
-            return k
-    return max(1, len(floors))
+def _power_guard(
+    result: GateResult,
+    run_cases: Sequence[Mapping[str, Any]],
+    golden: Mapping[str, Any],
+    spec: GateSpec,
+    family: Sequence[str],
+) -> None:
+    """The power guard: the gate's power to catch a drop of ``spec.detect`` per tested metric
+    (``plan.power_guard``, plan's numbers), a note, and in CI mode the refusal of an underpowered
+    metric that no floor or ceiling covers, unless the suite acknowledges it."""
+    from leader_eval.plan import TARGET_POWER, power_guard
+
+    scored = sorted(int(c.get("n_scored") or 0) for c in run_cases if c.get("n_scored"))
+    if not scored or not family:
+        return
+    run_samples = scored[len(scored) // 2]
+    result.detect = spec.detect
+    result.acknowledged = spec.underpowered
+    result.power = power_guard(golden, run_samples=run_samples, alpha=result.alpha, detect=spec.detect, metrics=family)
+    if not result.power:
+        return
+    weak = sorted((p for p in result.power if p.power < TARGET_POWER), key=lambda p: p.power)
+    result.underpowered = [p.metric for p in weak]
+    level = result.power[0].level
+    parts = []
+    for p in result.power:
+        need = ""
+        if p.power < TARGET_POWER:
+            need = f" (80% needs {p.samples_needed if p.samples_needed is not None else '> 1024'} samples/case)"
+        less = f" of {p.drop:.3g} (all it can fall)" if p.drop < spec.detect else ""
+        parts.append(f"{p.metric} {p.power:.0%}{less}{need}")
+    result.messages.append(
+        f"power to catch a {spec.detect:g} drop (gate: detect) at Holm level {level:.3g} with {run_samples} "
+        f"samples/case: {', '.join(parts)}"
+    )
+    if result.strict and not spec.underpowered:
+        result.power_refused = [m for m in result.underpowered if spec.limit(m) is None]
 
 
 @dataclass(frozen=True)
@@ -995,23 +1148,10 @@ def golden_without_cases(golden: Mapping[str, Any], drop: set[str], weights: Map
 _golden_without = golden_without_cases
 
 
-def _budget_rows(
-    golden: Mapping[str, Any], run_cases: Sequence[Mapping[str, Any]], golden_file: Path | None
-) -> list[MetricRow]:
-    """One row per count budget the golden carries (from the suite's ``gate:``).
-
-    A budget the gate does not know or cannot read is an error, never skipped: a misspelled
-    ``max_hard_fail`` silently not enforced would be a false green."""
+def _budget_rows(budgets: Mapping[str, int], run_cases: Sequence[Mapping[str, Any]]) -> list[MetricRow]:
+    """One row per count budget in force (the suite's ``gate:``, else the golden's copy)."""
     rows = []
-    budgets = golden.get("budgets") or {}
-    where_file = f"{golden_file or 'golden'}:1"
-    if not isinstance(budgets, Mapping):
-        raise GoldenError(f"{where_file}: 'budgets' must be an object such as {{\"max_hard_fails\": 0}}")
     for key, limit in sorted(budgets.items()):
-        if key not in BUDGETS:
-            raise GoldenError(f"{where_file}: unknown budget {key!r} (known: {', '.join(BUDGETS)})")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise GoldenError(f"{where_file}: budget {key}: expected a whole number >= 0, got {limit!r}")
         metric_name, what = BUDGETS[key]
         spec = METRICS[metric_name]
         count = sum(spec.count(c) for c in run_cases if c.get("n_scored"))
@@ -1094,6 +1234,10 @@ def gate_run_dir(
     path = golden_path(golden_dir, run.manifest["identity"]["suite"], baseline)
     golden = load_golden(path)
     check_golden_covers(path, golden, run)
+    # the suite's own gate: section wins over the golden's copy, when the suite is the run's
+    gate_suite = suite if suite is not None else _load_run_suite(run)
+    same = gate_suite is not None and gate_suite.content_hash == run.manifest["identity"]["suite_hash"]
+    suite_gate = dict(gate_suite.gate) if same and gate_suite is not None else None
     result = gate(
         run,
         golden,
@@ -1103,6 +1247,7 @@ def gate_run_dir(
         golden_file=path,
         baseline=None if Path(golden_dir).suffix == ".json" else baseline,
         allow_missing=allow_missing,
+        suite_gate=suite_gate,
     )
     apply_error_rule(result, run, max_error_rate)
     if update:
@@ -1135,14 +1280,18 @@ class _Prepared:
     current: Estimate | None
     paired: PairedComparison | None
     note: str
-    #: one-sided p-value that the run is worse than the golden (paired or exact count test)
+    #: one-sided p-value that the run is worse than the golden (the metric's declared test)
     p_worse: float | None = None
     #: the smallest p_worse the test could give with these data (Tarone; 0 when unbounded)
     min_p: float = 0.0
 
-    def decide(self, level: float, family: Sequence[str]) -> MetricRow:
+    def decide(self, level: float, family: Sequence[str], tested: bool) -> MetricRow:
+        """The row's verdict at its Holm ``level``; ``tested``: the metric is in the gate's family
+        (``metrics.gated_metrics``), else it is shown and never fails (``info``)."""
         row = self.row
         if self.current is None:
+            if not tested:
+                row.verdict = "info"
             return row
         verdict, explanation = regression_verdict(
             self.golden,
@@ -1155,7 +1304,7 @@ class _Prepared:
             alpha=max(level, sys.float_info.min),
         )
         notes = [self.note] if self.note else []
-        if row.metric not in DIAGNOSTIC_METRICS:
+        if tested:
             if row.metric not in family:
                 notes.append(
                     f"its test cannot reach significance here (smallest possible p {self.min_p:.3g}), so it takes "
@@ -1163,7 +1312,7 @@ class _Prepared:
                 )
             elif len(family) > 1:
                 notes.append(f"Holm level {level:.3g} in a family of {len(family)} gating metrics")
-        row.verdict = "info" if row.metric in DIAGNOSTIC_METRICS else verdict
+        row.verdict = verdict if tested else "info"
         row.explanation = explanation + (f" ({'; '.join(notes)})" if notes else "")
         return row
 
@@ -1180,6 +1329,7 @@ def _prepare_metric(
     higher = g.get("direction", spec.direction if spec else "higher") == "higher"
     tol = float(overrides.get(name, g.get("tolerance", DEFAULT_TOLERANCES.get(name, 0.0))))
     gval = float(g["value"])
+    note = str(cur.get("note") or "")
     row = MetricRow(
         metric=name,
         direction="higher" if higher else "lower",
@@ -1195,6 +1345,8 @@ def _prepare_metric(
         paired=False,
         verdict="fail",
         explanation="",
+        # the report shows a one-case group's interval note; so do the gate's tables
+        note=note if note.startswith("one case") else "",
     )
     if row.now is None or math.isnan(float(row.now)) or not cur.get("n_cases"):
         row.now = None
@@ -1202,78 +1354,40 @@ def _prepare_metric(
         row.explanation = "no scored sample in this run"
         return _Prepared(row, gval, higher, None, None, "")
     current = Estimate.from_dict(cur)
-    paired, note = _paired_with_golden(name, gval, golden, by_case)
+    decision, why = _paired_with_golden(name, gval, higher, golden, by_case)
     row.delta = current.value - gval
-    prepared = _Prepared(row, gval, higher, current, paired, note)
-    if paired is None:
+    prepared = _Prepared(row, gval, higher, current, None, why)
+    if decision is None:
         row.delta_low, row.delta_high = current.low - gval, current.high - gval
         return prepared
+    prepared.paired = decision.comparison
+    prepared.note = "; ".join(x for x in (why, decision.note) if x)
+    prepared.p_worse = decision.p_worse
+    prepared.min_p = decision.min_p_worse
     row.paired = True
-    row.delta_low, row.delta_high = paired.low, paired.high
-    worse = paired.diff < 0 if higher else paired.diff > 0
-    prepared.p_worse = paired.p_value / 2 if worse else 1 - paired.p_value / 2
-    if spec is not None and spec.test == "exact_count":
-        _use_count_test(prepared, spec.name, golden, by_case)
-    elif paired.diff == 0 and paired.p_value >= 1.0 and paired.low == paired.high == 0:
-        # every case scored the same in both runs: no spread, nothing the test could reject
-        prepared.min_p = 1.0
-    row.p_value = prepared.p_worse
+    row.delta_low, row.delta_high = decision.comparison.low, decision.comparison.high
+    row.p_value = decision.p_worse
     return prepared
 
 
-def _use_count_test(
-    prepared: _Prepared, name: str, golden: Mapping[str, Any], by_case: Mapping[str, Mapping[str, Any]]
-) -> None:
-    """Replace the paired t-test's p-value of a rare-event metric by the exact count test's.
-
-    The paired comparison keeps supplying the difference and its interval; the decision's
-    p-value becomes the exact stratified count test's in the direction of that difference.
-    """
-    assert prepared.paired is not None
-    spec = METRICS[name]
-    key = spec.case_field or name
-    gcases = golden.get("cases") or {}
-    a = {cid: (spec.count(rec), int(rec.get("n_samples") or 0)) for cid, rec in gcases.items() if key in rec}
-    b = {cid: (spec.count(c), int(c.get("n_scored") or 0)) for cid, c in by_case.items() if c.get("n_scored")}
-    try:
-        test = exact_count_test(a, b)
-    except ValueError as exc:
-        # counts too large to enumerate (or inconsistent): the paired t-test decides, as for any
-        # metric whose events are not rare
-        prepared.note = "; ".join(x for x in (prepared.note, f"paired t-test: {exc}") if x)
-        return
-    # "worse" is more events for a lower-is-better rate
-    p_worse, p_better = (test.p_less, test.p_more) if prepared.higher else (test.p_more, test.p_less)
-    min_worse = test.min_p_less if prepared.higher else test.min_p_more
-    diff = prepared.paired.diff
-    worse = diff < 0 if prepared.higher else diff > 0
-    tail = p_worse if worse else p_better if diff != 0 else 1.0
-    prepared.paired = replace(prepared.paired, p_value=min(1.0, 2 * tail), test="exact_count")
-    prepared.p_worse = p_worse
-    prepared.min_p = min_worse
-    prepared.note = "; ".join(
-        x
-        for x in (
-            prepared.note,
-            f"exact stratified count test: {test.events_b} events in {test.samples_b} samples vs "
-            f"{test.events_a} in {test.samples_a} in the golden ({test.expected_b:.2g} expected)",
-        )
-        if x
-    )
-
-
 def _paired_with_golden(
-    name: str, golden_value: float, golden: Mapping[str, Any], by_case: Mapping[str, Mapping[str, Any]]
-) -> tuple[PairedComparison | None, str]:
-    """Pair the golden's per-case rates with the run's over the cases both scored (diff = now - golden).
+    name: str,
+    golden_value: float,
+    higher: bool,
+    golden: Mapping[str, Any],
+    by_case: Mapping[str, Mapping[str, Any]],
+) -> tuple[PairedDecision | None, str]:
+    """The metric's paired decision (``stats.decide_paired``, its declared test) over the cases
+    both scored: the golden's per-case rates and samples against the run's (diff = now - golden).
 
     Returns (None, why) when there is nothing to pair, or when the golden's per-case rates no
     longer average to its value: someone edited the value to demand more, and pairing with the
     old per-case rates would test the old value instead (the unpaired rule then decides).
     """
-    key = next((k for k, m in CASE_FIELDS.items() if m == name), None)
+    spec = ALL_METRICS.get(name)
+    key = spec.case_field if spec is not None else None
     gcases = golden.get("cases") or {}
-    if key is None or not gcases:
+    if spec is None or key is None or not gcases:
         return None, ""
     recs = {cid: rec for cid, rec in gcases.items() if rec.get(key) is not None}
     w_all = {cid: float(by_case.get(cid, {}).get("weight", 1.0)) for cid in recs}
@@ -1281,13 +1395,14 @@ def _paired_with_golden(
         mean = sum(w_all[cid] * float(rec[key]) for cid, rec in recs.items()) / sum(w_all.values())
         if abs(mean - golden_value) > CASE_MEAN_SLACK:
             return None, f"golden value {golden_value:.4g} differs from its per-case mean {mean:.4g}: unpaired test"
-    common = sorted(cid for cid in recs if by_case.get(cid, {}).get("n_scored"))
+    common = sorted(cid for cid in recs if by_case.get(cid, {}).get("n_scored") and by_case[cid].get(name) is not None)
     if len(common) < 2:
         return None, ""
-    a = {cid: float(recs[cid][key]) for cid in common}
-    b = {cid: float(by_case[cid][name]) for cid in common}
+    a = {cid: (float(recs[cid][key]), int(recs[cid].get("n_samples") or 0)) for cid in common}
+    b = {cid: (float(by_case[cid][name]), spec.observations(by_case[cid])) for cid in common}
     weights = {cid: float(by_case[cid].get("weight", 1.0)) for cid in common}
-    return paired_compare(a, b, weights=weights, metric=name), ""
+    decision = decide_paired(a, b, weights, metric=name, higher_is_better=higher, test=spec.test)
+    return decision, ""
 
 
 def _coverage_problem(run: Run, golden: Mapping[str, Any]) -> str | None:
@@ -1333,6 +1448,20 @@ def _rows(result: GateResult) -> list[list[str]]:
     for r in result.rows:
         arrow = "^" if r.direction == "higher" else "v"
         ci = f"[{_signed(r.delta_low)}, {_signed(r.delta_high)}]"
+        if r.kind in ("floor", "ceiling"):
+            bound = f"{'>=' if r.kind == 'floor' else '<='} {r.golden:g}"
+            rows.append(
+                [
+                    f"{r.metric} {arrow}",
+                    bound,
+                    f"{_f(r.now)} [{_f(r.now_low)}, {_f(r.now_high)}]" + (" *" if r.note else ""),
+                    "-",
+                    "-",
+                    r.kind,
+                    r.verdict.upper() if r.verdict == "fail" else r.verdict,
+                ]
+            )
+            continue
         if r.kind == "budget":
             rows.append(
                 [
@@ -1351,7 +1480,7 @@ def _rows(result: GateResult) -> list[list[str]]:
             [
                 f"{r.metric} {arrow}",
                 _f(r.golden),
-                f"{_f(r.now)} [{_f(r.now_low)}, {_f(r.now_high)}]",
+                f"{_f(r.now)} [{_f(r.now_low)}, {_f(r.now_high)}]" + (" *" if r.note else ""),
                 f"{_signed(r.delta)} {ci}",
                 f"±{r.tolerance:g}",
                 p,
@@ -1364,12 +1493,22 @@ def _rows(result: GateResult) -> list[list[str]]:
 _HEADERS = ["metric", "golden", "now [95% CI]", "delta [95% CI]", "tolerance", "p (worse)", "verdict"]
 
 
+def _interval_notes(result: GateResult) -> list[str]:
+    """The notes of the intervals marked ``*`` (a one-case group's degenerate interval), one per metric."""
+    seen: dict[str, str] = {}
+    for r in result.rows:
+        if r.note and r.metric not in seen:
+            seen[r.metric] = r.note
+    return [f"{m}: {n}" for m, n in seen.items()]
+
+
 def format_gate_table(result: GateResult) -> str:
     """The terminal summary: headline, the table (metric, golden, now, delta with CI, verdict), notes."""
     lines = [result.headline()]
     if result.rows:
         lines.append(table(_HEADERS, _rows(result)))
     lines.extend(f"  {m}" for m in result.messages if m not in result.headline())
+    lines.extend(f"  * {note}" for note in _interval_notes(result))
     for r in result.rows:
         if r.verdict in ("fail", "improved"):
             lines.append(f"  {r.metric}: {r.explanation}")
@@ -1399,6 +1538,7 @@ def gate_markdown(result: GateResult) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     notes = [_md(m) for m in result.messages if m not in result.headline()]
+    notes += [f"\\* {_md(note)}" for note in _interval_notes(result)]
     notes += [f"`{r.metric}`: {_md(r.explanation)}" for r in result.rows if r.verdict in ("fail", "improved")]
     if result.update is not None:
         update = ("updated golden: " if result.update.written else "golden not updated: ") + result.update.reason

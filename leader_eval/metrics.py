@@ -6,7 +6,9 @@ cases, with the bootstrap-over-cases interval of ``stats.weighted_mean_ci``), wh
 better, the default gate tolerance, whether it gates or is only reported, the key under which a
 golden file keeps its per-case value, and which test the gate and ``compare`` use for a shortfall.
 ``aggregate``, ``golden`` (build and gate), ``compare`` and the report read this table; adding a
-metric means adding one entry to :data:`METRICS`.
+metric means adding one entry to :data:`METRICS`. Which metrics a run is tested on is derived
+here, at the point of use, by :func:`gated_metrics`: the gate, ``compare``, the checkpoint
+recommendation, adaptive sampling and ``plan`` all call it, so their Holm families agree.
 
 Parametrised metrics (``pass@k``, ``pass^k``) are made by :func:`pass_at` / :func:`pass_hat` for
 any k >= 1; :func:`metric` resolves their names. They are reported, never gated: they are
@@ -19,20 +21,24 @@ Bounds: every value is a proportion in [0, 1]; a case without a scored sample ha
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from leader_eval.stats import pass_at_k, pass_hat_k
 
-__all__ = ["ALL_METRICS", "EPISODE_METRICS", "GATING", "METRICS", "Metric", "metric", "pass_at", "pass_hat"]
+__all__ = ["ALL_METRICS", "EPISODE_METRICS", "METRICS", "Metric", "gated_metrics", "metric", "pass_at", "pass_hat"]
 
 #: what one observation of the metric is (episodes and steps come with multi-turn suites)
 Unit = Literal["sample", "episode", "step"]
-#: how the gate and compare test a shortfall against the baseline, case by case:
-#: ``paired_t`` the paired t-test over per-case values (``stats.paired_compare``);
-#: ``exact_count`` the exact stratified count test (``stats.exact_count_test``), built for rare
-#: events (hard fails, leaks) whose baseline is near zero, where a t-test over cases sees nothing
+#: how the gate, compare and the recommendation test a shortfall against the baseline, case by
+#: case (``stats.decide_paired``; one test per metric, never the smaller p of two):
+#: ``exact_count`` the exact stratified count test (``stats.exact_count_test``) for metrics whose
+#: observations are 0/1 (a sample passed, an episode reached its goal): exact for any mix of case
+#: rates, where the paired t-test over per-case rates exceeds its level on such data (measured
+#: 0.068 at 0.05 and 0.016 at 0.01, 22 cases of low rates; docs/statistics.md) and sees nothing
+#: against a baseline of zero events; ``paired_t`` the paired t-test over per-case values
+#: (``stats.paired_compare``) for metrics whose per-case value is not a share of 0/1 observations
 Test = Literal["paired_t", "exact_count"]
 
 _CASE_MEAN = "weighted mean over cases of the case's share of scored samples"
@@ -65,6 +71,8 @@ class Metric:
     #: an episode metric's key in an episode's data (``checks.episode``); its value per episode is
     #: a number, or None to leave the episode out (steps to goal of an episode that missed it)
     episode_key: str | None = None
+    #: the value is a proportion in [0, 1] (a suite may set a floor or ceiling on it)
+    proportion: bool = True
 
     @property
     def direction(self) -> str:
@@ -105,13 +113,21 @@ class Metric:
         fn = pass_at_k if self.kind == "at_least_one" else pass_hat_k
         return fn(int(n), int(passed), self.k)
 
+    def observations(self, record: Mapping[str, Any]) -> int:
+        """How many observations a case record's value rests on: its scored samples, or for an
+        episode metric its episodes (``n_<name>`` in a run's case record; a golden keeps the scored
+        samples, one episode each)."""
+        if self.episode_key is not None and record.get(f"n_{self.name}") is not None:
+            return int(record[f"n_{self.name}"])
+        return int(record.get("n_scored", record.get("n_samples", 0)) or 0)
+
     def count(self, record: Mapping[str, Any]) -> int:
-        """How many of a case record's scored samples had the event (rate x scored samples).
+        """How many of a case record's observations had the event (rate x observations).
 
         Rates are stored rounded to 4 decimals in golden files; rounding back is exact for up
         to 5,000 samples per case.
         """
-        n = int(record.get("n_scored", record.get("n_samples", 0)) or 0)
+        n = self.observations(record)
         value = record.get(self.case_field or self.name, record.get(self.name))
         return 0 if value is None or n == 0 else round(float(value) * n)
 
@@ -126,6 +142,7 @@ METRICS: dict[str, Metric] = {
             tolerance=0.02,
             sample_field="passed",
             case_field="pass_rate",
+            test="exact_count",
         ),
         Metric(
             "hard_fail_rate",
@@ -143,6 +160,7 @@ METRICS: dict[str, Metric] = {
             tolerance=0.02,
             sample_field="strict_format",
             case_field="strict_format_rate",
+            test="exact_count",
         ),
         Metric(
             "lenient_format_rate",
@@ -159,6 +177,7 @@ METRICS: dict[str, Metric] = {
             tolerance=0.02,
             sample_field="tool_correct",
             case_field="tool_accuracy",
+            test="exact_count",
         ),
         Metric(
             "leak_rate",
@@ -185,6 +204,7 @@ EPISODE_METRICS: dict[str, Metric] = {
             unit="episode",
             case_field="goal_rate",
             episode_key="goal_reached",
+            test="exact_count",
             aggregation="weighted mean over episode cases of the case's share of episodes",
         ),
         Metric(
@@ -195,6 +215,7 @@ EPISODE_METRICS: dict[str, Metric] = {
             unit="episode",
             case_field="loop_rate",
             episode_key="looped",
+            test="exact_count",
             aggregation="weighted mean over episode cases of the case's share of episodes",
         ),
         Metric(
@@ -217,6 +238,7 @@ EPISODE_METRICS: dict[str, Metric] = {
             episode_key="steps_to_goal",
             aggregation="weighted mean over cases with an episode that reached the goal of its mean steps",
             ci="bootstrap over cases (not a proportion: no Wilson interval)",
+            proportion=False,
         ),
     )
 }
@@ -224,8 +246,19 @@ EPISODE_METRICS: dict[str, Metric] = {
 #: every metric a run can report (the sample metrics, then the episode metrics)
 ALL_METRICS: dict[str, Metric] = {**METRICS, **EPISODE_METRICS}
 
-#: the metrics that can fail the gate and decide compare's exit status: one Holm family
-GATING: tuple[str, ...] = tuple(name for name, m in METRICS.items() if m.gating)
+
+def gated_metrics(present: Iterable[str]) -> tuple[str, ...]:
+    """The metrics a run is tested on, in table order: one Holm family, its size this list's length.
+
+    ``present``: the metric names a run (its summary's ``metrics``), a golden (its ``metrics``) or
+    both sides of a comparison have; the gating metrics among them. A run's summary always has
+    every sample metric and an episode metric only when it has episodes, so an episode suite's
+    family is 8 and a single-turn suite's 5. The gate, ``compare``, the checkpoint
+    recommendation, adaptive sampling and ``plan`` all derive their family here, never from a
+    copied list.
+    """
+    have = set(present)
+    return tuple(name for name, m in ALL_METRICS.items() if m.gating and name in have)
 
 
 def pass_at(k: int) -> Metric:

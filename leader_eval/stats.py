@@ -39,7 +39,7 @@ serializer and ``json.dumps`` unchanged.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -51,11 +51,16 @@ import numpy.typing as npt
 __all__ = [
     "CountTest",
     "Estimate",
+    "GateStatistic",
     "PairedComparison",
+    "PairedDecision",
     "Verdict",
     "chi2_sf",
     "clopper_pearson",
+    "decide_paired",
     "exact_count_test",
+    "gate_statistic",
+    "holm_alphas",
     "paired_compare",
     "pass_at_k",
     "pass_hat_k",
@@ -63,9 +68,12 @@ __all__ = [
     "rate_ci",
     "regression_verdict",
     "run_spread",
+    "simulated_power",
     "suite_estimate",
     "t_quantile",
+    "tarone_family",
     "weighted_mean_ci",
+    "worsened_rates",
 ]
 
 Verdict = Literal["pass", "fail", "improved"]
@@ -620,7 +628,9 @@ class CountTest:
     ``p_more``: one-sided p-value of "B has no more events than A" (small when B has more);
     ``p_less`` the mirror image. ``min_p_more`` / ``min_p_less``: the smallest values those
     p-values could take given the per-case event totals, i.e. whether the test can reach a level
-    at all (with no event in either run both are 1).
+    at all (with no event in either run both are 1). ``method``: ``exact`` (the enumerated null
+    distribution) or ``normal`` (its normal approximation with a continuity correction, used when
+    the enumeration would cost more than ``EXACT_COUNT_WORK``; the same statistic and null).
     """
 
     events_a: int
@@ -633,19 +643,32 @@ class CountTest:
     min_p_more: float
     min_p_less: float
     n_cases: int
+    method: str = "exact"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-#: most support points the exact count test will enumerate (all cases together): beyond it the
-#: counts are large enough for the paired test over cases, and a hostile golden (a billion
-#: samples per case) must not hang the gate
+#: most support points the exact count test will enumerate (all cases together)
 MAX_COUNT_SUPPORT = 1_000_000
+#: most multiply-adds the exact enumeration may cost (the convolution of the cases' null
+#: distributions); beyond it the normal approximation answers. At that size every case total is
+#: large or there are thousands of cases, where the approximation is accurate to well under the
+#: levels the gate uses, and a hostile golden (a billion samples per case, 100,000 cases) cannot
+#: hang the gate.
+EXACT_COUNT_WORK = 20_000_000
 
 
+@lru_cache(maxsize=4096)
 def _hypergeom_pmf(total: int, events: int, draws: int) -> tuple[int, np.ndarray]:
-    """(first support point, pmf) of the events among ``draws`` of ``total`` samples holding ``events``."""
+    """(first support point, pmf) of the events among ``draws`` of ``total`` samples holding ``events``.
+
+    Cached (read-only arrays): a suite's cases share a few (samples, events) shapes, and the gate,
+    compare and the simulations ask for the same ones again and again."""
+    return _hypergeom_pmf_uncached(int(total), int(events), int(draws))
+
+
+def _hypergeom_pmf_uncached(total: int, events: int, draws: int) -> tuple[int, np.ndarray]:
     lo, hi = max(0, events - (total - draws)), min(events, draws)
     x = np.arange(lo, hi + 1, dtype=float)
     lg = np.vectorize(math.lgamma)
@@ -656,11 +679,35 @@ def _hypergeom_pmf(total: int, events: int, draws: int) -> tuple[int, np.ndarray
         + lg(total - events + 1.0) - lg(draws - x + 1) - lg(total - events - draws + x + 1)
     )  # fmt: skip
     p = np.exp(logp - logp.max())
-    return lo, p / p.sum()
+    p /= p.sum()
+    p.setflags(write=False)
+    return lo, p
+
+
+def _hypergeom_moments(total: np.ndarray, events: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of the hypergeometric count (arrays, elementwise)."""
+    total = np.asarray(total, dtype=float)
+    frac = np.asarray(draws, dtype=float) / np.where(total > 0, total, 1.0)
+    mean = events * frac
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = np.where(total > 1, events * frac * (1 - frac) * (total - events) / (total - 1), 0.0)
+    return mean, np.maximum(var, 0.0)
+
+
+def _normal_tails(
+    observed: np.ndarray, mean: np.ndarray | float, var: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(P(S >= observed), P(S <= observed)) by the normal approximation with continuity correction."""
+    sd = np.sqrt(var)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z_more = np.where(sd > 0, (observed - 0.5 - mean) / np.where(sd > 0, sd, 1.0), -np.inf)
+        z_less = np.where(sd > 0, (observed + 0.5 - mean) / np.where(sd > 0, sd, 1.0), np.inf)
+    erfc = np.vectorize(math.erfc, otypes=[float])
+    return 0.5 * erfc(z_more / math.sqrt(2.0)), 0.5 * erfc(-z_less / math.sqrt(2.0))
 
 
 def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> CountTest:
-    """Exact stratified test of event counts (hard fails, leaks) of run B against run A.
+    """Exact stratified test of event counts (hard fails, leaks, passes) of run B against run A.
 
     ``a`` and ``b`` map case id -> ``(events, scored samples)``; cases in both with samples on
     both sides are compared. Under "no change" each case has one event probability, whatever it
@@ -668,37 +715,56 @@ def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int
     them is hypergeometric and free of that probability, so the test is exact for any mix of
     case rates (a case that always fails contributes no evidence, as it should). The statistic
     is B's total events; its null distribution is the convolution of the cases' hypergeometrics.
-    This is Fisher's exact test stratified by case (exact Cochran-Mantel-Haenszel).
+    This is Fisher's exact test stratified by case (exact Cochran-Mantel-Haenszel). When the
+    convolution would cost more than ``EXACT_COUNT_WORK`` multiply-adds, the same statistic is
+    referred to its normal approximation (exact conditional mean and variance, continuity
+    correction): ``method`` says which.
 
     Why not the paired t-test: against a baseline with zero events almost every per-case
     difference is 0, and one new event in one case moves no t statistic; 5 new events in 5 cases
     give p = (1/3)^5 = 0.004 here at 6 baseline and 3 new samples per case.
     """
     common = sorted(cid for cid in set(a) & set(b) if a[cid][1] > 0 and b[cid][1] > 0)
-    support = 0
     for cid in common:
         for side, (x, n) in (("A", a[cid]), ("B", b[cid])):
             if not 0 <= x <= n:
                 raise ValueError(f"case {cid!r}: run {side} has {x} events in {n} samples")
-        support += min(a[cid][0] + b[cid][0], b[cid][1]) + 1
-    if support > MAX_COUNT_SUPPORT:
-        raise ValueError(f"{support:,} support points exceed the exact count test's {MAX_COUNT_SUPPORT:,}")
-    offset, dist = 0, np.ones(1)
-    expected = 0.0
-    for cid in common:
-        (xa, na), (xb, nb) = a[cid], b[cid]
-        t = xa + xb
-        if t == 0:
-            continue
-        lo, pmf = _hypergeom_pmf(na + nb, t, nb)
-        offset += lo
-        dist = np.convolve(dist, pmf)
-        expected += t * nb / (na + nb)
+    rows = [(a[cid][0] + b[cid][0], a[cid][1] + b[cid][1], b[cid][1]) for cid in common]  # (t, N, n_b)
+    spans = [(max(0, t - (n - nb)), min(t, nb)) for t, n, nb in rows]
     observed = sum(b[cid][0] for cid in common)
-    k = observed - offset
-    # exact-integer support: tails are plain sums, clipped against rounding above 1
-    p_more = float(min(1.0, dist[max(k, 0) :].sum())) if k < dist.size else 0.0
-    p_less = float(min(1.0, dist[: k + 1].sum())) if k >= 0 else 0.0
+    support = sum(hi - lo for lo, hi in spans) + 1
+    work = cum = 0
+    for lo, hi in spans:
+        cum += hi - lo
+        work += (cum + 1) * (hi - lo + 1)
+    expected = sum(t * nb / n for t, n, nb in rows)
+    offset = sum(lo for lo, _ in spans)
+    if work <= EXACT_COUNT_WORK and support <= MAX_COUNT_SUPPORT:
+        # the extremes of the null distribution are products of the cases' extremes
+        log_top = log_bottom = 0.0
+        dist = np.ones(1)
+        for t, n, nb in rows:
+            if t == 0:
+                continue
+            _, pmf = _hypergeom_pmf(n, t, nb)
+            log_bottom += math.log(pmf[0]) if pmf[0] > 0 else -math.inf
+            log_top += math.log(pmf[-1]) if pmf[-1] > 0 else -math.inf
+            dist = np.convolve(dist, pmf)
+        k = observed - offset
+        # exact-integer support: tails are plain sums, clipped against rounding above 1
+        p_more = float(min(1.0, dist[max(k, 0) :].sum())) if k < dist.size else 0.0
+        p_less = float(min(1.0, dist[: k + 1].sum())) if k >= 0 else 0.0
+        min_more, min_less, method = math.exp(log_top), math.exp(log_bottom), "exact"
+    else:
+        t_arr = np.array([r[0] for r in rows], dtype=float)
+        mean, var = _hypergeom_moments(
+            np.array([r[1] for r in rows], dtype=float), t_arr, np.array([r[2] for r in rows], dtype=float)
+        )
+        m, v = float(mean.sum()), float(var.sum())
+        pm, pl = _normal_tails(np.array([observed, offset + support - 1, offset], dtype=float), m, v)
+        p_more, p_less = float(pm[0]), float(pl[0])
+        # the smallest p this approximation can give: the statistic at its extremes
+        min_more, min_less, method = float(pm[1]), float(pl[2]), "normal"
     return CountTest(
         events_a=sum(a[cid][0] for cid in common),
         samples_a=sum(a[cid][1] for cid in common),
@@ -707,9 +773,10 @@ def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int
         expected_b=expected,
         p_more=p_more,
         p_less=p_less,
-        min_p_more=float(dist[-1]),
-        min_p_less=float(dist[0]),
+        min_p_more=min_more,
+        min_p_less=min_less,
         n_cases=len(common),
+        method=method,
     )
 
 
@@ -881,3 +948,357 @@ def run_spread(values: Numbers) -> dict[str, float | int]:
         raise ValueError("no run scores")
     std = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
     return {"mean": float(x.mean()), "std": std, "min": float(x.min()), "max": float(x.max()), "n": int(x.size)}
+
+
+# --------------------------------------------------------------------------------------------
+# One family of tests: Holm's step-down procedure with Tarone's refinement
+
+
+def holm_alphas(
+    p_worse: Mapping[str, float | None], alpha: float, *, min_p: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """The level at which to test each hypothesis of a family so that the chance of any false
+    rejection stays at most ``alpha`` (Holm's step-down procedure, with Tarone's refinement).
+
+    The one implementation: the gate, ``compare`` (each direction), the checkpoint
+    recommendation, adaptive sampling and ``plan`` all call it.
+
+    ``p_worse``: each hypothesis's one-sided p-value, or None when it has none (an unpaired
+    interval test): those get Bonferroni's ``alpha / K``, and the known ones share the rest of
+    ``alpha`` by Holm. Testing a hypothesis at its returned level and rejecting when
+    ``p < level`` reproduces Holm's decisions (after the first non-rejection every later
+    hypothesis gets that same level, which its larger p-value cannot beat).
+
+    ``min_p``: the smallest p-value each hypothesis's test could produce given the data's
+    margins (exact count tests know it; default 0). Tarone: a hypothesis whose ``min_p`` exceeds
+    the level it would get cannot be rejected, so it does not count in the family size ``K``
+    (``K`` = the least k with at most k hypotheses having ``min_p <= alpha / k``), which leaves
+    the others more of ``alpha``; at each Holm step ``K`` is recomputed over the hypotheses not
+    yet rejected (Hommel and Krummenauer's step-down Tarone-Holm). Family-wise error stays at
+    most ``alpha`` because ``min_p`` depends only on what the exact tests condition on.
+    """
+    if not p_worse:
+        return {}
+    floor = {name: float((min_p or {}).get(name, 0.0)) for name in p_worse}
+    k_all = _tarone_k(floor.values(), alpha)
+    unknown = [name for name, p in p_worse.items() if p is None]
+    out = {name: alpha / k_all for name in unknown}
+    budget = alpha - len(unknown) * alpha / k_all
+    remaining = sorted((float(p), name) for name, p in p_worse.items() if p is not None)
+    stop: float | None = None
+    while remaining:
+        p, name = remaining[0]
+        if stop is None:
+            # no budget left: every hypothesis that could use one has no p-value, and these (with
+            # min_p > alpha / K) cannot reach alpha / K, which they may therefore keep
+            k = _tarone_k([floor[n] for _, n in remaining], budget) if budget > 0 else k_all
+            level = budget / k if budget > 0 else alpha / k_all
+            if p >= level:
+                stop = level
+        out[name] = level if stop is None else stop
+        remaining.pop(0)
+    return out
+
+
+def tarone_family(min_p: Mapping[str, float], alpha: float) -> list[str]:
+    """The hypotheses that take a share of ``alpha`` (their test can reach ``alpha / K``)."""
+    k = _tarone_k(min_p.values(), alpha)
+    return [name for name, m in min_p.items() if m <= alpha / k]
+
+
+def _tarone_k(min_ps: Iterable[float], alpha: float) -> int:
+    floors = list(min_ps)
+    for k in range(1, len(floors) + 1):
+        if sum(m <= alpha / k for m in floors) <= k:
+            return k
+    return max(1, len(floors))
+
+
+# --------------------------------------------------------------------------------------------
+# One paired decision: the gate, compare and the checkpoint recommendation
+
+
+#: the tests a metric may declare (``metrics.Metric.test``)
+PAIRED_TESTS = ("paired_t", "exact_count")
+
+
+@dataclass(frozen=True)
+class PairedDecision:
+    """Run B against run A on one metric, over the cases both scored, by the metric's own test.
+
+    ``comparison``: the paired difference ``b - a`` and its bootstrap interval (its ``p_value``
+    is the two-sided p of the declared test, its ``test`` which one ran). ``p_worse`` /
+    ``p_better``: one-sided p-values that B is worse / better than A; ``min_p_worse`` /
+    ``min_p_better``: the smallest values they could take (Tarone; 0 when unbounded, 1 when the
+    data cannot show anything). A family of decisions is adjusted with :func:`holm_alphas`.
+    """
+
+    metric: str
+    test: str
+    higher_is_better: bool
+    comparison: PairedComparison
+    p_worse: float
+    p_better: float
+    min_p_worse: float
+    min_p_better: float
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "comparison": self.comparison.to_dict()}
+
+
+def decide_paired(
+    a: Mapping[str, tuple[float, int]],
+    b: Mapping[str, tuple[float, int]],
+    weights: Mapping[str, float] | None = None,
+    *,
+    metric: str,
+    higher_is_better: bool,
+    test: str,
+    seed: int = 0,
+) -> PairedDecision:
+    """The one paired decision: is B worse (or better) than A on ``metric``?
+
+    ``a`` / ``b``: case id -> (the case's value, its scored samples); the cases both have are
+    compared. ``test`` is the metric's declared test (``metrics.Metric.test``), never chosen by
+    the data:
+
+    - ``paired_t``: the paired t-test over the per-case values (``paired_compare``), halved to
+      one side; when every case scored the same in both runs nothing can be rejected (min p 1);
+    - ``exact_count``: the exact stratified count test (``exact_count_test``) on the per-case
+      event counts (value x samples, exact for rates rounded to 4 decimals up to 5,000 samples
+      per case); "worse" is fewer events for a higher-is-better metric.
+
+    The difference and its interval always come from the paired bootstrap over cases.
+    """
+    if test not in PAIRED_TESTS:
+        raise ValueError(f"unknown test {test!r} (known: {', '.join(PAIRED_TESTS)})")
+    common = sorted(set(a) & set(b))
+    pc = paired_compare(
+        {c: float(a[c][0]) for c in common},
+        {c: float(b[c][0]) for c in common},
+        weights=None if weights is None else {c: float(weights[c]) for c in common},
+        metric=metric,
+        seed=seed,
+    )
+    worse_sign = -1.0 if higher_is_better else 1.0
+    if test == "paired_t":
+        half = pc.p_value / 2
+        p_worse = half if worse_sign * pc.diff > 0 else 1 - half
+        p_better = half if worse_sign * pc.diff < 0 else 1 - half
+        flat = 1.0 if pc.diff == 0 and pc.p_value >= 1.0 and pc.low == pc.high == 0 else 0.0
+        return PairedDecision(metric, test, higher_is_better, pc, p_worse, p_better, flat, flat)
+    ct = exact_count_test(
+        {c: (round(float(a[c][0]) * int(a[c][1])), int(a[c][1])) for c in common},
+        {c: (round(float(b[c][0]) * int(b[c][1])), int(b[c][1])) for c in common},
+    )
+    if higher_is_better:
+        p_worse, p_better, min_worse, min_better = ct.p_less, ct.p_more, ct.min_p_less, ct.min_p_more
+    else:
+        p_worse, p_better, min_worse, min_better = ct.p_more, ct.p_less, ct.min_p_more, ct.min_p_less
+    tail = p_worse if worse_sign * pc.diff > 0 else p_better if pc.diff != 0 else 1.0
+    approx = " (normal approximation: too many counts to enumerate)" if ct.method != "exact" else ""
+    note = (
+        f"exact stratified count test{approx}: {ct.events_b} events in {ct.samples_b} samples vs "
+        f"{ct.events_a} in {ct.samples_a} ({ct.expected_b:.2g} expected)"
+    )
+    pc = PairedComparison(**{**pc.to_dict(), "p_value": min(1.0, 2 * tail), "test": "exact_count"})
+    return PairedDecision(metric, test, higher_is_better, pc, p_worse, p_better, min_worse, min_better, note)
+
+
+# --------------------------------------------------------------------------------------------
+# One simulation of the gate statistic (plan, the power guard, adaptive sampling's figures)
+
+
+def _t_cdf_array(t: np.ndarray, df: int) -> np.ndarray:
+    """:func:`_t_cdf` elementwise over an array (the same closed-form series)."""
+    theta = np.arctan2(t, math.sqrt(df))
+    s, c = np.sin(theta), np.cos(theta)
+    c2 = c * c
+    if df % 2 == 1:
+        term = c.copy()
+        total = c.copy() if df > 1 else np.zeros_like(c)
+        for j in range(1, (df - 1) // 2):
+            term = term * c2 * (2 * j) / (2 * j + 1)
+            total = total + term
+        return np.asarray(0.5 + (theta + s * total) / math.pi)
+    term = np.ones_like(c)
+    total = np.ones_like(c)
+    for j in range(1, df // 2):
+        term = term * c2 * (2 * j - 1) / (2 * j)
+        total = total + term
+    return np.asarray(0.5 + s * total / 2)
+
+
+#: most multiply-adds one simulated batch of exact count tests may cost before the simulation
+#: refers the same statistic to its normal approximation (2,000 draws of 22 cases at 3 and 6
+#: samples per case stay exact; a plan's search at 10 samples per case uses the approximation)
+SIM_EXACT_WORK = 8_000_000
+#: most distinct per-case null distributions one simulated batch computes exactly
+SIM_DISTINCT_PMFS = 5_000
+
+
+def _count_tails_batch(
+    a_counts: np.ndarray, n_a: np.ndarray, b_counts: np.ndarray, n_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(p_more, p_less) of :func:`exact_count_test` for each row (replicate) of count arrays.
+
+    Rows are replicates, columns cases; ``n_a`` / ``n_b`` the cases' samples (one per column).
+    The null distribution of each row is built by dynamic programming over the cases, all rows
+    at once; beyond ``SIM_EXACT_WORK`` (or where the test itself would approximate) the normal
+    approximation the test uses answers instead.
+    """
+    reps, n_cases = a_counts.shape
+    n_a = np.broadcast_to(np.asarray(n_a, dtype=np.int64), (n_cases,))
+    n_b = np.broadcast_to(np.asarray(n_b, dtype=np.int64), (n_cases,))
+    total = n_a + n_b
+    t = a_counts + b_counts
+    observed = b_counts.sum(axis=1)
+    length = int(n_b.sum()) + 1
+    work_one = int(np.sum((np.cumsum(n_b) + 1) * (n_b + 1)))
+    # distinct case totals, each one pmf to compute (a golden of huge sample counts has thousands)
+    distinct = sum(int(np.unique(t[:, i]).size) for i in range(n_cases))
+    exact = work_one <= EXACT_COUNT_WORK and length <= MAX_COUNT_SUPPORT and reps * work_one <= SIM_EXACT_WORK
+    if exact and distinct <= SIM_DISTINCT_PMFS:
+        dist = np.zeros((reps, length))
+        dist[:, 0] = 1.0
+        top = 0
+        pmfs: dict[tuple[int, int, int], np.ndarray] = {}
+        for i in range(n_cases):
+            nb, big = int(n_b[i]), int(total[i])
+            # one pmf per case total that occurs (never a table over every total a huge golden allows)
+            seen, where = np.unique(t[:, i], return_inverse=True)
+            by_total = np.zeros((seen.size, nb + 1))
+            for k, events in enumerate(seen.tolist()):
+                key = (big, int(events), nb)
+                if key not in pmfs:
+                    lo, pmf = _hypergeom_pmf(big, int(events), nb)
+                    pmfs[key] = np.zeros(nb + 1)
+                    pmfs[key][lo : lo + pmf.size] = pmf
+                by_total[k] = pmfs[key]
+            pm = by_total[where.reshape(-1)]
+            new = np.zeros((reps, top + nb + 1))
+            for x in range(nb + 1):
+                new[:, x : x + top + 1] += pm[:, x : x + 1] * dist[:, : top + 1]
+            top += nb
+            dist[:, : top + 1] = new
+        rows = np.arange(reps)
+        cdf = np.cumsum(dist[:, : top + 1], axis=1)
+        sf = np.cumsum(dist[:, : top + 1][:, ::-1], axis=1)[:, ::-1]
+        return np.minimum(1.0, sf[rows, observed]), np.minimum(1.0, cdf[rows, observed])
+    mean, var = _hypergeom_moments(total[None, :], t, n_b[None, :])
+    return _normal_tails(observed.astype(float), mean.sum(axis=1), var.sum(axis=1))
+
+
+@dataclass(frozen=True)
+class GateStatistic:
+    """The gate's statistic for a batch of simulated (A, B) pairs: one entry per replicate.
+
+    ``diff``: weighted mean of B minus A (the metric's units); ``se``: its linearised standard
+    error over cases; ``p_worse`` / ``p_better``: the declared test's one-sided p-values."""
+
+    diff: np.ndarray
+    se: np.ndarray
+    p_worse: np.ndarray
+    p_better: np.ndarray
+
+
+def gate_statistic(
+    a_counts: npt.ArrayLike,
+    n_a: npt.ArrayLike,
+    b_counts: npt.ArrayLike,
+    n_b: npt.ArrayLike,
+    weights: npt.ArrayLike | None = None,
+    *,
+    test: str,
+    higher_is_better: bool = True,
+) -> GateStatistic:
+    """The gate's decision statistic for simulated runs, vectorised over replicates.
+
+    The one simulation of it: ``plan``, the gate's power guard and adaptive sampling's operating
+    figures all call it, so what they report is the test :func:`decide_paired` runs. Rows of
+    ``a_counts`` / ``b_counts`` are replicates, columns cases (event counts); ``n_a`` / ``n_b``
+    the samples per case (scalars or one per column). ``test``: ``paired_t`` (weighted paired
+    t-test over per-case rates, the exact sign-flip answer when every difference is equal) or
+    ``exact_count`` (the exact stratified count test).
+    """
+    if test not in PAIRED_TESTS:
+        raise ValueError(f"unknown test {test!r} (known: {', '.join(PAIRED_TESTS)})")
+    ac = np.atleast_2d(np.asarray(a_counts, dtype=np.int64))
+    bc = np.atleast_2d(np.asarray(b_counts, dtype=np.int64))
+    n_cases = ac.shape[1]
+    na = np.broadcast_to(np.asarray(n_a, dtype=float), (n_cases,))
+    nb = np.broadcast_to(np.asarray(n_b, dtype=float), (n_cases,))
+    w = np.ones(n_cases) if weights is None else np.asarray(weights, dtype=float)
+    d = bc / nb - ac / na
+    sw = float(w.sum())
+    diff = (d * w).sum(axis=1) / sw
+    resid = w * (d - diff[:, None]) / sw
+    se = np.sqrt(n_cases / max(1, n_cases - 1) * (resid * resid).sum(axis=1))
+    worse = -diff if higher_is_better else diff
+    if test == "exact_count":
+        more, less = _count_tails_batch(ac, na.astype(np.int64), bc, nb.astype(np.int64))
+        p_worse, p_better = (less, more) if higher_is_better else (more, less)
+        return GateStatistic(diff, se, p_worse, p_better)
+    spread = se > 1e-12 * np.maximum(1.0, np.abs(diff))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tstat = np.where(spread, worse / np.where(spread, se, 1.0), 0.0)
+    cdf = _t_cdf_array(tstat, max(1, n_cases - 1)) if n_cases > 1 else np.full_like(tstat, 0.5)
+    # every difference equal: the exact sign-flip test over the non-zero ones (2^-m one-sided)
+    nonzero = np.count_nonzero(d, axis=1)
+    flat_worse = np.where(worse > 0, 0.5**nonzero, 1.0)
+    flat_better = np.where(worse < 0, 0.5**nonzero, 1.0)
+    p_worse = np.where(spread, 1.0 - cdf, flat_worse)
+    p_better = np.where(spread, cdf, flat_better)
+    if n_cases < 2:
+        p_worse = p_better = np.ones_like(diff)
+    return GateStatistic(diff, se, p_worse, p_better)
+
+
+def worsened_rates(p: npt.ArrayLike, weights: npt.ArrayLike, drop: float, *, higher_is_better: bool) -> np.ndarray:
+    """Per-case rates moved so the weighted mean gets worse by ``drop`` (absolute).
+
+    A higher-is-better metric scales every case's rate by ``(m - drop) / m`` (a case at 0 stays
+    at 0; below 0 means every rate falls to 0); a lower-is-better one scales every case's
+    complement ``1 - p`` the same way, so a metric at 0 (no hard fail) rises by ``drop`` in
+    every case."""
+    x = np.asarray(p, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if not higher_is_better:
+        return 1.0 - worsened_rates(1.0 - x, w, drop, higher_is_better=True)
+    m = float(np.sum(w * x) / np.sum(w))
+    if m <= 0:
+        return x.copy()
+    return np.clip(x * max(0.0, m - drop) / m, 0.0, 1.0)
+
+
+def simulated_power(
+    p: npt.ArrayLike,
+    n_golden: npt.ArrayLike,
+    n_run: int,
+    *,
+    drop: float,
+    level: float,
+    tolerance: float,
+    test: str,
+    higher_is_better: bool = True,
+    weights: npt.ArrayLike | None = None,
+    n_sim: int = 2000,
+    seed: int | Sequence[int] = 0,
+) -> float:
+    """Share of simulated (golden, run) pairs in which the gate fails one metric.
+
+    Per draw: a golden with ``n_golden`` samples per case drawn from the per-case rates ``p``,
+    and a run with ``n_run`` samples per case from the rates worsened by ``drop``
+    (:func:`worsened_rates`); the gate fails the metric when the declared test's one-sided p is
+    below ``level`` and the run is worse than the golden by more than ``tolerance``."""
+    rates = np.asarray(p, dtype=float)
+    w = np.ones_like(rates) if weights is None else np.asarray(weights, dtype=float)
+    ng = np.broadcast_to(np.asarray(n_golden, dtype=np.int64), rates.shape)
+    q = worsened_rates(rates, w, drop, higher_is_better=higher_is_better)
+    rng = np.random.default_rng(seed)
+    g = rng.binomial(ng, rates, size=(n_sim, rates.size))
+    c = rng.binomial(int(n_run), q, size=(n_sim, rates.size))
+    stat = gate_statistic(g, ng, c, int(n_run), w, test=test, higher_is_better=higher_is_better)
+    worse_by = -stat.diff if higher_is_better else stat.diff
+    return float(np.mean((stat.p_worse < level) & (worse_by > tolerance)))

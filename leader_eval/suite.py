@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -97,8 +98,9 @@ class Suite:
     root: Path = field(default=Path("."), compare=False)
     #: tool schemas with their $ref targets loaded; ``tool_schemas.validator(name)`` never fetches
     tool_schemas: LoadedSchemas | None = field(default=None, repr=False, compare=False)
-    #: count budgets for the gate (``max_hard_fails``, ``max_leaks``); copied into the golden
-    gate: dict[str, int] = field(default_factory=dict)
+    #: the ``gate:`` section (budgets, floors, ceilings, judge, detect, underpowered; ``gate_spec``):
+    #: left out of ``content_hash``, copied into the golden
+    gate: dict[str, Any] = field(default_factory=dict)
     #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
     pass_k: tuple[int, ...] = ()
     #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
@@ -142,6 +144,8 @@ def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
         skip = _validate_schema(path, data, lines, errors)
         if skip is None:
             errors.raise_any()
+        with errors.collect():
+            _validate_gate(path, data, lines)
         base = Path(root).resolve() if root is not None else suite_root(path)
         if not base.is_dir():
             raise SuiteError(path, None, f"suite root {base} is not a folder")
@@ -319,7 +323,7 @@ def _build(
         checks=data.get("checks", {}),
         render=render,
         context_length=data.get("context_length"),
-        content_hash=_content_hash(source, tuple(scaffold)),
+        content_hash=_content_hash(_without_gate(path, source, data, lines), tuple(scaffold)),
         lines=lines,
         root=root,
         tool_schemas=schemas,
@@ -425,9 +429,115 @@ def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int
     )
 
 
+def _validate_gate(path: Path, data: dict[str, Any], lines: dict[JsonPath, int]) -> None:
+    """The ``gate:`` section's rules beyond the schema (metric names from the metric table)."""
+    from leader_eval.gate_spec import gate_problem
+
+    if "gate" not in data:
+        return
+    problem = gate_problem(data["gate"])
+    if problem is not None:
+        key, message = problem
+        raise SuiteError(path, _line(lines, ("gate", *key)), message)
+
+
+_BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")  # YAML's line breaks (libyaml's line numbers)
+
+
+def _without_gate(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, int]) -> str:
+    """The suite's YAML text with its top-level ``gate:`` entry cut out (unchanged without one).
+
+    The gate's contract (floors, budgets, detect) is not suite content: a golden stays valid when
+    it changes, and copies it instead. The cut takes the ``gate:`` key's lines through the last
+    line of its value (indented comments included), the comment lines directly above it, and the
+    blank line that separates it (the one before it, else the one after it), so that adding a
+    ``gate:`` block to a suite leaves its hash as it was. What is left must read as the very
+    suite without ``gate``; otherwise (an anchor defined inside ``gate:`` and used elsewhere,
+    whose value would then change suite content without changing the hash) the suite is refused.
+    """
+    if "gate" not in data:
+        return source
+    import yaml
+
+    from leader_eval.suite_yaml import load_yaml
+
+    key_mark: Any = None
+    next_line: int | None = None
+    depth = 0
+    at_key = False
+    value_end = -1
+    inside = -1  # nesting within the gate value once its key is seen (-1: not yet)
+    for ev in yaml.parse(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if inside >= 0:
+            if isinstance(ev, yaml.CollectionStartEvent):
+                inside += 1
+            elif isinstance(ev, yaml.CollectionEndEvent):
+                inside -= 1
+            if inside == 0 and isinstance(ev, yaml.NodeEvent | yaml.CollectionEndEvent) and ev.end_mark:
+                value_end = ev.end_mark.index
+                inside = -2  # done; look for the next top-level key
+                depth = 1
+                at_key = True
+            continue
+        if isinstance(ev, yaml.CollectionStartEvent):
+            depth += 1
+            at_key = depth == 1 and isinstance(ev, yaml.MappingStartEvent)
+            continue
+        if isinstance(ev, yaml.CollectionEndEvent):
+            depth -= 1
+            at_key = depth == 1
+            continue
+        if depth == 1 and isinstance(ev, yaml.NodeEvent):
+            if at_key and inside == -2 and next_line is None and ev.start_mark:
+                next_line = ev.start_mark.line
+            if at_key and key_mark is None and isinstance(ev, yaml.ScalarEvent) and ev.value == "gate":
+                key_mark = ev.start_mark
+                inside = 0
+                continue
+            at_key = not at_key
+    rest = source
+    if key_mark is not None and value_end > key_mark.index:
+        rest = source[: key_mark.index] + source[value_end:]
+        parts = _BREAK.split(source)
+        breaks = _BREAK.findall(source)
+        text_lines = [p + (breaks[i] if i < len(breaks) else "") for i, p in enumerate(parts)]
+        first = key_mark.line
+        if key_mark.column == 0 and (next_line is None or next_line > first):
+            last = (next_line if next_line is not None else len(text_lines)) - 1
+
+            def blank(i: int) -> bool:
+                return not text_lines[i].strip()
+
+            def outer_comment(i: int) -> bool:  # a comment at column 0 belongs to what follows
+                return text_lines[i].startswith("#")
+
+            while last > first and (blank(last) or outer_comment(last)):
+                last -= 1
+            while first > 0 and text_lines[first - 1].lstrip().startswith("#"):
+                first -= 1
+            # one separating blank line goes with the block: the one before it, else the one after
+            if first > 0 and blank(first - 1):
+                first -= 1
+            elif last + 1 < len(text_lines) and blank(last + 1):
+                last += 1
+            rest = "".join(text_lines[:first] + text_lines[last + 1 :])
+    try:
+        left, _ = load_yaml(path, rest)
+    except SuiteError:
+        left = None
+    if left != {k: v for k, v in data.items() if k != "gate"}:
+        raise SuiteError(
+            path,
+            _line(lines, ("gate",)),
+            "gate: the section must stand alone (no anchor inside it used elsewhere): it is left out of the "
+            "suite's content hash",
+        )
+    return rest
+
+
 def _content_hash(source: str, scaffold: tuple[ScaffoldMessage, ...]) -> str:
-    """Hash of the suite's YAML and its scaffold (template files by their text); ``_with_files``
-    adds every other file the suite reads."""
+    """Hash of the suite's YAML (less its ``gate:`` section, which the caller cuts out) and its
+    scaffold (template files by their text); ``_with_files`` adds every other file the suite reads."""
     h = hashlib.sha256(source.encode())
     for m in scaffold:
         h.update(b"\0" + m.role.encode() + b"\0" + m.template.encode())

@@ -637,7 +637,8 @@ N_SIM = 1000
 
 @pytest.fixture
 def fast_stats(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fewer resamples inside simulation loops (said here, as the numbers depend on it): 2,000
+    """Fewer resamples inside simulation loops (said here, as the numbers depend on it), and no power
+    guard (it reports; these loops measure decisions): 2,000
     sign-flip permutations per paired test (a Monte Carlo p-value with the +1 correction is valid
     for any count; its error near p = 0.01 is about 0.002) and 200 bootstrap resamples for the
     intervals, which these decisions do not use when a paired test exists. 10x faster."""
@@ -648,8 +649,11 @@ def fast_stats(monkeypatch: pytest.MonkeyPatch) -> None:
 
     paired = partial(leader_eval.stats.paired_compare, n_perm=2000, n_boot=200)
     mean_ci = partial(leader_eval.stats.weighted_mean_ci, n_boot=200)
-    monkeypatch.setattr(leader_eval.golden, "paired_compare", paired)
-    monkeypatch.setattr(leader_eval.compare, "paired_compare", paired)
+    # every paired decision (stats.decide_paired: gate, compare, recommendation) calls this one
+    monkeypatch.setattr(leader_eval.stats, "paired_compare", paired)
+    # the power guard reports (and fails only in CI mode, which these loops do not use); its own
+    # simulation would cost about 0.5 s per gate in loops that measure the decisions
+    monkeypatch.setattr(leader_eval.golden, "_power_guard", lambda *args, **kwargs: None)
     monkeypatch.setattr(leader_eval.aggregate, "weighted_mean_ci", mean_ci)
     monkeypatch.setattr(leader_eval.compare, "weighted_mean_ci", mean_ci)
 

@@ -11,7 +11,8 @@ import pytest
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.golden import load_golden
-from leader_eval.plan import DROPS, TARGET_POWER, _power, plan_power
+from leader_eval.plan import DROPS, TARGET_POWER, gate_family, plan_power
+from leader_eval.stats import simulated_power
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden" / "leader_core" / "main.json"
@@ -43,17 +44,18 @@ def test_samples_for_80_percent_are_the_least_that_reach_it() -> None:
     assert golden is not None
     plan = plan_power(golden, run_samples=3, n_sim=1000)
     assert set(plan.rows) == set(DROPS)
-    import numpy as np
+    p = [float(r["pass_rate"]) for _, r in sorted(golden["cases"].items())]
 
-    p = np.array([float(r["pass_rate"]) for _, r in sorted(golden["cases"].items())])
-    w = np.ones_like(p)
-    for i, (d, (_, k)) in enumerate(sorted(plan.rows.items())):
+    def power(k: int, d: float) -> float:
+        # other draws than the plan's own (seed 99): the figure must hold, not just be reproduced
+        kw = {"drop": d, "level": plan.level, "tolerance": plan.tolerance, "test": plan.test, "n_sim": 1000}
+        return simulated_power(p, k, k, seed=99, **kw)
+
+    for d, (_, k) in sorted(plan.rows.items()):
         assert k is not None
-        at = _power(p, w, k, k, d, plan.level, plan.tolerance, 1000, np.random.default_rng([i, k]))
-        assert at >= TARGET_POWER - 0.05
+        assert power(k, d) >= TARGET_POWER - 0.05
         if k > 1:
-            below = _power(p, w, k - 1, k - 1, d, plan.level, plan.tolerance, 1000, np.random.default_rng([i, k]))
-            assert below <= TARGET_POWER + 0.05
+            assert power(k - 1, d) <= TARGET_POWER + 0.05
 
 
 def test_no_drop_fires_at_most_the_level() -> None:
@@ -88,5 +90,20 @@ def test_plan_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
     out = _cli("plan", str(ROOT / "suites" / "leader_core.yaml"), "--golden", str(d / "c.json"))
     assert out.returncode == 2 and "c.json:1: a golden file of suite 'other'" in out.stderr, out.stderr
     assert len(out.stderr.splitlines()) == 1
-    with pytest.raises(LeaderEvalError, match="paired t-test"):
-        plan_power(load_golden(d / "a.json") or {}, run_samples=3, metric="hard_fail_rate")
+    with pytest.raises(LeaderEvalError, match="metrics the gate tests"):
+        plan_power(load_golden(d / "a.json") or {}, run_samples=3, metric="lenient_format_rate")
+    with pytest.raises(LeaderEvalError, match="no 'goal_rate'"):
+        plan_power(load_golden(d / "a.json") or {}, run_samples=3, metric="goal_rate")
+
+
+def test_plan_and_the_gate_family_count_every_gated_metric_of_an_episode_golden() -> None:
+    """Defect 5 of issue 19: plan assumed a Holm family of the 5 sample metrics; an episode golden
+    is gated on 8 (goal, loop and step-leak rates too), so its level was up to 1.9x too high."""
+    golden = load_golden(ROOT / "golden" / "leader_episodes" / "main.json")
+    assert golden is not None
+    level, family, left_out = gate_family(golden, 0.05)
+    assert {"goal_rate", "loop_rate", "step_leak_rate"} <= set(family) | set(left_out)
+    assert len(family) + len(left_out) == 8
+    assert level == pytest.approx(0.05 / len(family))
+    plan = plan_power(golden, run_samples=2, metric="goal_rate", n_sim=200)
+    assert plan.family == family and plan.test == "exact_count"

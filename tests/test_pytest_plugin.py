@@ -251,3 +251,22 @@ def test_a_tag_subset_is_gated_paired_against_the_same_golden_cases(pytester: py
         text = par.stdout.str()
         assert par.ret == 0 and "subset: 2 of 3 cases" in text and "run covers" not in text, text
         assert _gate_table(text) == serial, select
+
+
+def test_a_floor_holds_the_full_suite_and_not_a_subset(pytester: pytest.Pytester, recorded) -> None:
+    """Issue 19: a floor the replayed model misses fails the full suite's gate, on the gate line; a
+    subset (-m) is not held to it (a floor is a contract on the whole suite's value). Adding the
+    floor leaves the suite's content hash, so the golden stays valid."""
+    suite, rec = recorded
+    text = suite.read_text()
+    (pytester.path / "mini.yaml").write_text(text)  # as written (makefile strips the final newline)
+    args = ["mini.yaml", f"--le-model=replay:{rec}", "--le-golden-dir=golden"]
+    assert pytester.runpytest_subprocess(*args, "--le-run-dir=a", "--le-update-golden").ret == 0
+    (pytester.path / "mini.yaml").write_text(text + "gate:\n  min: {score: 1.0}\n  judge: point\n")
+    full = pytester.runpytest_subprocess(*args, "--le-run-dir=b")
+    out = full.stdout.str()
+    assert full.ret == 1 and "stale" not in out, out
+    assert "beyond the suite's limit: score (" in out and "< 1)" in out
+    sub = pytester.runpytest_subprocess(*args, "--le-run-dir=c", "-m", "goal")
+    out = sub.stdout.str()
+    assert "floors and ceilings apply to the full suite only" in out and sub.ret == 0, out

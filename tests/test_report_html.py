@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from leader_eval.aggregate import METRICS
 from leader_eval.errors import LeaderEvalError
 from leader_eval.evaluate import Run, read_run
+from leader_eval.metrics import ALL_METRICS
 from leader_eval.report import format_show, format_summary, render_report, table, write_report, write_run_report
 from leader_eval.report import html as report_html
 from leader_eval.report.checkpoints import checkpoint_order, label_numbers, recommend_checkpoint
@@ -169,7 +170,8 @@ def _synthetic(label: str, values: dict[str, float], n: int = 4) -> Run:
     for cid, rate in values.items():
         passed = round(rate * n)
         rec = {"case_id": cid, "weight": 1.0, "n_scored": n, "n_passed": passed, "reasons": {}}
-        rec.update({m: passed / n for m in METRICS})
+        # every passing sample is well formed and right; no sample hard-fails or leaks
+        rec.update({m: passed / n if spec.higher_is_better else 0.0 for m, spec in ALL_METRICS.items() if m in METRICS})
         cases.append(rec)
     ident = {"suite": "s", "suite_hash": "sha256:x", "model_id": f"m-{label}", "protocol": "json", "run_seed": 1,
              "cases": {}}  # fmt: skip

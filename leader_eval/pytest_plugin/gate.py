@@ -168,6 +168,12 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
                 problems.append("the golden has no per-case values for these cases: gate the full suite")
             else:
                 golden = restricted
+    # the suite's gate: section wins over the golden's copy; floors and ceilings are contracts on
+    # the whole suite's values, so a subset (-m, -k, --le-case) is not held to them
+    suite_gate = dict(load_suite(meta["path"]).gate)
+    if subset and ("min" in suite_gate or "max" in suite_gate):
+        suite_gate = {k: v for k, v in suite_gate.items() if k not in ("min", "max")}
+        notes.append("subset: the suite's floors and ceilings apply to the full suite only")
     result = gate(
         run,
         golden,
@@ -181,6 +187,7 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
             f"pytest {meta['path']} --le-model TRUSTED_MODEL --le-update-golden "
             f"--le-golden-dir {o.golden_dir} --le-baseline {o.baseline}"
         ),
+        suite_gate=suite_gate,
     )
     errors = error_problem(records, o.max_error_rate)
     if errors:

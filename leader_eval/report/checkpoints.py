@@ -4,20 +4,26 @@ Order: ``--order LABEL,...`` when given; otherwise the labels are checkpoints wh
 shared prefix followed by a number (``step-100``, ``ckpt2k``, ``v4``/``v7``), ordered by that
 number; otherwise (``compare`` only) the order of the runs on the command line.
 
-Recommendation: the *earliest* checkpoint that is not credibly worse than the best one. "Best" is
-the highest (lowest, for a lower-is-better metric) point estimate over the cases every run
-scored. Every other checkpoint is tested against it with the paired test ``compare`` uses
-(``stats.paired_compare`` over cases, halved to one side: "this checkpoint is worse than the
-best"), and the family of those tests is Holm-adjusted at ``alpha`` (``golden.holm_alphas``), so
-that with k checkpoints of equal quality the chance of calling any of them worse stays at most
-alpha. A checkpoint the test cannot call worse is a candidate; the earliest candidate is
-recommended (the best itself always is one). "Not credibly worse" is not "as good": with few
-cases the test is weak and an early checkpoint can pass it; the table shows each difference and
-its interval so that a reader can see how close it is.
+Recommendation: the *earliest* checkpoint that is not credibly worse than the best one in any
+gated metric. "Best" is the highest (lowest, for a lower-is-better metric) point estimate of the
+headline metric (``score``) over the cases every run scored, among the checkpoints the comparison
+does not call a credible regression (below). Every other checkpoint is tested
+against it on every gated metric (``metrics.gated_metrics``) with the paired decision the gate
+and ``compare`` make (``stats.decide_paired``: each metric's declared test, one-sided "this
+checkpoint is worse than the best"); all of those tests are one Holm-Tarone family at ``alpha``
+(``stats.holm_alphas``), so that with checkpoints of equal quality the chance of calling any of
+them worse stays at most alpha. A checkpoint is also passed over when the comparison itself calls
+it a credible regression on a gated metric (``B credibly REGRESSES vs A``, or ``B credibly
+improves on A``, which makes A the worse one): the recommendation never contradicts the verdict
+printed above it. The earliest remaining checkpoint is recommended; when none remains, none is.
+"Not credibly worse" is not "as good": with few cases the test is weak and an early checkpoint
+can pass it; the table shows each difference and its interval so that a reader can see how close
+it is.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,9 +47,12 @@ class CheckpointRow:
     diff: float  # this checkpoint minus the best, paired over common cases (0 for the best)
     diff_low: float
     diff_high: float
-    p_worse: float | None  # one-sided; None for the best itself
+    p_worse: float | None  # one-sided, in the headline metric; None for the best itself
     level: float | None  # Holm level this p-value was tested at
-    credibly_worse: bool
+    credibly_worse: bool  # passed over: credibly worse than the best, or a regression in the comparison
+    #: why it is passed over: "<metric> (p <p>)" per gated metric worse than the best, and the
+    #: comparison's own verdicts against it
+    worse_in: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,11 @@ class CheckpointRecommendation:
     positions: list[float]  # x of each row (label numbers when labels carry them, else 0..n-1)
     rows: list[CheckpointRow]
     best: str
-    recommended: str
+    #: the earliest checkpoint not passed over; None when every one is credibly worse somewhere
+    recommended: str | None
     n_cases: int
+    #: the gated metrics every checkpoint was tested on (one Holm family with the checkpoints)
+    metrics: tuple[str, ...] = ()
 
 
 def label_numbers(labels: Sequence[str]) -> list[float] | None:
@@ -106,10 +118,9 @@ def recommend_checkpoint(
     fallback: bool = False,
 ) -> CheckpointRecommendation | None:
     """The recommendation for the comparison's run groups (None when they are not checkpoints)."""
-    from leader_eval.aggregate import METRICS
-    from leader_eval.compare import one_sided_p
-    from leader_eval.golden import holm_alphas
-    from leader_eval.stats import paired_compare
+    from leader_eval.compare import _metric_cases
+    from leader_eval.metrics import ALL_METRICS, gated_metrics
+    from leader_eval.stats import decide_paired, holm_alphas
 
     groups = {g.name: g for g in comparison.groups}
     if len(groups) < 2:
@@ -118,34 +129,71 @@ def recommend_checkpoint(
     if found is None:
         return None
     names, positions, source = found
-    higher = METRICS[metric][1]
+    higher = ALL_METRICS[metric].higher_is_better
     common = sorted(set.intersection(*(set(g.cases) for g in groups.values())))
+    cases_of = _metric_cases(list(groups.values()), common)
+    family = gated_metrics(cases_of)
     est = {n: groups[n].estimates[metric] for n in names}
-    # the earliest of equal best estimates is the best: a tie never favours a later checkpoint
-    best = max(names, key=lambda n: (est[n].value if higher else -est[n].value, -names.index(n)))
+    # the comparison's own verdicts: never recommend what it calls a credible regression
+    worse: dict[str, list[str]] = {n: [] for n in names}
+    for pair in comparison.pairs:
+        if pair.regressed and pair.b.name in worse:
+            worse[pair.b.name].append(f"the comparison: regresses vs {pair.a.name} in {', '.join(pair.regressed)}")
+        if pair.improved and pair.a.name in worse:
+            worse[pair.a.name].append(f"the comparison: {pair.b.name} improves on it in {', '.join(pair.improved)}")
+    # the best is the highest estimate among the checkpoints the comparison does not fault; the
+    # earliest of equal estimates is the best: a tie never favours a later checkpoint
+    pool = [n for n in names if not worse[n]] or names
+    best = max(pool, key=lambda n: (est[n].value if higher else -est[n].value, -names.index(n)))
     b = groups[best]
-    tests = {}
+    decisions = {}
     for n in names:
         if n == best:
             continue
-        pc = paired_compare(
-            {c: b.cases[c].values[metric] for c in common},
-            {c: groups[n].cases[c].values[metric] for c in common},
-            weights={c: b.cases[c].weight for c in common},
-            metric=metric,
-        )
-        tests[n] = (pc, one_sided_p(pc.diff, pc.p_value, higher_is_better=higher))
-    levels = holm_alphas({n: p for n, (_, p) in tests.items()}, comparison.alpha)
+        for m in dict.fromkeys((metric, *family)):
+            ids = cases_of[m]
+            decisions[n, m] = decide_paired(
+                {c: (b.cases[c].values[m], b.cases[c].n_of(m)) for c in ids},
+                {c: (groups[n].cases[c].values[m], groups[n].cases[c].n_of(m)) for c in ids},
+                {c: b.cases[c].weight for c in ids},
+                metric=m,
+                higher_is_better=ALL_METRICS[m].higher_is_better,
+                test=ALL_METRICS[m].test,
+            )
+    tested = [k for k in decisions if k[1] in family]
+    levels = holm_alphas(
+        {_key(n, m): decisions[n, m].p_worse for n, m in tested},
+        comparison.alpha,
+        min_p={_key(n, m): decisions[n, m].min_p_worse for n, m in tested},
+    )
+    for n, m in tested:
+        if decisions[n, m].p_worse < levels[_key(n, m)]:
+            worse[n].insert(0, f"{m} (p {decisions[n, m].p_worse:.3g})")
     rows = []
     for n in names:
         e = est[n]
         if n == best:
-            rows.append(CheckpointRow(n, e.value, e.low, e.high, 0.0, 0.0, 0.0, None, None, False))
+            rows.append(
+                CheckpointRow(n, e.value, e.low, e.high, 0.0, 0.0, 0.0, None, None, bool(worse[n]), tuple(worse[n]))
+            )
             continue
-        pc, p = tests[n]
-        rows.append(CheckpointRow(n, e.value, e.low, e.high, pc.diff, pc.low, pc.high, p, levels[n], p < levels[n]))
-    recommended = next(r.name for r in rows if not r.credibly_worse)
-    return CheckpointRecommendation(metric, comparison.alpha, source, positions, rows, best, recommended, len(common))
+        d = decisions[n, metric]
+        pc = d.comparison
+        level = levels.get(_key(n, metric), comparison.alpha)
+        rows.append(
+            CheckpointRow(
+                n, e.value, e.low, e.high, pc.diff, pc.low, pc.high, d.p_worse, level, bool(worse[n]), tuple(worse[n])
+            )
+        )
+    recommended = next((r.name for r in rows if not r.credibly_worse), None)
+    return CheckpointRecommendation(
+        metric, comparison.alpha, source, positions, rows, best, recommended, len(common), tuple(family)
+    )
+
+
+def _key(name: str, metric: str) -> str:
+    """One hypothesis of the recommendation's family (a checkpoint, a metric) as a unique string."""
+    return json.dumps([name, metric])
 
 
 def recommendation_lines(comparison: Comparison, order: Sequence[str] | None = None) -> list[str]:
@@ -163,14 +211,22 @@ def recommendation_lines(comparison: Comparison, order: Sequence[str] | None = N
             f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]",
             "best" if r.p_worse is None else f"{r.diff:+.3f} [{r.diff_low:+.3f}, {r.diff_high:+.3f}]",
             "-" if r.p_worse is None else f"{r.p_worse:.3f} (Holm level {r.level:.4f})",
-            "credibly worse" if r.credibly_worse else ("RECOMMENDED" if r.name == rec.recommended else "candidate"),
+            ("credibly worse: " + "; ".join(r.worse_in))
+            if r.credibly_worse
+            else ("RECOMMENDED" if r.name == rec.recommended else "candidate"),
         ]
         for r in rec.rows
     ]
+    last = (
+        f"recommended checkpoint: {rec.recommended} (earliest not credibly worse than the best, {rec.best}, "
+        f"in any of {', '.join(rec.metrics)})"
+        if rec.recommended is not None
+        else "no checkpoint recommended: every one is credibly worse than another in a gated metric"
+    )
     return [
         "",
         f"checkpoints (order from {rec.order_source}), {rec.metric} vs the best over {rec.n_cases} cases, "
-        f"one-sided paired test, Holm at alpha {rec.alpha:g}:",
+        f"one-sided paired test on each gated metric, Holm-Tarone over checkpoints and metrics at alpha {rec.alpha:g}:",
         table(["checkpoint", f"{rec.metric} [95% CI]", "minus best [95% CI]", "p (worse than best)", ""], rows),
-        f"recommended checkpoint: {rec.recommended} (earliest not credibly worse than the best, {rec.best})",
+        last,
     ]

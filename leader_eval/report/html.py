@@ -593,8 +593,6 @@ def _stress_html(run: Run) -> str:
 
 
 def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
-    from leader_eval.compare import DECISION_METRICS
-
     rows = []
     for g in c.groups:
         sc = g.estimates["score"]
@@ -613,7 +611,7 @@ def _comparison_html(c: Comparison, run_index: Mapping[int, int]) -> str:
         mrows = []
         for m in p.metrics:
             cls = {"regression": "bad", "improvement": "good"}.get(m.verdict, "")
-            info = "" if m.metric in DECISION_METRICS else " (info)"
+            info = "" if m.gated else " (info)"
             arrow = " ↑" if m.higher_is_better else " ↓"
             mrows.append(
                 [
@@ -659,16 +657,27 @@ def _flips_html(p: PairResult, run_index: Mapping[int, int]) -> str:
 def _checkpoints_html(rec: CheckpointRecommendation) -> str:
     rows = []
     for r in rec.rows:
-        status = "credibly worse" if r.credibly_worse else ("recommended" if r.name == rec.recommended else "candidate")
+        status = (
+            "credibly worse: " + "; ".join(r.worse_in)
+            if r.credibly_worse
+            else ("recommended" if r.name == rec.recommended else "candidate")
+        )
         cls = "good" if status == "recommended" else ("bad" if r.credibly_worse else "")
         diff = "best" if r.p_worse is None else f"{r.diff:+.3f} [{r.diff_low:+.3f}, {r.diff_high:+.3f}]"
         p = "-" if r.p_worse is None else f"{r.p_worse:.3f} (Holm level {r.level:.4f})"
         value = f"<b>{_f(r.value)}</b> [{_f(r.low)}, {_f(r.high)}]"
         rows.append([esc(r.name), value, diff, p, f'<span class="{cls}">{status}</span>'])
-    return (
+    head = (
         f'<p class="verdict good">Recommended checkpoint: <b>{esc(rec.recommended)}</b>, the earliest not credibly '
-        f"worse than the best ({esc(rec.best)}) in {esc(rec.metric)} (one-sided paired test over {rec.n_cases} "
-        f"cases, Holm across checkpoints at alpha {rec.alpha:g}).</p>"
+        f"worse than the best ({esc(rec.best)}) in any gated metric ({esc(', '.join(rec.metrics))}; one-sided "
+        f"paired tests over {rec.n_cases} cases, Holm-Tarone across checkpoints and metrics at alpha "
+        f"{rec.alpha:g}).</p>"
+        if rec.recommended is not None
+        else '<p class="verdict bad">No checkpoint recommended: every one is credibly worse than another in a '
+        f"gated metric ({esc(', '.join(rec.metrics))}).</p>"
+    )
+    return (
+        head
         + _checkpoint_plot(rec)
         + _table(["checkpoint", f"{esc(rec.metric)} [95% CI]", "minus best [95% CI]", "p (worse than best)", ""], rows)
     )

@@ -32,19 +32,25 @@ def metrics_table(block: Mapping[str, Any]) -> str:
     from leader_eval.aggregate import METRICS
 
     rows = []
+    notes = []
     for name in [*METRICS, *(k for k in block["metrics"] if k not in METRICS)]:  # + episode metrics
         m = block["metrics"][name]
         arrow = "^" if m["higher_is_better"] else "v"
+        # a one-case group's interval is not an ordinary one: the report says so, and so does this table
+        note = str(m.get("note") or "")
+        one_case = note.startswith("one case")
+        if one_case:
+            notes.append(f"  * {name}: {note}")
         rows.append(
             [
                 f"{name} {arrow}",
                 _fmt(m["value"]),
-                f"[{_fmt(m['low'])}, {_fmt(m['high'])}]",
+                f"[{_fmt(m['low'])}, {_fmt(m['high'])}]" + (" *" if one_case else ""),
                 m["n_samples"],
                 m["n_cases"],
             ]
         )
-    return table(["metric", "value", "95% CI", "samples", "cases"], rows)
+    return "\n".join([table(["metric", "value", "95% CI", "samples", "cases"], rows), *notes])
 
 
 def format_summary(run: Run) -> str:
