@@ -138,6 +138,8 @@ cases:
     expect:
       calls:
         - tool: reply
+gate:
+  underpowered: "a 2-case smoke suite: it cannot catch a 0.10 drop; the full suite gates"
 """
 
 
@@ -199,6 +201,142 @@ def test_the_documented_workflow_gates_a_new_checkpoint_against_the_baseline(pyt
     report = Path(shown) if Path(shown).is_absolute() else pytester.path / shown
     assert report.is_file() and "<html" in report.read_text(encoding="utf-8")[:2000].lower()
     assert f"Report: [`{shown}`]" in summary
+
+
+#: issue 19's scenario: a 5-case support-agent suite of 3 tools, 2 samples per case (the golden's seed 11)
+COLLAPSE_SUITE = """\
+name: support
+protocol: json
+sampling: {temperature: 0.2, max_tokens: 64, samples: 2, seed: 11}
+scaffold:
+  messages:
+    - role: system
+      content: |
+        You are a support agent. You act only by calling a tool. Reply with exactly one JSON object:
+        {"tool": "<tool name>", "arguments": {...}}
+        Tools: {{ tools_json }}
+    - role: user
+      content: "Can you help me?"
+    - role: assistant
+      content: '{"tool": "reply", "arguments": {"text": "Of course! What can I do for you?"}}'
+    - role: user
+      content: "{{ request }}"
+tools:
+  - name: reply
+    description: Answer the customer.
+    parameters:
+      type: object
+      properties: {text: {type: string, minLength: 1}}
+      required: [text]
+      additionalProperties: false
+  - name: lookup_order
+    description: Find an order by its number.
+    parameters:
+      type: object
+      properties: {order: {type: string, minLength: 1}}
+      required: [order]
+      additionalProperties: false
+  - name: escalate
+    description: Hand the conversation to a human.
+    parameters:
+      type: object
+      properties: {reason: {type: string, minLength: 1}}
+      required: [reason]
+      additionalProperties: false
+cases:
+  - id: greet
+    vars: {request: "Hello?"}
+    expect: {calls: [{tool: reply}]}
+  - id: refund
+    vars: {request: "I want my money back."}
+    expect: {calls: [{tool: reply}]}
+  - id: order_status
+    tags: [lookup]
+    vars: {request: "Where is order 1234?"}
+    expect: {calls: [{tool: lookup_order}]}
+  - id: angry
+    vars: {request: "This is the third time I ask. Get me a manager."}
+    expect: {calls: [{tool: escalate}]}
+  - id: thanks
+    vars: {request: "Thanks, that is all."}
+    expect: {calls: [{tool: reply}]}
+"""
+
+#: the suite's floor (judged on the interval's bound, the default) and its acknowledgement that a
+#: 5 x 2 suite cannot catch a 0.10 drop in the other metrics
+FLOOR = """gate:
+  min: {strict_format_rate: 0.5}
+  underpowered: "a 5-case example suite; the strict-format floor is its contract"
+"""
+
+
+@pytest.mark.model
+def test_a_collapsed_checkpoint_fails_the_documented_gate_by_its_floor_and_by_the_power_guard(
+    pytester: pytest.Pytester,
+) -> None:
+    """Issue 19's scenario as a test. A golden from the embedded model; a new checkpoint (a copy
+    of its GGUF at the workflow's path, another seed than the golden's, a fresh sample cache so
+    nothing is replayed) gated through the workflow's own command (`pytest -n 2`, CI mode). Collapsed
+    by its settings (every output cut at 2 tokens) it fails, exit 1, with the reason on the gate
+    line: by the floor the suite declares, and, when the suite declares none, by the power guard.
+    At the golden's settings it passes at its fixed seed."""
+    from leader_eval.backends.local import embedded_model_path
+    from leader_eval.cli import main
+
+    suite = pytester.path / "evals" / "support.yaml"
+    suite.parent.mkdir()
+    step = _workflow_gate_step()
+    assert "--le-golden-strict" in step["run"] and "-n 2" in step["run"]
+    checkpoint = pytester.path / step["env"]["LE_MODEL"].removeprefix("gguf:")
+    checkpoint.parent.mkdir(parents=True)
+    shutil.copy(embedded_model_path(), checkpoint)
+    env = {**os.environ, **step["env"]}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env.pop("GITHUB_ACTIONS", None)
+    command = step["run"].replace("python -m pytest", f"{shlex.quote(sys.executable)} -m pytest", 1)
+
+    # the baseline: a trusted run of the embedded model at the suite's settings (seed 11)
+    suite.write_text(COLLAPSE_SUITE)
+    trusted = pytester.path / "trusted"
+    assert main(["run", str(suite), "--model", "local:smollm2", "--out", str(trusted), "-q", "--no-cache"]) == 0
+    assert main(["update-golden", str(trusted), "--golden", str(pytester.path / "golden")]) == 0
+    golden = json.loads((pytester.path / "golden" / "support" / "main.json").read_text())
+    assert golden["metrics"]["strict_format_rate"]["value"] >= 0.5, golden["metrics"]  # what the floor guards
+
+    def gate(tag: str, *extra: str) -> tuple[int, str, str]:
+        """The workflow's command on the new checkpoint, seed 12, with its own cache and run folder."""
+        env["LEADER_EVAL_CACHE_DIR"] = str(pytester.path / f"cache-{tag}")
+        extra_args = " ".join(["--le-seed=12", f"--le-run-dir=runs-{tag}", *extra])
+        done = _run_step(command.replace("--le-run-dir=runs", extra_args), pytester.path, env)
+        out = done.stdout + done.stderr
+        (run_dir,) = (pytester.path / f"runs-{tag}").iterdir()
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        stats = manifest["sampling_stats"]
+        # nothing replayed: every sample of the new checkpoint was drawn from it (10 = 5 cases x 2)
+        assert stats["cache_hits"] == 0 and stats["reused"] == 0 and stats["sampled"] == 10, (stats, out)
+        assert manifest["identity"]["run_seed"] == 12 and manifest["identity"]["model_id"].startswith("gguf:")
+        lines = [x for x in out.splitlines() if x.startswith("gate ") and "(suite support" in x]
+        assert lines, out
+        return done.returncode, lines[-1], out
+
+    # collapsed, the suite declaring its floor: the floor fails it, on the gate line
+    suite.write_text(COLLAPSE_SUITE + FLOOR)
+    status, line, out = gate("floor", "--le-max-tokens=2")
+    assert status == 1 and line.startswith("gate FAIL"), line
+    assert "beyond the suite's limit: strict_format_rate (0.000 < 0.5)" in line, line
+    assert "max_tokens 2 vs the golden's 64" in out, out  # the sampling drift is named too
+
+    # collapsed, no floor: CI mode's power guard fails it (0.2 passed this: p 0.089, "pass")
+    suite.write_text(COLLAPSE_SUITE)
+    status, line, _ = gate("power", "--le-max-tokens=2")
+    assert status == 1 and line.startswith("gate FAIL"), line
+    assert "underpowered in CI mode" in line and "gate: min:/max:" in line, line
+
+    # the same checkpoint at the golden's settings (its own fixed seed) passes, floor included
+    suite.write_text(COLLAPSE_SUITE + FLOOR)
+    status, line, _ = gate("settings")
+    assert status == 0 and line.startswith("gate PASS"), line
 
 
 def test_docs_show_the_tested_workflow_and_every_option() -> None:
