@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+# numpy can load only once per process: import what in-process runs need before pytester's
+# sys.modules snapshot, which would drop it after the first test that imported it
+import leader_eval.evaluate  # noqa: F401
+
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
