@@ -329,10 +329,17 @@ def _extract(ref: str, into: Path) -> Path:
 
 def _run_worker(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--n", str(args.n), "--seed", str(args.seed)]
-    cmd += ["--suite", str(args.suite)] + (["--skip-adversarial"] if args.skip_adversarial else [])
+    # each tree scores its own copy of a suite of this repository: a newer suite may carry keys an
+    # older tree's schema refuses (gate: underpowered), none of which change what scoring does
+    suite = Path(args.suite).resolve()
+    if suite.is_relative_to(ROOT) and (tree / suite.relative_to(ROOT)).is_file():
+        suite = tree / suite.relative_to(ROOT)
+    cmd += ["--suite", str(suite)] + (["--skip-adversarial"] if args.skip_adversarial else [])
     cmd += ["--profile"] if args.profile else []
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    got = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    got = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if got.returncode != 0:  # the worker's own traceback, not only "exit status 1"
+        raise SystemExit(f"worker for {tree} failed (exit {got.returncode}):\n{got.stderr.strip()[-3000:]}")
     if got.stderr.strip():
         print(got.stderr, file=sys.stderr)
     result: dict[str, Any] = json.loads(got.stdout)
