@@ -370,3 +370,24 @@ def test_scoring_validates_against_the_files_lint_loaded(tmp_path: Path) -> None
     assert checks_ok["arguments_schema"]["passed"] is True
     assert checks_short["arguments_schema"]["passed"] is False
     assert checks_short["arguments_schema"]["reason"] == "schema_violation"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("name: minimal", 'name: "minimal\\n"'),  # names run directories and golden folders
+        ("  - id: greets_team", '  - id: "greets_team\\n"'),  # names fixture runs, lines of the CI log
+        ("  - name: send_message_to_chat", '  - name: "send_message_to_chat\\n"'),
+    ],
+)
+def test_an_identifier_ending_in_a_line_break_is_refused(tmp_path: Path, capsys, old: str, new: str) -> None:
+    """Python's `$` also matches before a final line break, so `^[A-Za-z0-9_.-]+$` let a suite
+    name, case id or tool name end in one (a run directory named across two lines); the schema's
+    identifier patterns end at the end of the text."""
+    text = (SUITES / "examples" / "minimal.yaml").read_text()
+    assert old in text
+    path = tmp_path / "s.yaml"
+    path.write_text(text.replace(old, new, 1))
+    assert main(["lint", str(path), "--no-tokens"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:" in err and "does not match" in err, err
