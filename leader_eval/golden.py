@@ -861,6 +861,12 @@ def gate(
         result.status = "missing"
         result.messages.append(f"no golden baseline {baseline!r} for suite {ident['suite']!r}")
         return result
+    if not any(ALL_METRICS[n].gating for n in golden.get("metrics") or {} if n in ALL_METRICS):
+        # load_golden refuses such a file; gate() is public and must refuse the document too (a
+        # subset's golden, cut to its cases, keeps every metric: only this check applies to it)
+        result.status = "incomplete"
+        result.messages.append("refused golden: no gating metric, nothing the gate can test")
+        return result
     spec = _gate_spec(suite_gate, golden, golden_file)
     stale = staleness(run, golden)
     if stale:
@@ -897,11 +903,20 @@ def gate(
         current_metrics = group_metrics(list(by_case.values()))["metrics"]
         golden = golden_without_cases(golden, quarantined, weights)
     prepared = []
+    uncompared = []
     for name, g in golden["metrics"].items():
-        if name not in current_metrics:
-            result.messages.append(f"metric {name!r} is in the golden but not in the run: skipped")
+        if name not in current_metrics or current_metrics[name].get("value") is None:
+            if name in ALL_METRICS and ALL_METRICS[name].gating:
+                uncompared.append(name)  # e.g. every episode errored: nothing to compare is no pass
+            else:
+                result.messages.append(f"metric {name!r} is in the golden but not in the run: skipped")
             continue
         prepared.append(_prepare_metric(name, g, current_metrics[name], golden, by_case, overrides))
+    if uncompared or not set(gated_metrics(current_metrics)) & set(golden["metrics"]):
+        result.status = "incomplete"
+        what = ", ".join(uncompared) if uncompared else "any gated metric"
+        result.messages.append(f"the run has no value for {what} of the golden: nothing to compare, cannot pass")
+        return result
     # one family of tests (``metrics.gated_metrics``): the gate fails if any gated metric regresses,
     # so each is tested at a Holm-adjusted level and the chance of a false alarm for the whole gate
     # stays at alpha; a metric whose test cannot reach significance (no events anywhere) takes no

@@ -36,6 +36,7 @@ from leader_eval.golden import (
     update_golden,
     write_golden,
 )
+from leader_eval.metrics import ALL_METRICS
 from leader_eval.runner import SCORER_VERSION
 from leader_eval.score import SampleScore
 from leader_eval.store import CASES, MANIFEST, RESULTS, SUMMARY, dumps, write_json_atomic
@@ -717,3 +718,29 @@ def test_holm_tarone_leaves_out_tests_that_cannot_reach_their_share() -> None:
     # keeps a valid (positive) level it cannot reject at
     levels = holm_alphas({"score": None, "hard": 1.0}, 0.05, min_p={"hard": 1.0})
     assert levels == pytest.approx({"score": 0.05, "hard": 0.05})
+
+
+# --- the gate never passes without comparing (review findings, issue 19) -----------------------
+
+
+def test_gate_as_a_function_refuses_a_golden_without_a_gating_metric(tmp_path: Path) -> None:
+    """``load_golden`` refused it, but ``gate()`` is public: a golden of lenient_format_rate alone
+    let a run that never passed a case gate green."""
+    suite = make_suite(tmp_path, 6)
+    golden = _golden_for(tmp_path, suite, 0.9)
+    golden["metrics"] = {"lenient_format_rate": golden["metrics"]["lenient_format_rate"]}
+    result = gate(make_run(suite, 0.0, seed=3), golden)
+    assert result.status != "pass" and result.exit_status == 1
+    assert "no gating metric" in result.headline()
+
+
+@pytest.mark.parametrize("only", [n for n, m in ALL_METRICS.items() if m.gating and m.episode_key])
+def test_a_gated_metric_the_run_does_not_have_fails_instead_of_being_skipped(tmp_path: Path, only: str) -> None:
+    """A golden whose gated metric the run lacks (an episode suite whose episodes all errored) was
+    'in the golden but not in the run: skipped', and the gate passed having compared nothing."""
+    suite = make_suite(tmp_path, 6)
+    golden = _golden_for(tmp_path, suite, 0.9)
+    golden["metrics"] = {only: {**golden["metrics"]["score"], "value": 1.0}}
+    result = gate(make_run(suite, 0.0, seed=3), golden)
+    assert result.status == "incomplete" and result.exit_status == 1, result.headline()
+    assert only in result.headline() and "cannot pass" in result.headline()

@@ -270,3 +270,23 @@ def test_a_floor_holds_the_full_suite_and_not_a_subset(pytester: pytest.Pytester
     sub = pytester.runpytest_subprocess(*args, "--le-run-dir=c", "-m", "goal")
     out = sub.stdout.str()
     assert "floors and ceilings apply to the full suite only" in out and sub.ret == 0, out
+
+
+def test_a_golden_short_of_the_runs_cases_is_refused_as_the_cli_refuses_it(pytester: pytest.Pytester, recorded) -> None:
+    """Review finding (issue 19): the plugin checked only the golden's suite, not that it covers the
+    run's cases (the CLI's ``check_golden_covers``); a golden trimmed of a case paired only the
+    common cases, so that case could regress unseen."""
+    suite, rec = recorded
+    (pytester.path / "mini.yaml").write_text(suite.read_text())
+    args = ["mini.yaml", f"--le-model=replay:{rec}", "--le-golden-dir=golden"]
+    assert pytester.runpytest_subprocess(*args, "--le-run-dir=a", "--le-update-golden").ret == 0
+    path = pytester.path / "golden" / "mini" / "main.json"
+    golden = json.loads(path.read_text())
+    del golden["cases"]["third"]
+    for m in golden["metrics"].values():
+        m.pop("n_cases", None)  # hand-trimmed: nothing else betrays the missing case
+    path.write_text(json.dumps(golden, indent=2))
+    gated = pytester.runpytest_subprocess(*args, "--le-run-dir=b")
+    out = gated.stdout.str() + gated.stderr.str()
+    assert gated.ret != 0, out
+    assert "no per-case rates for 1 case(s) of this suite (third)" in out, out
