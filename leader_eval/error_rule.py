@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from leader_eval.inert import inert
+
 DEFAULT_MAX_ERROR_RATE = 0.0
 #: the first sampler error is shown in the run summary cut to this many characters
 MAX_ERROR_TEXT = 300
@@ -135,11 +137,10 @@ def first_sampler_error(samples: Iterable[Any]) -> dict[str, Any] | None:
 
 
 def printable_error(text: Any) -> str:
-    """``text`` as one printable line: secrets scrubbed, controls and escapes shown escaped."""
+    """``text`` as one printable line: secrets scrubbed, then ``inert`` (the one neutraliser)."""
     from leader_eval.secrets import scrub
 
-    raw = scrub(str(text or "unknown error"))
-    shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in raw)
+    shown = inert(scrub(str(text or "unknown error")))
     return shown if len(shown) <= MAX_ERROR_TEXT else shown[: MAX_ERROR_TEXT - 3] + "..."
 
 
