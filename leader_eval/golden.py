@@ -905,7 +905,8 @@ def gate(
     prepared = []
     uncompared = []
     for name, g in golden["metrics"].items():
-        if name not in current_metrics or current_metrics[name].get("value") is None:
+        value = (current_metrics.get(name) or {}).get("value")
+        if not isinstance(value, int | float) or not math.isfinite(value):  # absent, None or NaN
             if name in ALL_METRICS and ALL_METRICS[name].gating:
                 uncompared.append(name)  # e.g. every episode errored: nothing to compare is no pass
             else:

@@ -744,3 +744,16 @@ def test_a_gated_metric_the_run_does_not_have_fails_instead_of_being_skipped(tmp
     result = gate(make_run(suite, 0.0, seed=3), golden)
     assert result.status == "incomplete" and result.exit_status == 1, result.headline()
     assert only in result.headline() and "cannot pass" in result.headline()
+
+
+def test_a_run_with_no_measured_value_is_incomplete_not_a_regression(tmp_path: Path) -> None:
+    """An all-error run has NaN metrics: the gate said 'credible regression in ...' over rows of
+    n/a; it fails saying there is nothing to compare."""
+    suite = make_suite(tmp_path, 6)
+    golden = _golden_for(tmp_path, suite, 0.9)
+    run = make_run(suite, 0.5, seed=3)
+    for m in run.summary["overall"]["metrics"].values():
+        m["value"] = float("nan")
+    result = gate(run, golden)
+    assert result.status == "incomplete" and result.exit_status == 1
+    assert "nothing to compare, cannot pass" in result.headline() and "credible regression" not in result.headline()
