@@ -1,4 +1,4 @@
-"""The one compiled module (``leader_eval._ngrams``, the degeneration checks' word n-gram
+"""The one compiled module (``leader_eval.checks._ngrams``, the degeneration checks' word n-gram
 counter); everything else is in pyproject.toml. ``optional``: where it cannot be compiled, the
 install goes on and the same counts come from the pure-Python path (slower)."""
 
@@ -7,7 +7,7 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=cythonize(
-        [Extension("leader_eval._ngrams", ["leader_eval/_ngrams.pyx"], optional=True)],
+        [Extension("leader_eval.checks._ngrams", ["leader_eval/checks/_ngrams.pyx"], optional=True)],
         compiler_directives={"language_level": "3"},
     )
 )

@@ -1,7 +1,7 @@
 """Operating characteristics of ``run --adaptive`` on the issue's scenario grid (docs/statistics.md).
 
 Usage: ``python bench/bench_adaptive.py [REPS]`` (default 3000, the same seeds as
-tests/test_adaptive.py). Prints the Markdown table: per cell the fixed-n gate's fail rate, the
+tests/decide/test_adaptive.py). Prints the Markdown table: per cell the fixed-n gate's fail rate, the
 adaptive gate's, and the mean samples per case the adaptive run used (budget 5).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from leader_eval.adaptive import AdaptiveDesign, simulate
+from leader_eval.decide.adaptive import AdaptiveDesign, simulate
 
 
 def main() -> None:

@@ -58,19 +58,19 @@ def _setup(code: Path) -> dict[str, Any]:
     sys.path.insert(0, str(code))
     import numpy as np
 
-    import leader_eval.aggregate
-    import leader_eval.stats
-    from leader_eval.golden import build_golden, gate
-    from leader_eval.suite import load_suite
-    from tests.test_golden import run_from_scores
-    from tests.test_real_outputs import _scores
+    import leader_eval.scoring.aggregate
+    import leader_eval.stats.core
+    from leader_eval.decide.golden import build_golden, gate
+    from leader_eval.suite.load import load_suite
+    from tests.decide.test_golden import run_from_scores
+    from tests.scoring.test_real_outputs import _scores
 
-    # fewer bootstrap resamples inside the loop (as tests/test_golden.py's fast_stats does)
-    leader_eval.aggregate.weighted_mean_ci = partial(leader_eval.stats.weighted_mean_ci, n_boot=200)  # type: ignore[attr-defined]
+    # fewer bootstrap resamples inside the loop (as tests/decide/test_golden.py's fast_stats does)
+    leader_eval.scoring.aggregate.weighted_mean_ci = partial(leader_eval.stats.core.weighted_mean_ci, n_boot=200)  # type: ignore[attr-defined]
     for mod in ("golden", "compare", "stats"):
         m = sys.modules.get(f"leader_eval.{mod}")
         if m is not None and hasattr(m, "paired_compare"):
-            m.paired_compare = partial(leader_eval.stats.paired_compare, n_boot=200, n_perm=2000)  # type: ignore[attr-defined]
+            m.paired_compare = partial(leader_eval.stats.core.paired_compare, n_boot=200, n_perm=2000)  # type: ignore[attr-defined]
     pool: dict[str, list[Any]] = {}
     for sid, score in sorted(_scores().items()):
         if sid.split("/")[0] in ("a", "b"):
@@ -194,7 +194,7 @@ def sizes() -> None:
     """Size and power of the paired t-test and the exact count test on simulated 0/1 suites."""
     import numpy as np
 
-    from leader_eval.stats import simulated_power
+    from leader_eval.stats.core import simulated_power
 
     rng = np.random.default_rng(3)
     golden = json.loads((ROOT / "golden" / "leader_core" / "local-smollm2.json").read_text(encoding="utf-8"))

@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from leader_eval.overlap import format_overlap_report, overlap_report
-from leader_eval.render import render_messages
-from leader_eval.suite import Case, load_suite
+from leader_eval.studies.overlap import format_overlap_report, overlap_report
+from leader_eval.suite.load import Case, load_suite
+from leader_eval.suite.render import render_messages
 
 SYSTEM = """\
 You are {{ agent_name }}, the leader agent of a shared chat room where several agents coordinate their work.

@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from leader_eval.backends.local import LocalBackend, embedded_model_path
-from leader_eval.render import render_messages
-from leader_eval.stress import build_variants
-from leader_eval.suite import load_suite
+from leader_eval.sampling.backends.local import LocalBackend, embedded_model_path
+from leader_eval.studies.stress import build_variants
+from leader_eval.suite.load import load_suite
+from leader_eval.suite.render import render_messages
 
 TARGET_S = 0.5
 

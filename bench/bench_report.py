@@ -25,11 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from leader_eval.evaluate import score_run  # noqa: E402
 from leader_eval.report import html as report_html  # noqa: E402
 from leader_eval.report import write_run_report  # noqa: E402
-from leader_eval.store import RunDir  # noqa: E402
-from leader_eval.suite import load_suite  # noqa: E402
+from leader_eval.runs.evaluate import score_run  # noqa: E402
+from leader_eval.store.run_store import RunDir  # noqa: E402
+from leader_eval.suite.load import load_suite  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "corpus" / "report_runs"
 PAD = [

@@ -74,9 +74,9 @@ def write_suite(path: Path, cases: int, samples: int) -> Path:
 def once(base_url: str, suite_path: Path, concurrency: int, out: Path) -> dict[str, Any]:
     os.environ["LEADER_EVAL_CACHE_DIR"] = "off"
     cpu0, t0 = _cpu(), time.perf_counter()
-    from leader_eval.backends.openai_compat import OpenAICompatBackend
-    from leader_eval.evaluate import run
-    from leader_eval.runner import RunOptions
+    from leader_eval.runs.evaluate import run
+    from leader_eval.sampling.backends.openai_compat import OpenAICompatBackend
+    from leader_eval.sampling.runner import RunOptions
 
     cpu1, t1 = _cpu(), time.perf_counter()
     backend = OpenAICompatBackend(base_url, "x", mode="chat", max_concurrency=concurrency, api_key_env="BENCH_NO_KEY")
@@ -218,7 +218,7 @@ def main() -> int:
                     cmd = [sys.executable, str(Path(__file__).resolve()), "--once", "--base-url", base_url,
                            "--suite", str(suite), "--out", str(out), "-c", str(c)]  # fmt: skip
                 elif via == "cli":
-                    cmd = [sys.executable, "-m", "leader_eval.cli", "run", str(suite),
+                    cmd = [sys.executable, "-m", "leader_eval.cli.app", "run", str(suite),
                            "--model", f"openai:{base_url}#x",
                            "--api-mode", "chat", "--api-key-env", "BENCH_NO_KEY", "--concurrency", str(c),
                            "--no-cache", "-q", "--seed", "1", "--out", str(out)]  # fmt: skip

@@ -222,9 +222,9 @@ OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": 
 
 def build_scorer(suite_path: Path, protocol: str | None = None) -> Any:
     """The case scorer of whichever leader_eval is first on sys.path (this tree or a baseline)."""
-    from leader_eval.render import render_messages
-    from leader_eval.score import ModelInfo, case_scorer
-    from leader_eval.suite import load_suite
+    from leader_eval.scoring.scorer import ModelInfo, case_scorer
+    from leader_eval.suite.load import load_suite
+    from leader_eval.suite.render import render_messages
 
     suite = load_suite(suite_path)
     case = suite.cases[0]
@@ -364,7 +364,7 @@ def main() -> int:
     pyx = ROOT / "leader_eval" / "_ngrams.pyx"
     built = list(pyx.parent.glob("_ngrams.*.so"))
     if pyx.exists() and (not built or max(b.stat().st_mtime for b in built) < pyx.stat().st_mtime):
-        print("warning: leader_eval/_ngrams is not built or older than its .pyx: pip install -e . first")
+        print("warning: leader_eval/checks/_ngrams is not built or older than its .pyx: pip install -e . first")
     load = os.getloadavg()
     print(
         f"python {sys.version.split()[0]}, one process per tree; {args.n} outputs (seed {args.seed}); "

@@ -4,7 +4,7 @@
 
 Starts the fixed-latency mock server (its own process: its memory is not ours), points the
 OpenAI-compatible backend at it with the embedded SmolLM2 GGUF as tokenizer and chat template,
-and runs ``leader_eval.stress.stress`` for one case at one 40K-token length with 100 samples
+and runs ``leader_eval.studies.stress.stress`` for one case at one 40K-token length with 100 samples
 (table, stress.json and stress.png included). Prints this process's peak RSS (target: under
 500 MB) and checks that the run directory and the sample cache hold the 40K-token prompt once
 (prompts.jsonl), never once per sample.
@@ -48,9 +48,9 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-stress-mem-"))
     os.environ["LEADER_EVAL_CACHE_DIR"] = str(tmp / "cache")  # a cache of our own, checked below
 
-    from leader_eval.backends.local import embedded_model_path
-    from leader_eval.backends.openai_compat import OpenAICompatBackend
-    from leader_eval.stress import format_stress_table, stress
+    from leader_eval.sampling.backends.local import embedded_model_path
+    from leader_eval.sampling.backends.openai_compat import OpenAICompatBackend
+    from leader_eval.studies.stress import format_stress_table, stress
     from tests.support.servers import start_mock_server
 
     root = Path(__file__).resolve().parents[1]

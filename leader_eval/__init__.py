@@ -37,22 +37,22 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from leader_eval.api import load_suite, score_output
-    from leader_eval.evaluate import read_run, run
-    from leader_eval.runner import RunOptions
-    from leader_eval.score import ModelInfo, SampleScore
-    from leader_eval.suite import Suite
+    from leader_eval.runs.evaluate import read_run, run
+    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.scoring.api import load_suite, score_output
+    from leader_eval.scoring.scorer import ModelInfo, SampleScore
+    from leader_eval.suite.load import Suite
     from leader_eval.types import CheckResult, Finding, Reason, ToolCall
 
 _LAZY = {
-    "run": "leader_eval.evaluate",
-    "read_run": "leader_eval.evaluate",
-    "RunOptions": "leader_eval.runner",
-    "load_suite": "leader_eval.api",
-    "score_output": "leader_eval.api",
-    "ModelInfo": "leader_eval.score",
-    "SampleScore": "leader_eval.score",
-    "Suite": "leader_eval.suite",
+    "run": "leader_eval.runs.evaluate",
+    "read_run": "leader_eval.runs.evaluate",
+    "RunOptions": "leader_eval.sampling.runner",
+    "load_suite": "leader_eval.scoring.api",
+    "score_output": "leader_eval.scoring.api",
+    "ModelInfo": "leader_eval.scoring.scorer",
+    "SampleScore": "leader_eval.scoring.scorer",
+    "Suite": "leader_eval.suite.load",
     "CheckResult": "leader_eval.types",
     "Finding": "leader_eval.types",
     "Reason": "leader_eval.types",

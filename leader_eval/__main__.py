@@ -2,6 +2,6 @@
 
 import sys
 
-from leader_eval.cli import main
+from leader_eval.cli.app import main
 
 sys.exit(main())

@@ -79,7 +79,7 @@ def inert_lines(text: str) -> str:
 class GuardedStream:
     """A text stream no line of which a CI runner reads as a command, whoever wrote to it.
 
-    The CLI prints through it (``cli.main``): a fragment some print site forgot to make ``inert``
+    The CLI prints through it (``cli.app.main``): a fragment some print site forgot to make ``inert``
     (a golden's field, a file name, a log record through logging's last-resort handler) still
     cannot start a workflow command. It applies only the line rules (``inert_lines``), so the
     library's own escape codes stay. A command cut between writes (``print(":", ":", sep="")``,

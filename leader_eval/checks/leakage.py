@@ -17,7 +17,7 @@ adds at most one pass over the text. Past the slot budget and the JSON budget (w
 matches are all skipped) the scan goes on with a scanner without those kinds (``_without``):
 1 MB of "[x] " or form labels no longer yields 250,000 matches to skip one by one in Python.
 Both keep every finding: the guarded scanner finds what the plain alternation finds
-(tests/test_leak_scan_equivalence.py).
+(tests/checks/test_leak_scan_equivalence.py).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse
 
+from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.checks._regex_guards import blanks_then, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
     KEBAB_SLOT_NOUNS,
@@ -47,7 +48,6 @@ from leader_eval.checks.placeholders import (
     is_slot_phrase,
     name_shapes,
 )
-from leader_eval.suite_regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -236,7 +236,7 @@ def _group_by_first_char(
 # a few dozen instructions even when it fails on the next character: ~0.5 us per "[" ("[" * 10**6
 # took 0.44 s; "[   " * 250000 0.18 s). A lookahead of what the branches need right after the
 # first character rejects most positions in a step or two. Each lead is a necessary condition for
-# its entry (tests/test_leak_scan_equivalence.py checks every built-in entry against its lead, and
+# its entry (tests/checks/test_leak_scan_equivalence.py checks every built-in entry against its lead, and
 # the guarded scanner against the unguarded one). Every alternative of a lead starts with a
 # character or a set: the regex engine rejects those on the first character without entering them.
 # How a pattern is read to build them (its first characters, its alternatives): checks/_regex_guards.py.

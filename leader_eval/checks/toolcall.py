@@ -26,9 +26,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from referencing.exceptions import Unresolvable
 
-from leader_eval.fast_validity import Predicate, compile_validity
-from leader_eval.schema_loader import is_bound, validator_for
-from leader_eval.suite_regex import RegexTimeout, SuiteRegex, compile_suite_regex
+from leader_eval.bounded.regex import RegexTimeout, SuiteRegex, compile_suite_regex
+from leader_eval.bounded.validity import Predicate, compile_validity
+from leader_eval.suite.tool_schema import is_bound, validator_for
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
@@ -245,7 +245,7 @@ def _stem_finder(stem: str) -> re.Pattern[str]:
     character is not ``\w``: a run followed by ``_`` keeps its suffix). So a word stems to
     ``stem`` if it is ``stem`` followed by ``_``, or ``stem + x`` (x one of "", ing, ed, es, s)
     followed by a non-word character or the end, where stripping ``stem + x`` gives ``stem``
-    (decided here once with the same suffix regex). tests/test_checks_toolcall.py compares this
+    (decided here once with the same suffix regex). tests/checks/test_toolcall.py compares this
     with stemming the whole text."""
     tails = [x for x in ("ing", "ed", "es", "s", "") if _SUFFIX.sub("", stem + x) == stem]
     s = re.escape(stem)

@@ -101,7 +101,7 @@ def detect(*, chat_template: str | None = None, renderer: str | None = None) -> 
 
 
 def _takes_tools(template: str) -> bool:
-    from leader_eval.chat_template import template_supports_tools  # jinja2: only when a template is read
+    from leader_eval.suite.chat_template import template_supports_tools  # jinja2: only when a template is read
 
     try:
         return template_supports_tools(template)

@@ -108,7 +108,7 @@ def try_decode(text: str, pos: int, budget: Budget, charges: list[int] | None = 
     that ends inside a valid value fails as a cut, and one that ends more than 16 characters
     after the first error fails there, not as a cut (JSON's decoder reads at most a few
     characters past the point where it stops). The answer and the charges are those of
-    decoding window by window (tests/test_fuzz_parse.py compares the two on generated, cut and
+    decoding window by window (tests/protocols/test_fuzz_parse.py compares the two on generated, cut and
     broken calls); a 2 KB call in a lenient scan is decoded once instead of three times.
     """
     n = len(text)

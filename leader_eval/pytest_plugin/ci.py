@@ -75,7 +75,7 @@ def write_step_summary(markdown: str) -> None:
 
 def _manifest(path: Path) -> dict[str, Any] | None:
     try:
-        from leader_eval.store import MANIFEST, read_json_file
+        from leader_eval.store.run_store import MANIFEST, read_json_file
 
         data = read_json_file(path / MANIFEST, MANIFEST)
     except (OSError, LeaderEvalError):
@@ -85,7 +85,7 @@ def _manifest(path: Path) -> dict[str, Any] | None:
 
 def _locked(path: Path) -> bool:
     """A run another process is writing (it holds the run directory's lock)."""
-    from leader_eval.store import LOCK, lock_holder
+    from leader_eval.store.run_store import LOCK, lock_holder
 
     try:
         return lock_holder(path / LOCK) is not None
@@ -98,7 +98,7 @@ def golden_sources(golden_dir: Path) -> set[str]:
     out = set()
     for p in golden_dir.glob("*/*.json") if golden_dir.is_dir() else ():
         try:
-            from leader_eval.store import read_json_file
+            from leader_eval.store.run_store import read_json_file
 
             src = read_json_file(p, "golden file").get("created_from")  # no symlink, no FIFO
         except (OSError, LeaderEvalError, AttributeError):

@@ -1,6 +1,6 @@
 """The plugin's options: ``--le-*`` on the command line, ``leader_eval_*`` in the ini file.
 
-Sampling options come from ``leader_eval.options.SAMPLING_OPTIONS`` (the table ``leader-eval run``
+Sampling options come from ``leader_eval.runs.options.SAMPLING_OPTIONS`` (the table ``leader-eval run``
 is checked against); the rest are the plugin's own. A command-line value beats the ini value,
 which beats the default. Every value goes through the same converter as the CLI's: a bad one is
 a pytest usage error (exit 4) naming the option, never a traceback.
@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from leader_eval.argtypes import name_component, non_negative_int
-from leader_eval.options import SAMPLING_OPTIONS, Option
+from leader_eval.runs.argtypes import name_component, non_negative_int
+from leader_eval.runs.options import SAMPLING_OPTIONS, Option
 
 PREFIX = "--le-"
 INI_PREFIX = "leader_eval_"
@@ -317,7 +317,7 @@ def parse_shard_option(
     (a shard is never a baseline) or with ``--le-case`` (the shards' union must be the suite)."""
     if text is None:
         return None
-    from leader_eval.merge import ShardError, parse_shard
+    from leader_eval.runs.merge import ShardError, parse_shard
 
     try:
         shard = parse_shard(text)

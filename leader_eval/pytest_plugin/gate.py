@@ -22,10 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from leader_eval.aggregate import summarize
-from leader_eval.errors import LeaderEvalError
-from leader_eval.evaluate import Run
-from leader_eval.golden import (
+from leader_eval.decide.golden import (
     GateResult,
     check_golden_covers,
     format_gate_table,
@@ -35,11 +32,14 @@ from leader_eval.golden import (
     load_golden,
     update_golden,
 )
+from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.inert import markdown as md_text
-from leader_eval.runner import default_label
-from leader_eval.store import REPORT, SESSION_SUMMARY, RunDir, write_json_atomic
-from leader_eval.suite import load_suite
+from leader_eval.runs.evaluate import Run
+from leader_eval.sampling.runner import default_label
+from leader_eval.scoring.aggregate import summarize
+from leader_eval.store.run_store import REPORT, SESSION_SUMMARY, RunDir, write_json_atomic
+from leader_eval.suite.load import load_suite
 
 if TYPE_CHECKING:
     from leader_eval.pytest_plugin.state import PluginState
@@ -88,7 +88,7 @@ def subset_golden(golden: dict[str, Any], case_ids: set[str], weights: dict[str,
     """The golden restricted to ``case_ids`` (the same restriction the gate applies to quarantined
     cases: per-case records kept, paired metrics' values their weighted mean over the kept cases),
     or None when the golden has no per-case values for them."""
-    from leader_eval.golden import _golden_without
+    from leader_eval.decide.golden import _golden_without
 
     gcases = golden.get("cases") or {}
     if not set(gcases) & case_ids:
@@ -97,11 +97,11 @@ def subset_golden(golden: dict[str, Any], case_ids: set[str], weights: dict[str,
 
 
 def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> str | None:
-    """Why the suite fails the error rule (``leader_eval.error_rule``, the CLI's), or None.
+    """Why the suite fails the error rule (``leader_eval.scoring.error_rule``, the CLI's), or None.
 
     The rule is applied to the session's counts with each stress case's context overflows taken
     as measured outcomes and every other case's as errors."""
-    from leader_eval.error_rule import error_verdict
+    from leader_eval.scoring.error_rule import error_verdict
 
     def total(key: str, stress: bool | None = None) -> int:
         return sum(int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress)

@@ -1,6 +1,6 @@
 """Suite files as pytest collectors, cases as items, and the ``leader_eval`` fixture.
 
-A suite is sampled once, concurrently, in its file collector's ``setup()`` (``leader_eval.evaluate.run``,
+A suite is sampled once, concurrently, in its file collector's ``setup()`` (``leader_eval.runs.evaluate.run``,
 the same call as ``leader-eval run``, writing the same run directory); case items only score.
 
 Outcomes. In ``strict`` mode a case fails when any scored sample failed or when every sample
@@ -37,8 +37,8 @@ class SuiteCollectError(Exception):
 
 def load_and_render(path: Path) -> Any:
     """Load a suite and render every case's messages; any failure is a ``SuiteCollectError``."""
-    from leader_eval.render import render_messages
-    from leader_eval.suite import load_suite
+    from leader_eval.suite.load import load_suite
+    from leader_eval.suite.render import render_messages
 
     try:
         suite = load_suite(path)
@@ -94,9 +94,9 @@ class SuiteFile(pytest.File):
             self.setup_error = f"{err.filename + ': ' if err.filename else ''}{err.strerror or err}"
 
     def _sample(self) -> None:
-        from leader_eval.evaluate import run, run_seed_and_label
-        from leader_eval.options import run_options
-        from leader_eval.runner import backend_model_key, default_out_dir
+        from leader_eval.runs.evaluate import run, run_seed_and_label
+        from leader_eval.runs.options import run_options
+        from leader_eval.sampling.runner import backend_model_key, default_out_dir
 
         state: PluginState = self.config.stash[STATE]
         o = state.options
@@ -128,8 +128,8 @@ class SuiteFile(pytest.File):
     def _shard_options(self, options: Any, selected: list[str], label: str) -> Any:
         """``options`` for this session's shard, recorded in the manifest as ``run --shard`` records
         it (``merge.shard_options``), so ``leader-eval merge`` takes the run like a CLI shard."""
-        from leader_eval.merge import shard_options
-        from leader_eval.runner import backend_model_key, default_out_dir
+        from leader_eval.runs.merge import shard_options
+        from leader_eval.sampling.runner import backend_model_key, default_out_dir
 
         state: PluginState = self.config.stash[STATE]
         o = state.options
@@ -156,7 +156,7 @@ class SuiteFile(pytest.File):
 
 def shard_cases(suite: Any, shard: tuple[int, int]) -> list[str]:
     """The case ids of ``suite`` in shard ``(I, N)``, as ``leader-eval run --shard I/N`` picks them."""
-    from leader_eval.merge import shard_case_ids
+    from leader_eval.runs.merge import shard_case_ids
 
     return shard_case_ids([c.id for c in suite.cases], *shard)
 
@@ -164,7 +164,7 @@ def shard_cases(suite: Any, shard: tuple[int, int]) -> list[str]:
 def quarantined_cases(golden_dir: Path, suite: str, baseline: str) -> set[str]:
     """The cases the baseline golden's quarantine list exempts today (``golden.active_quarantine``);
     an unreadable golden exempts nothing here (the gate reports it)."""
-    from leader_eval.golden import active_quarantine, golden_path, load_golden
+    from leader_eval.decide.golden import active_quarantine, golden_path, load_golden
 
     try:
         golden = load_golden(golden_path(golden_dir, suite, baseline))
@@ -175,8 +175,8 @@ def quarantined_cases(golden_dir: Path, suite: str, baseline: str) -> set[str]:
 
 def resolve_backend(sampling: dict[str, Any]) -> Any:
     """The backend ``sampling["model"]`` names; ``LeaderEvalError`` with the real message when it cannot be built."""
-    from leader_eval.backends import resolve_backend as resolve
-    from leader_eval.options import backend_options
+    from leader_eval.runs.options import backend_options
+    from leader_eval.sampling.backends import resolve_backend as resolve
 
     return resolve(
         str(sampling.get("model") or "local:smollm2"),
@@ -282,10 +282,10 @@ class LeaderEvalFixture:
 
     def evaluate(self, request: pytest.FixtureRequest, suite: str | Path, case_id: str) -> dict[str, Any]:
         """Sample and score one case of a suite; returns its case record (also sent to the gate)."""
-        from leader_eval.evaluate import run, run_seed_and_label
-        from leader_eval.options import run_options
-        from leader_eval.runner import backend_model_key
-        from leader_eval.suite import load_suite
+        from leader_eval.runs.evaluate import run, run_seed_and_label
+        from leader_eval.runs.options import run_options
+        from leader_eval.sampling.runner import backend_model_key
+        from leader_eval.suite.load import load_suite
 
         state: PluginState = self.config.stash[STATE]
         o = state.options

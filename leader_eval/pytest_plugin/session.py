@@ -128,7 +128,7 @@ class EvalSession:
 
         o = self.state.options
         try:
-            from leader_eval.golden import parse_tolerances
+            from leader_eval.decide.golden import parse_tolerances
 
             parse_tolerances(o.tolerances)
             backend = resolve_backend(o.sampling)
@@ -158,7 +158,7 @@ class EvalSession:
                 self.remote_collected.add((path, name))
 
     def _resolve_remote_collected(self) -> None:
-        from leader_eval.suite import load_suite
+        from leader_eval.suite.load import load_suite
 
         by_path: dict[str, Any] = {}
         for path, name in sorted(self.remote_collected):

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from leader_eval.errors import LeaderEvalError
 
 if TYPE_CHECKING:
-    from leader_eval.compare import Comparison
+    from leader_eval.decide.compare import Comparison
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<num>\d+(?:\.\d+)?)(?P<unit>[kKmM]?)$")
 _UNITS = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}
@@ -118,9 +118,9 @@ def recommend_checkpoint(
     fallback: bool = False,
 ) -> CheckpointRecommendation | None:
     """The recommendation for the comparison's run groups (None when they are not checkpoints)."""
-    from leader_eval.compare import _metric_cases
-    from leader_eval.metrics import ALL_METRICS, gated_metrics
-    from leader_eval.stats import decide_paired, holm_alphas
+    from leader_eval.decide.compare import _metric_cases
+    from leader_eval.stats.core import decide_paired, holm_alphas
+    from leader_eval.stats.metrics import ALL_METRICS, gated_metrics
 
     groups = {g.name: g for g in comparison.groups}
     if len(groups) < 2:

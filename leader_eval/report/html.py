@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.report.text import leak_spans, segments, visible
-from leader_eval.store import REPORT, STRESS_JSON, cut_text, write_bytes_atomic
+from leader_eval.store.run_store import REPORT, STRESS_JSON, cut_text, write_bytes_atomic
 
 if TYPE_CHECKING:
-    from leader_eval.compare import Comparison, PairResult
-    from leader_eval.evaluate import Run
+    from leader_eval.decide.compare import Comparison, PairResult
     from leader_eval.report.checkpoints import CheckpointRecommendation
-    from leader_eval.score import SampleScore
+    from leader_eval.runs.evaluate import Run
+    from leader_eval.scoring.scorer import SampleScore
     from leader_eval.types import Sample
 
 REPORT_NAME = REPORT
@@ -76,7 +76,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "")
 
 
 def _summary_html(run: Run) -> str:
-    from leader_eval.aggregate import METRICS
+    from leader_eval.scoring.aggregate import METRICS
 
     s = run.summary or {}
     o = s.get("overall")
@@ -373,11 +373,11 @@ def _step_view(
 
 
 def _episode_steps(run: Run) -> dict[tuple[str, int], list[Any]]:
-    """Recorded episode steps (``leader_eval.episode.read_steps``) when the run has any."""
+    """Recorded episode steps (``leader_eval.sampling.episode.read_steps``) when the run has any."""
     import importlib
 
     try:
-        read_steps = importlib.import_module("leader_eval.episode").read_steps
+        read_steps = importlib.import_module("leader_eval.sampling.episode").read_steps
     except (ImportError, AttributeError):
         return {}
     try:
@@ -427,7 +427,7 @@ def _run_island(run: Run) -> tuple[dict[str, Any], int]:
 
 
 def _read_prompts(run: Run) -> dict[str, dict[str, Any]]:
-    from leader_eval.store import RunDir
+    from leader_eval.store.run_store import RunDir
 
     try:
         return RunDir(Path(run.path)).read_prompts()
@@ -524,7 +524,7 @@ def _checkpoint_plot(rec: CheckpointRecommendation) -> str:
 
 
 def _stress_plot(result: Any) -> str:
-    from leader_eval.stats import rate_ci, weighted_mean_ci
+    from leader_eval.stats.core import rate_ci, weighted_mean_ci
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4), dpi=100)
@@ -575,7 +575,7 @@ def _stress_plot(result: Any) -> str:
 def _stress_html(run: Run) -> str:
     if not (Path(run.path) / STRESS_JSON).is_file():
         return ""
-    from leader_eval.stress import format_stress_table, read_stress
+    from leader_eval.studies.stress import format_stress_table, read_stress
 
     try:
         result = read_stress(run.path)
@@ -732,8 +732,8 @@ def render_report(
 ) -> str:
     """The report of one run, or of several (comparison, flips, checkpoints), as one HTML string."""
     from leader_eval.errors import LeaderEvalError
-    from leader_eval.evaluate import Run as RunType
-    from leader_eval.evaluate import read_run
+    from leader_eval.runs.evaluate import Run as RunType
+    from leader_eval.runs.evaluate import read_run
 
     if comparison is not None:
         # the comparison's own Run objects (its groups hold them) stand for ``runs``
@@ -747,7 +747,7 @@ def render_report(
     run_index = {id(r): i for i, r in enumerate(loaded)}
     parts: list[str] = []
     if len(loaded) > 1 or comparison is not None:
-        from leader_eval.compare import compare_runs
+        from leader_eval.decide.compare import compare_runs
         from leader_eval.report.checkpoints import recommend_checkpoint
 
         c = comparison or compare_runs(loaded, alpha=alpha, across_suites=across_suites)

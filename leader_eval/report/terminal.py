@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.inert import inert, inert_lines
 
 if TYPE_CHECKING:
-    from leader_eval.evaluate import Run
+    from leader_eval.runs.evaluate import Run
 
 
 def _fmt(v: float | None) -> str:
@@ -29,7 +29,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 
 
 def metrics_table(block: Mapping[str, Any]) -> str:
-    from leader_eval.aggregate import METRICS
+    from leader_eval.scoring.aggregate import METRICS
 
     rows = []
     notes = []
@@ -64,7 +64,7 @@ def format_summary(run: Run) -> str:
         f"cases {o['n_cases']}  samples {o['n_samples']} (scored {o['n_scored']}, errors {o['n_errors']}, "
         f"context_overflow {o['n_context_overflow']})  hard fails {o['n_hard_fail']}",
     ]
-    from leader_eval.error_rule import format_first_error
+    from leader_eval.scoring.error_rule import format_first_error
 
     first_error = format_first_error(s.get("first_error"))
     if first_error:
@@ -88,9 +88,9 @@ def format_summary(run: Run) -> str:
             f"cache hits {st.get('cache_hits', 0)}, misses {st.get('cache_misses', 0)}"
             + (f"; {st['capped']} slots left unsampled by --max-samples" if st.get("capped") else "")
         )
-    from leader_eval.aggregate import format_pass_k, format_usage
+    from leader_eval.scoring.aggregate import format_pass_k, format_usage
 
-    if o.get("pass_k"):  # reported, never gated (leader_eval.metrics)
+    if o.get("pass_k"):  # reported, never gated (leader_eval.stats.metrics)
         lines.append("reported, not gated: " + format_pass_k(o["pass_k"]))
     if s.get("usage"):
         lines.append("usage: " + format_usage(s["usage"]))
@@ -124,7 +124,7 @@ def highlight(text: str, spans: Sequence[tuple[int, int]]) -> str:
 
 
 def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, limit: int | None = None) -> str:
-    from leader_eval.episode_transcript import episode_transcript
+    from leader_eval.report.episode_transcript import episode_transcript
 
     scores = {(s.case_id, s.index): s for s in run.scores}
     lines: list[str] = []
@@ -140,7 +140,7 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
             break
         shown += 1
         transcript = episode_transcript(run.path, sample, sc) if sc is not None else None
-        if transcript is not None:  # a multi-turn case: every step (leader_eval.episode_transcript)
+        if transcript is not None:  # a multi-turn case: every step (leader_eval.report.episode_transcript)
             lines.extend(transcript)
             continue
         verdict = (

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from leader_eval.backends.base import Completion, SampleRequest
+from leader_eval.sampling.backends.base import Completion, SampleRequest
 from leader_eval.types import Prompt
 
 

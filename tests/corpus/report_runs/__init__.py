@@ -84,9 +84,9 @@ def run_with_texts(dst: Path, texts: list[str]) -> tuple[Path, dict[tuple[str, i
     scored with each surrogate as U+FFFD (same length, so finding offsets hold) and then recorded
     with the surrogates back in place.
     """
-    from leader_eval.evaluate import score_run
-    from leader_eval.store import RunDir
-    from leader_eval.suite import load_suite
+    from leader_eval.runs.evaluate import score_run
+    from leader_eval.store.run_store import RunDir
+    from leader_eval.suite.load import load_suite
 
     copy_run(RUN_A, dst)
     placed: dict[tuple[str, int], str] = {}

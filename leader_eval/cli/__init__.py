@@ -1,0 +1,5 @@
+"""The command line: `leader-eval SUBCOMMAND`. Each subcommand is a thin shell over the library API."""
+
+from leader_eval.cli.app import main
+
+__all__ = ["main"]

@@ -1,0 +1,330 @@
+"""The public library API the CLI and the pytest plugin are thin shells over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leader_eval.scoring.aggregate import case_results, summarize, usage_summary
+from leader_eval.sampling.backends import resolve_backend
+from leader_eval.sampling.backends.base import Backend
+from leader_eval.store.cache import SampleCache, cache_enabled, check_cache_dir, default_cache_dir
+from leader_eval.scoring.episode import score_episodes
+from leader_eval.scoring.error_rule import first_sampler_error
+from leader_eval.errors import LeaderEvalError, RunDirError
+from leader_eval.sampling.runner import (
+    RunOptions,
+    SamplingStats,
+    apply_recorded,
+    backend_model_key,
+    build_manifest,
+    check_out_dir,
+    check_protocol,
+    check_run_options,
+    check_run_size,
+    default_label,
+    default_out_dir,
+    new_run_seed,
+    open_run_dir,
+    plan_cases,
+    resolve_protocol,
+    sample_planned,
+    select_cases,
+    suite_from_run_dir,
+)
+from leader_eval.scoring.scorer import ModelInfo, SampleScore, score_samples
+from leader_eval.store.run_store import (
+    CASES,
+    LOCK,
+    RESULTS,
+    STEPS,
+    SUMMARY,
+    RunDir,
+    capped_line,
+    check_run_dir,
+    lock_holder,
+    read_json_file,
+    read_text,
+    run_dir_lock,
+    write_json_atomic,
+    write_lines_atomic,
+)
+from leader_eval.suite.load import Suite, load_suite
+from leader_eval.types import Sample
+
+
+@dataclass
+class Run:
+    """A recorded run, as read back from its directory."""
+
+    path: Path
+    manifest: dict[str, Any]
+    samples: list[Sample]
+    scores: list[SampleScore]
+    cases: list[dict[str, Any]]
+    summary: dict[str, Any]
+    stats: SamplingStats | None = None
+    #: file name -> 1-based numbers of lines that could not be read and were skipped
+    unreadable: dict[str, list[int]] = field(default_factory=dict)
+
+
+def planned_shortfall(run: Run) -> str | None:
+    """Why ``run`` lacks planned samples, or None when every case has them all.
+
+    Planned (docs/design-0.3.md section 2) is the manifest's samples per case: ``--samples`` (or
+    the suite's) for a plain run; for an adaptive run the samples its stopping rule asked for at
+    its last look (each look rewrites the manifest). A sample that scored or errored counts; a
+    missing record, an unreadable line or an episode whose steps are gone does not. A run capped
+    by ``--max-samples`` says so in its status and never gates green either."""
+    # what the gate judges (the case records) and, where the run has them, the scored records
+    # behind them: the smaller count decides (a pytest session's run carries case records only)
+    counted = {str(c.get("case_id")): c.get("n_samples") for c in run.cases if isinstance(c, dict)}
+    have: dict[str, set[int]] = {}
+    for s in run.scores:
+        have.setdefault(s.case_id, set()).add(s.index)
+    short = []
+    for cid, spec in sorted((run.manifest["identity"].get("cases") or {}).items()):
+        n = int(spec.get("samples", 0)) if isinstance(spec, dict) else 0
+        record = counted.get(cid)
+        from_cases = int(record) if isinstance(record, int) and not isinstance(record, bool) else 0
+        from_scores = sum(1 for i in have.get(cid, ()) if i < n)
+        got = min(from_cases, from_scores) if run.cases and run.scores else (from_cases if run.cases else from_scores)
+        if got < n or n < 1:  # every plan samples a case at least once: 0 planned is no plan
+            short.append(f"{cid}: {got} of {n}")
+    if not short:
+        return None
+    shown = ", ".join(short[:3]) + (", ..." if len(short) > 3 else "")
+    return (
+        f"{len(short)} case(s) lack planned samples ({shown} scored or errored): "
+        "a run missing a planned sample cannot pass the gate"
+    )
+
+
+def run(
+    suite: Suite | str | Path,
+    options: RunOptions | None = None,
+    *,
+    backend: Backend | None = None,
+    on_sample: Callable[[Sample], None] | None = None,
+) -> Run:
+    """Load, render, sample, score, aggregate and record one suite on one model."""
+    options = options or RunOptions()
+    check_run_options(options)
+    if options.out is not None:
+        check_out_dir(Path(options.out))  # before a model is loaded or a server asked
+    if options.cache and cache_enabled():
+        check_cache_dir(default_cache_dir())  # no symlink or FIFO among its files, before anything
+    suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
+    check_run_size(suite, cases, options)  # before a model is loaded or a sample slot allocated
+    # a protocol the parser does not know is refused before any backend is built or asked
+    check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
+    backend = backend or resolve_backend(
+        options.model, context_length=options.context_length, **options.backend_options
+    )
+    recorded = backend.recorded() if hasattr(backend, "recorded") else None
+    protocol = resolve_protocol(options.protocol, suite, backend)
+    # Render every case first: a suite error stops the run before any directory or sample exists.
+    planned = plan_cases(suite, cases, backend, options)
+    run_seed, label = run_seed_and_label(suite, options, backend)
+    if recorded is not None:
+        planned = apply_recorded(planned, recorded, options, run_seed, backend.has_sample)  # type: ignore[attr-defined]
+    out = options.out or default_out_dir(
+        suite, label, run_seed, model=backend_model_key(backend), suffix=_shard_suffix(options)
+    )
+    if recorded is not None and options.out is None:
+        out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
+    manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
+    check_run_dir(Path(out))  # no symlink or special file inside, before even the lock file is made
+    located = suite_from_run_dir(suite.path, out)
+    if located is not None:  # gate --update-golden finds the suite from any working directory
+        manifest["suite"]["from_run_dir"] = located
+    # One writer per run directory: a second run into it exits 2 naming this process.
+    with run_dir_lock(out):
+        rundir = open_run_dir(out, manifest)
+        try:
+            stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample))
+            result = score_run(rundir, suite)
+        except BaseException as exc:
+            _mark_unfinished(rundir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", exc)
+            raise
+        result.stats = stats
+        manifest = rundir.read_manifest()
+        manifest["status"] = "capped" if stats.capped else "complete"
+        manifest["sampling_stats"] = stats.__dict__
+        rundir.write_manifest(manifest)
+    result.manifest = manifest
+    return result
+
+
+def _shard_suffix(options: RunOptions) -> str:
+    """``__shardIofN`` for a shard run (``merge.shard_options``), so shards never share a directory."""
+    shard = options.extra_manifest.get("shard") or {}
+    return f"__shard{shard['index']}of{shard['count']}" if shard else ""
+
+
+def _mark_unfinished(rundir: RunDir, status: str, exc: BaseException) -> None:
+    """Say in the manifest that the run stopped (never leave ``running`` behind); best effort, as
+    the cause may be the very disk that refuses this write. Re-running the command resumes."""
+    try:
+        manifest = rundir.read_manifest()
+        manifest["status"] = status
+        manifest["stopped_by"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        rundir.write_manifest(manifest)
+    except (OSError, LeaderEvalError):
+        pass
+
+
+async def _sample_and_close(
+    rundir: RunDir,
+    backend: Backend,
+    planned: Any,
+    run_seed: int,
+    options: RunOptions,
+    on_sample: Callable[[Sample], None] | None,
+) -> SamplingStats:
+    # replay serves its own record; caching it again would only duplicate it
+    use_cache = options.cache and not hasattr(backend, "recorded")
+    try:
+        return await sample_planned(
+            rundir,
+            backend,
+            planned,
+            run_seed,
+            concurrency=options.concurrency,
+            progress=options.progress,
+            on_sample=on_sample,
+            cache=SampleCache() if use_cache else None,
+            max_samples=options.max_samples,
+        )
+    finally:
+        await backend.aclose()
+
+
+def run_seed_and_label(suite: Suite, options: RunOptions, backend: Backend) -> tuple[int, str]:
+    """The run seed and golden label ``run`` uses for ``options`` on ``backend`` (the pytest
+    plugin derives its run directory from the same two values)."""
+    recorded = backend.recorded() if hasattr(backend, "recorded") else None
+    return _run_seed(options, suite, recorded), options.label or default_label(backend.model_id)
+
+
+def _run_seed(options: RunOptions, suite: Suite, recorded: dict[str, Any] | None) -> int:
+    if recorded is not None:  # replay addresses the recorded samples by the recorded seeds
+        return int(recorded["identity"]["run_seed"])
+    if options.seed is not None:
+        return options.seed
+    if suite.sampling.get("seed") is not None:
+        return int(suite.sampling["seed"])
+    if options.out is not None and RunDir(options.out).exists():
+        # re-running the same command into the same directory resumes it
+        return int(RunDir(options.out).read_manifest()["identity"]["run_seed"])
+    return new_run_seed()
+
+
+def score_run(rundir: RunDir, suite: Suite) -> Run:
+    """Score a run directory's samples with the current checks and write results and summary."""
+    manifest = rundir.read_manifest()
+    samples = rundir.read_samples()
+    prompts = rundir.read_prompts()
+    model = ModelInfo.from_manifest(manifest.get("model", {}))
+    scores = score_samples(suite, samples, prompts, manifest["identity"]["protocol"], model)
+    if any(c.episode is not None for c in suite.cases):
+        steps = rundir.read_steps()
+        scores = score_episodes(suite, rundir.path, scores, manifest["identity"]["protocol"], model, steps=steps)
+    selected = set(manifest["identity"]["cases"])
+    cases = [c for c in suite.cases if c.id in selected]
+    results = case_results(cases, scores)
+    tokens: dict[str, list[int]] = {}
+    for smp in samples:
+        t = tokens.setdefault(smp.case_id, [0, 0])
+        t[0] += smp.prompt_tokens
+        t[1] += smp.completion_tokens
+    for r in results:
+        r["prompt_tokens"], r["completion_tokens"] = tokens.get(r["case_id"], [0, 0])
+    summary = summarize(suite, results)
+    summary["run_id"] = manifest.get("run_id")
+    summary["model_id"] = manifest["identity"]["model_id"]
+    summary["label"] = manifest.get("label")
+    summary["tokens"] = {
+        "prompt": sum(s.prompt_tokens for s in samples),
+        "completion": sum(s.completion_tokens for s in samples),
+        "per_case": {r["case_id"]: [r["prompt_tokens"], r["completion_tokens"]] for r in results},
+    }
+    # retries the backends needed (429/5xx/timeouts); a sample that still failed counts in n_errors
+    summary["retries"] = int(sum(s.timings.get("retries", 0) for s in samples))
+    # latency and token quantiles, and the cost when the command or the suite gives prices
+    summary["usage"] = usage_summary(samples, manifest.get("prices") or getattr(suite, "prices", None))
+    if rundir.unreadable:
+        # counted where the run's readers look: show lists them (FILE:LINE was logged as read)
+        summary["unreadable"] = {name: lines[:1000] for name, lines in sorted(rundir.unreadable.items())}
+    first_error = first_sampler_error(samples)
+    if first_error is not None:  # the cause of a failed run, on screen (error_rule.first_sampler_error)
+        summary["first_error"] = first_error
+    # every field bounded (the raw output stays whole in samples.jsonl): a model that writes
+    # megabytes of calls must not make results.jsonl and the report many times its size
+    write_lines_atomic(rundir.path / RESULTS, (capped_line(s.to_dict()) for s in scores))
+    write_json_atomic(rundir.path / CASES, results)
+    write_json_atomic(rundir.path / SUMMARY, summary)
+    return Run(rundir.path, manifest, samples, scores, results, summary, unreadable=dict(rundir.unreadable))
+
+
+def read_run(path: str | Path) -> Run:
+    """Read a run directory (results as last scored).
+
+    Unreadable lines of its JSONL files are skipped and listed in ``Run.unreadable`` (file name ->
+    line numbers); an unreadable or wrong-shape manifest, cases or summary file is a one-line
+    ``RunDirError``.
+    """
+    rundir = RunDir(Path(path))
+    if not rundir.path.is_dir():
+        raise RunDirError(f"{path}: not a run directory")
+    manifest = rundir.read_manifest()
+    if manifest.get("status") == "running" and lock_holder(rundir.path / LOCK) is None:
+        # no process holds the run: it died without a word (SIGKILL, a full disk refused the update)
+        manifest["status"] = "interrupted"
+    samples = rundir.read_samples()
+    scores: list[SampleScore] = []
+    results_path = rundir.path / RESULTS
+    if os.path.lexists(results_path):
+        bad: list[int] = []
+        for lineno, line in enumerate(_read_lines(results_path), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                rec.pop("cut", None)  # which fields were cut to their cap (cap_fields)
+                scores.append(SampleScore.from_dict(rec))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                bad.append(lineno)
+        if bad:
+            rundir.unreadable[RESULTS] = bad
+    cases = _read_json_file(rundir, CASES, list, [])
+    summary = _read_json_file(rundir, SUMMARY, dict, {})
+    counted = summary.get("unreadable")
+    steps_bad = counted.get(STEPS) if isinstance(counted, dict) else None
+    if isinstance(steps_bad, list) and steps_bad and all(isinstance(n, int) for n in steps_bad):
+        rundir.unreadable[STEPS] = list(steps_bad)  # steps are read when scored, and counted then
+    if not samples and not scores:
+        raise RunDirError(f"{path}: run directory holds no samples")
+    return Run(rundir.path, manifest, samples, scores, cases, summary, unreadable=dict(rundir.unreadable))
+
+
+def _read_lines(path: Path) -> list[str]:
+    # JSON Lines end at "\n" only: str.splitlines would also cut at U+2028, U+0085 and the
+    # like, which JSON writes unescaped, so a model output holding one made its record unreadable
+    return read_text(path, path.name).split("\n")
+
+
+def _read_json_file(rundir: RunDir, name: str, shape: type, default: Any) -> Any:
+    p = rundir.file(name)
+    if not os.path.lexists(p):
+        return default
+    data = read_json_file(p, "JSON")
+    if not isinstance(data, shape):
+        raise RunDirError(f"{p}:1: expected a JSON {'list' if shape is list else 'object'}, got {type(data).__name__}")
+    return data

@@ -1,0 +1,195 @@
+"""The sampling options ``leader-eval run`` and the pytest plugin share, defined once.
+
+Each ``Option`` is one row: its name (``--max-tokens`` on the CLI, ``--le-max-tokens`` and the ini
+key ``leader_eval_max_tokens`` in pytest), how its text becomes a value (the same converter in
+both: a bad value is a one-line usage error, never a traceback), its default and its help. The
+plugin builds its options from this table; ``tests/test_options.py`` checks that the CLI's
+``run`` subcommand offers every row with the same type, choices, default and help, so the two
+cannot drift. ``run_options`` turns parsed values into the library's ``RunOptions``.
+
+This module imports nothing heavy: pytest loads it in every session of every repo that has
+leader-eval installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from leader_eval.runs.argtypes import (
+    name_component,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+    protocol_name,
+    sample_count,
+)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of the shared table."""
+
+    name: str  # without dashes: "max-tokens"
+    help: str
+    type: Callable[[str], Any] | None = str
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    flag: bool = False  # store_true
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+    def convert(self, text: Any) -> Any:
+        """The value of ``text`` (an ini string or a parsed value), or ``argparse.ArgumentTypeError``."""
+        if self.flag:
+            if isinstance(text, bool):
+                return text
+            low = str(text).strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off", ""):
+                return False
+            raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true/false)")
+        value = self.type(text) if self.type is not None and isinstance(text, str) else text
+        if self.choices and value not in self.choices:
+            raise argparse.ArgumentTypeError(f"{value!r}: choose from {', '.join(self.choices)}")
+        return value
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``add_argument`` / pytest's ``addoption`` (the same in both)."""
+        if self.flag:
+            return {"action": "store_true", "help": self.help}
+        kw: dict[str, Any] = {"help": self.help, "default": self.default}
+        if self.type is not None and self.type is not str:
+            kw["type"] = self.type
+        if self.choices:
+            kw["choices"] = list(self.choices)
+        return kw
+
+
+#: What ``leader-eval run`` and the pytest plugin both expose for sampling a suite.
+SAMPLING_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "model",
+        "local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...",
+        default="local:smollm2",
+    ),
+    Option("samples", "samples per case (default: the suite's; at most 100000)", sample_count),
+    Option("seed", "run seed (default: the suite's, else fresh; recorded in the manifest)", non_negative_int),
+    Option(
+        "label",
+        "the run's label: names its run directory and report, never chooses a golden (default: from the model)",
+        name_component,
+    ),
+    Option("protocol", "tool-call protocol (beats the suite's and the backend's)", protocol_name),
+    Option("temperature", "sampling temperature (beats the suite's)", non_negative_float),
+    Option("max-tokens", "largest completion in tokens (beats the suite's)", positive_int),
+    Option("concurrency", "requests in flight", positive_int, default=64),
+    Option("context-length", "override the model's context length", positive_int),
+    Option("tokenizer", "tinker: local path of the base model's Hugging Face tokenizer (offline)"),
+    Option("base-model", "tinker: base model name, when it cannot be resolved from the checkpoint"),
+    Option("renderer", "tinker: a tinker-cookbook renderer name (qwen3, kimi_k2, ...)"),
+    Option("api-mode", "openai: completions (raw text) or chat", None, choices=("completions", "chat")),
+    Option("template-gguf", "openai completions mode: read the chat template and tokenizer from this GGUF"),
+    Option("chat-template", "openai completions mode: a jinja2 chat template file"),
+    Option("api-key-env", "openai: environment variable holding the API key (default OPENAI_API_KEY)"),
+    Option(
+        "max-samples",
+        "stop cleanly after this many new samples (cost cap; an episode reserves its max_steps)",
+        non_negative_int,
+    ),
+    Option("no-cache", "do not read or write the sample cache", flag=True),
+    Option(
+        "max-error-rate",
+        "share of samples that may end in a sampler error before the run fails (default 0: none)",
+        probability,
+        default=0.0,
+    ),
+    Option(
+        "request-timeout",
+        "openai/tinker: seconds one request may take, body included (openai default 120; "
+        "a sample with its retries gets 3x this)",
+        positive_float,
+    ),
+    Option(
+        "max-response-bytes",
+        "openai: cap on a response body after decompression (default 8388608); larger is a sample error",
+        positive_int,
+    ),
+    Option(
+        "cache-id",
+        "name the weights behind a remote model for the sample cache (remote servers are never "
+        "served from the cache across runs without it)",
+    ),
+)
+
+SAMPLING_BY_DEST: dict[str, Option] = {o.dest: o for o in SAMPLING_OPTIONS}
+
+
+def add_arguments(parser: argparse.ArgumentParser | Any, prefix: str = "--") -> None:
+    """Add every sampling option to an argparse parser (``leader-eval run``)."""
+    for opt in SAMPLING_OPTIONS:
+        parser.add_argument(prefix + opt.name, **opt.argparse_kwargs())
+
+
+def backend_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Options only some samplers take: Tinker's tokenizer/base model/renderer, a server's API mode,
+    timeouts and body caps, the cache identity. ``values``: parsed option values by dest."""
+    model = str(values.get("model") or "")
+    out: dict[str, Any] = {}
+    if model.startswith("tinker"):
+        for name in ("tokenizer", "base_model", "renderer"):
+            if values.get(name):
+                out[name] = values[name]
+    if model.startswith("openai:"):
+        # the backend's own in-flight limit would otherwise cap --concurrency at its default
+        out["max_concurrency"] = values.get("concurrency") or 64
+        if values.get("api_mode"):
+            out["mode"] = values["api_mode"]
+        if values.get("api_key_env"):
+            out["api_key_env"] = values["api_key_env"]
+        if values.get("template_gguf"):
+            out["gguf_path"] = values["template_gguf"]
+        if values.get("chat_template"):
+            from leader_eval.errors import LeaderEvalError
+
+            path = Path(values["chat_template"])
+            try:
+                out["chat_template"] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeError) as exc:
+                raise LeaderEvalError(f"--chat-template {path}: cannot read: {exc}") from None
+        if values.get("max_response_bytes") is not None:
+            out["max_response_bytes"] = values["max_response_bytes"]
+    if values.get("request_timeout") is not None and model.startswith(("openai:", "tinker")):
+        out["timeout_s"] = values["request_timeout"]
+    if values.get("cache_id"):
+        out["cache_id"] = values["cache_id"]
+    return out
+
+
+def run_options(values: Mapping[str, Any], **extra: Any) -> Any:
+    """``RunOptions`` from parsed sampling values by dest; ``extra`` sets the other fields."""
+    from leader_eval.sampling.runner import RunOptions
+
+    return RunOptions(
+        model=values.get("model") or "local:smollm2",
+        samples=values.get("samples"),
+        seed=values.get("seed"),
+        protocol=values.get("protocol"),
+        temperature=values.get("temperature"),
+        max_tokens=values.get("max_tokens"),
+        concurrency=values.get("concurrency") or 64,
+        context_length=values.get("context_length"),
+        label=values.get("label"),
+        max_samples=values.get("max_samples"),
+        cache=not values.get("no_cache"),
+        backend_options=backend_options(values),
+        **extra,
+    )

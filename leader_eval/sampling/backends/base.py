@@ -1,0 +1,325 @@
+"""The one protocol every sampler implements, and the guard every backend is wrapped in.
+
+Shaped after inspect_ai's ``ModelAPI`` (one async generate method) and the Tinker SDK's
+``sample(prompt, num_samples, sampling_params)``: a request carries one prompt and k seeds, so a
+backend that can prefill once and sample k times (Tinker, vLLM's ``n``) does so.
+
+``guard(backend)`` is the backend boundary (``resolve_backend`` and the runner both apply it, so no
+backend can skip it). What leaves it: exactly one ``Completion`` per seed; every field of the type
+the record store expects (a wrong type becomes that sample's error with a one-line reason, never
+an exception later in scoring, resume or replay); an exception from the backend becomes an error
+completion per seed; and every string (text, reasoning, tool-call arguments at any depth, error,
+the manifest's ``describe()``) scrubbed of every secret the run holds (``leader_eval.secrets``).
+
+Interrupts: when the run is cancelled (Ctrl-C) while a request is in flight, the guard gives it a
+grace period (``INTERRUPT_GRACE_S``, 5 s; ``LEADER_EVAL_INTERRUPT_GRACE_S`` overrides, 0 turns it
+off) to finish; a request that finishes in time comes back normally, so the runner records its
+samples before stopping; one that does not is discarded, and a warning on stderr says how many
+samples were discarded (re-running the same command samples them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from leader_eval.secrets import scrub_value, scrubber
+from leader_eval.types import Prompt, StopReason
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.7
+    max_tokens: int = 256
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "stop": list(self.stop),
+        }
+
+
+@dataclass
+class SampleRequest:
+    prompt: Prompt
+    params: SamplingParams
+    seeds: list[int]  # one sample per seed
+    tools: list[dict[str, Any]] = field(default_factory=list)  # for chat APIs that take tools
+
+
+@dataclass
+class Completion:
+    """What a backend returns for one seed; the runner turns it into a ``Sample`` record."""
+
+    text: str
+    token_ids: list[int]
+    stop_reason: StopReason | None
+    logprobs: list[float] | None = None
+    api_tool_calls: list[dict[str, Any]] | None = None
+    reasoning: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None  # set when this one sample failed after the backend's retries
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+#: the error prefix a backend uses when it refused a prompt that cannot fit the model's context
+CONTEXT_OVERFLOW_PREFIX = "context overflow:"
+
+
+def is_context_overflow(error: str | None) -> bool:
+    """Whether a completion's error means "the prompt did not fit", not a sampler failure."""
+    if not error:
+        return False
+    if error.startswith(CONTEXT_OVERFLOW_PREFIX):
+        return True
+    from leader_eval.sampling.backends.openai_compat import is_context_overflow as http_overflow
+
+    return http_overflow(error)
+
+
+class BackendError(Exception):
+    """A failure of the sampler (network, server, SDK), never of the model's output."""
+
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A sampler for one checkpoint."""
+
+    #: model spec as recorded in manifests: never a secret, never a machine-specific path
+    model_id: str
+    #: tool-call protocol its chat template speaks natively ("json" when it has none)
+    default_protocol: str
+    #: prompt + completion tokens the model can take; None when unknown
+    context_length: int | None
+    #: special tokens of the model's template (for leak detection); end-of-turn first
+    special_tokens: tuple[str, ...]
+    #: how many requests this backend may have in flight at once
+    max_concurrency: int
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Prompt:
+        """Render messages with the model's own chat template and tokenize the result."""
+        ...
+
+    async def sample(self, request: SampleRequest) -> list[Completion]:
+        """Return one completion per seed, in seed order."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for the run manifest (no secrets)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+log = logging.getLogger(__name__)
+
+#: seconds an in-flight request may still take after the run was interrupted (see the docstring)
+INTERRUPT_GRACE_S = 5.0
+
+#: token counts and ids above this are not counts a server can mean (and overflow int64 stores)
+_MAX_COUNT = 2**40
+#: an error text is one line of at most this many characters
+_MAX_ERROR_CHARS = 500
+_STOP_VALUES = ("stop", "length", None)
+
+
+def error_completion(message: str, **extra: Any) -> Completion:
+    """A failed sample: one line, bounded, and (like every completion) scrubbed by the guard."""
+    line = " ".join(str(message).split())
+    if len(line) > _MAX_ERROR_CHARS:
+        line = line[: _MAX_ERROR_CHARS - 3] + "..."
+    return Completion(text="", token_ids=[], stop_reason=None, error=line or "unknown error", **extra)
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < _MAX_COUNT
+
+
+def _json_problem(v: Any, where: str, depth: int = 0) -> str | None:
+    """Why ``v`` is not a JSON value the store can write and read back unchanged (None when it is)."""
+    if depth > 64:
+        return f"{where} is nested more than 64 levels deep"
+    if v is None or isinstance(v, bool | str):
+        return None
+    if isinstance(v, int):
+        return None if abs(v) < 2**63 else f"{where} is an integer beyond 64 bits"
+    if isinstance(v, float):
+        return None if math.isfinite(v) else f"{where} is not a finite number"
+    if isinstance(v, list):
+        return next((p for i, x in enumerate(v) if (p := _json_problem(x, f"{where}[{i}]", depth + 1))), None)
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if not isinstance(k, str):
+                return f"{where} has a non-string key"
+            if p := _json_problem(x, f"{where}.{k}", depth + 1):
+                return p
+        return None
+    return f"{where} is a {type(v).__name__}, not JSON"
+
+
+def completion_problem(c: Any) -> str | None:
+    """Why ``c`` is not a well-typed ``Completion`` (None when it is)."""
+    if not isinstance(c, Completion):
+        return f"a {type(c).__name__} instead of a Completion"
+    if not isinstance(c.text, str):
+        return f"text is a {type(c.text).__name__}, not a string"
+    if c.reasoning is not None and not isinstance(c.reasoning, str):
+        return f"reasoning is a {type(c.reasoning).__name__}, not a string"
+    if c.error is not None and not isinstance(c.error, str):
+        return f"error is a {type(c.error).__name__}, not a string"
+    ids = c.token_ids
+    # type() is int: no bools, no int subclasses; min/max once instead of a call per id
+    if (
+        not isinstance(ids, list)
+        or not all(type(t) is int for t in ids)
+        or (ids and not 0 <= min(ids) <= max(ids) < _MAX_COUNT)
+    ):
+        return "token_ids is not a list of token ids"
+    if c.stop_reason not in _STOP_VALUES:
+        return f"stop_reason {str(c.stop_reason)[:40]!r} is not stop, length or null"
+    if c.logprobs is not None and not (
+        isinstance(c.logprobs, list)
+        and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in c.logprobs)
+    ):
+        return "logprobs is not a list of finite numbers"
+    if c.api_tool_calls is not None:
+        if not isinstance(c.api_tool_calls, list) or not all(isinstance(x, dict) for x in c.api_tool_calls):
+            return "tool_calls is not a list of objects"
+        if p := _json_problem(c.api_tool_calls, "tool_calls"):
+            return p
+    for name in ("prompt_tokens", "completion_tokens"):
+        if not _is_count(getattr(c, name)):
+            return f"{name} {str(getattr(c, name))[:40]} is not a token count"
+    if not isinstance(c.timings, dict):
+        return "timings is not an object"
+    return _json_problem(c.timings, "timings")
+
+
+def _valid_text(s: str) -> str:
+    """Lone surrogates (from ``\\ud800`` escapes) cannot be written as UTF-8: replace them."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "replace").decode("utf-8")
+
+
+def _sanitized(c: Completion, scrub: Any) -> Completion:
+    """The completion with every string made writable and scrubbed of secrets."""
+    problem = completion_problem(c)
+    if problem is not None:
+        c = error_completion(f"malformed completion from the backend: {problem}")
+    c.text = scrub.text(_valid_text(c.text))
+    if c.reasoning is not None:
+        c.reasoning = scrub.text(_valid_text(c.reasoning))
+    if c.error is not None:
+        c.error = scrub.text(_valid_text(c.error))
+    if c.api_tool_calls is not None:
+        c.api_tool_calls = scrub.value(_valid_value(c.api_tool_calls))
+    if c.timings:
+        c.timings = scrub.value(_valid_value(c.timings))
+    return c
+
+
+def _valid_value(v: Any) -> Any:
+    if isinstance(v, str):
+        return _valid_text(v)
+    if isinstance(v, dict):
+        return {_valid_text(k): _valid_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_valid_value(x) for x in v]
+    return v
+
+
+class GuardedBackend:
+    """A backend behind the boundary ``guard`` describes; every other attribute is the inner one's."""
+
+    def __init__(self, inner: Backend):
+        object.__setattr__(self, "inner", inner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.inner, name, value)
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Prompt:
+        return self.inner.apply_chat_template(messages, tools)
+
+    def describe(self) -> dict[str, Any]:
+        described: dict[str, Any] = scrub_value(self.inner.describe())
+        return described
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def sample(self, request: SampleRequest) -> list[Completion]:
+        n = len(request.seeds)
+        try:
+            out: Any = await _with_grace(self.inner.sample(request), n)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a backend bug must not lose the run: it becomes each seed's error
+            out = [error_completion(f"{type(exc).__name__}: {exc}") for _ in range(n)]
+        if not isinstance(out, list) or len(out) != n:
+            got = len(out) if isinstance(out, list) else type(out).__name__
+            out = [error_completion(f"the backend returned {got} completions for {n} seeds") for _ in range(n)]
+        scrub = scrubber()
+        return [_sanitized(c, scrub) for c in out]
+
+
+def interrupt_grace_s() -> float:
+    try:
+        value = float(os.environ.get("LEADER_EVAL_INTERRUPT_GRACE_S", INTERRUPT_GRACE_S))
+    except ValueError:
+        return INTERRUPT_GRACE_S
+    return value if 0 <= value < float("inf") else INTERRUPT_GRACE_S
+
+
+async def _with_grace(coro: Any, n: int) -> Any:
+    """Await ``coro``; if this task is cancelled meanwhile, let ``coro`` finish within the grace
+    period and return its result (the cancellation is then withdrawn: the caller records the
+    samples and stops at its next await), else cancel it and re-raise."""
+    inner = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(inner)
+    except asyncio.CancelledError:
+        grace = interrupt_grace_s()
+        if grace > 0 and not inner.done():
+            await asyncio.wait({inner}, timeout=grace)
+        if inner.done() and not inner.cancelled() and inner.exception() is None:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            log.warning("interrupted: %d sample(s) in flight finished within the grace period and are kept", n)
+            return inner.result()
+        inner.cancel()
+        log.warning(
+            "interrupted: %d sample(s) still in flight after %g s were discarded; "
+            "re-run the same command to sample them",
+            n,
+            grace,
+        )
+        raise
+
+
+def guard(backend: Backend) -> Backend:
+    """``backend`` behind the boundary (idempotent)."""
+    if isinstance(backend, GuardedBackend):
+        return backend
+    guarded: Backend = GuardedBackend(backend)
+    return guarded

@@ -1,0 +1,370 @@
+"""The episode loop: render, sample, parse, answer from the scripted world, and again.
+
+One episode is one (case, sample index) slot of a run. Step ``k`` renders the scaffold with the
+transcript of steps ``0..k-1``, samples once with the seed ``step_seed(run seed, case id, sample
+index, k)``, parses the output's calls in the run's protocol, answers them from the scripted world
+and records the step in ``steps.jsonl`` before the next step is sampled. A resumed run reads the
+finished steps back, never resamples them, and continues at the first missing step; since the
+world is a pure function of the calls and every seed is derived, an interrupted episode ends
+exactly as an uninterrupted one.
+
+How earlier steps reach the model (``transcript``):
+
+* ``messages``: the assistant turn (with ``tool_calls``) and one ``tool`` message per call are
+  appended to the scaffold's messages. Chosen by ``auto`` when the backend's default protocol is
+  not ``json``, i.e. its chat template or renderer speaks a tool protocol (Qwen3's hermes, Kimi
+  K2, ...) or it is a chat API (which then receives real ``tools`` and ``tool`` messages).
+* ``event_log``: the scaffold renders the transcript itself from the template variable
+  ``episode`` (``episode.steps[i].output``, ``.calls``, ``.results[j].text``, ``episode.step``,
+  ``episode.max_steps``), the way a deployed scaffold shows tool results in its event log.
+  Chosen by ``auto`` otherwise when the scaffold uses ``episode`` (the embedded SmolLM2's mode).
+
+Only strict calls (the output is exactly the protocol) are dispatched: a deployed scaffold would
+not act on a call buried in prose either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams
+from leader_eval.store.run_store import (
+    STEPS,
+    RecordLog,
+    RunDir,
+    dumps,
+    prompt_sha256,
+    sample_record_key,
+    step_record_key,
+)
+from leader_eval.suite.episode_spec import EPISODE_VAR, EpisodeSpec
+from leader_eval.suite.render import find_placeholders, render_messages, template_variables
+from leader_eval.types import Prompt, Sample
+
+if TYPE_CHECKING:
+    from leader_eval.protocols import ParseResult
+    from leader_eval.sampling.backends.base import Backend
+    from leader_eval.suite.load import Case, Suite
+    from leader_eval.suite.world import ToolResult
+
+__all__ = ["STEPS", "EpisodeRunner", "read_steps", "sample_episodes", "step_record_key", "step_seed", "steps_log"]
+
+#: Sample fields a step record carries (the rest are the step's own: step, prompt, calls, results, end)
+_SAMPLE_FIELDS = tuple(Sample.__dataclass_fields__)
+
+
+def parse_step(
+    text: str,
+    protocol: str,
+    *,
+    eot_tokens: tuple[str, ...],
+    reasoning_tags: tuple[str, str] | None,
+    api_tool_calls: list[dict[str, Any]] | None,
+) -> ParseResult:
+    """The one place episodes parse an output (the single-turn scorer's parser)."""
+    from leader_eval.protocols import parse_output
+
+    return parse_output(
+        text, protocol, eot_tokens=eot_tokens, reasoning_tags=reasoning_tags, api_tool_calls=api_tool_calls
+    )
+
+
+def step_seed(run_seed: int, case_id: str, index: int, step: int) -> int:
+    """Per-step seed from (run seed, case id, sample index, step): independent of order and resumption."""
+    h = hashlib.blake2b(f"{run_seed}\0{case_id}\0{index}\0step{step}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") & 0x7FFFFFFF
+
+
+def steps_log(run: RunDir, *, readonly: bool = False) -> RecordLog:
+    return run.steps_log(readonly=readonly)
+
+
+def read_steps(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Every readable recorded step of a run directory, grouped by episode, in step order, each
+    with its prompt resolved (``RunDir.read_steps``: a bad line is skipped and reported)."""
+    return RunDir(path).read_steps()
+
+
+def transcript_mode(spec: EpisodeSpec, suite: Suite, backend: Backend, case_id: str) -> str:
+    if spec.transcript != "auto":
+        return spec.transcript
+    recorded = getattr(backend, "episode_mode", None)
+    if callable(recorded):
+        mode = recorded(case_id)  # replay: the mode the recorded run used
+        if mode:
+            return str(mode)
+    # a backend whose chat template (or API) speaks a native tool protocol takes real tool turns;
+    # one without (default "json", like the embedded SmolLM2) sees them through the scaffold's log
+    if backend.default_protocol != "json":
+        return "messages"
+    return "event_log" if EPISODE_VAR in template_variables(suite) else "messages"
+
+
+def strip_end_of_turn(text: str, eot_tokens: Sequence[str]) -> str:
+    for tok in eot_tokens:
+        if tok and text.endswith(tok):
+            return text[: -len(tok)]
+    return text
+
+
+class EpisodeRunner:
+    """Runs the episodes of one case; everything that does not change between steps, built once."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        case: Case,
+        backend: Backend,
+        params: SamplingParams,
+        protocol: str,
+        model: Mapping[str, Any],
+        context_length: int | None,
+    ):
+        from leader_eval.scoring.scorer import ModelInfo
+
+        assert case.episode is not None
+        self.suite = suite
+        self.case = case
+        self.spec: EpisodeSpec = case.episode
+        self.backend = backend
+        self.params = params
+        self.protocol = protocol
+        self.info = ModelInfo.from_manifest(model)
+        self.context_length = context_length
+        self.world = suite.world.with_fixtures(self.spec.fixtures)
+        self.tools = [t.to_openai() for t in suite.tools]
+        self.mode = transcript_mode(self.spec, suite, backend, case.id)
+
+    # -- prompts -------------------------------------------------------------------------------
+
+    def prompt(self, history: Sequence[Mapping[str, Any]]) -> Prompt:
+        step = len(history)
+        steps = [self._step_view(r) for r in history]
+        var = {"step": step, "max_steps": self.spec.max_steps, "steps": steps if self.mode == "event_log" else []}
+        # Model outputs and tool results may hold text that looks like a placeholder: it is the
+        # transcript, not a template left unrendered, so only the scaffold's own text is scanned.
+        seen = tuple(
+            m.group(0)
+            for s in steps
+            for text in (s["output"], *(r["text"] for r in s["results"]))
+            for m in find_placeholders(text)
+        )
+        suite = self.suite
+        if seen:
+            allowed = [*suite.render.get("allowed_placeholders", []), *seen]
+            suite = replace(suite, render={**suite.render, "allowed_placeholders": allowed})
+        case = replace(self.case, vars={**self.case.vars, EPISODE_VAR: var})
+        messages = render_messages(suite, case)
+        if self.mode == "messages":
+            for r in history:
+                messages.extend(self._turn_messages(r))
+        return self.backend.apply_chat_template(messages, self.tools)
+
+    def _step_view(self, r: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "index": r["step"],
+            "output": strip_end_of_turn(r["text"], self.info.eot_tokens),
+            "calls": [{"tool": c["tool"], "arguments": c["arguments"]} for c in r["calls"]],
+            "results": r["results"],
+        }
+
+    def _turn_messages(self, r: Mapping[str, Any]) -> list[dict[str, Any]]:
+        api_calls = r.get("api_tool_calls") or []
+        ids = [
+            (api_calls[j].get("id") if j < len(api_calls) and isinstance(api_calls[j], dict) else None)
+            or f"call_{r['step']}_{j}"
+            for j in range(len(r["calls"]))
+        ]
+        assistant: dict[str, Any] = {"role": "assistant", "content": strip_end_of_turn(r["text"], self.info.eot_tokens)}
+        if r["calls"]:
+            assistant["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": c["tool"], "arguments": dumps(c["arguments"])}}
+                for i, c in zip(ids, r["calls"], strict=True)
+            ]
+        out = [assistant]
+        for i, res in zip(ids, r["results"], strict=True):
+            out.append({"role": "tool", "tool_call_id": i, "name": res["tool"], "content": res["text"]})
+        return out
+
+    # -- one step ------------------------------------------------------------------------------
+
+    async def step(
+        self, history: Sequence[Mapping[str, Any]], run_seed: int, index: int
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Sample, parse and answer step ``len(history)``: its record for ``steps.jsonl`` and its
+        prompt's record for ``prompts.jsonl`` (the step names it by ``prompt_sha256``: a prompt
+        holds the whole transcript so far, and is stored once however many steps share it)."""
+        from leader_eval.sampling.runner import sample_key
+
+        k = len(history)
+        seed = step_seed(run_seed, self.case.id, index, k)
+        prompt = self.prompt(history)
+        key = sample_key(self.backend.model_id, prompt, self.params, seed)
+        n = prompt.n_tokens
+        if self.context_length and n is not None and n + self.params.max_tokens > self.context_length:
+            c = Completion(
+                text="",
+                token_ids=[],
+                stop_reason=None,
+                prompt_tokens=n,
+                error=f"context overflow: prompt {n} + max_tokens {self.params.max_tokens} tokens "
+                f"> context {self.context_length}",
+            )
+        else:
+            req = SampleRequest(prompt=prompt, params=self.params, seeds=[seed], tools=self.tools)
+            try:
+                got = await self.backend.sample(req)
+                c = got[0] if got else Completion("", [], None, error="backend returned no completion")
+            except Exception as exc:  # a backend bug must not lose the run: record it on the step
+                c = Completion(text="", token_ids=[], stop_reason=None, error=f"{type(exc).__name__}: {exc}")
+        from leader_eval.sampling.runner import completion_to_sample
+
+        sample = completion_to_sample(self.case.id, index, seed, key, c)
+        rec: dict[str, Any] = {"slot": step_record_key(self.case.id, index, k), **sample.__dict__, "step": k}
+        rec["mode"] = self.mode
+        digest = prompt_sha256(prompt.text, prompt.messages)
+        rec["prompt_sha256"] = digest
+        prompt_rec = {"prompt_sha256": digest, "text": prompt.text, "messages": prompt.messages}
+        calls: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] = []
+        end: str | None = None
+        if sample.outcome != "ok":
+            end = sample.outcome
+        else:
+            parsed = self.parse(sample.text, sample.api_tool_calls)
+            calls = [{"tool": c.name, "arguments": c.arguments} for c in parsed.calls]
+            before = [(c["tool"], c["arguments"]) for r in history for c in r["calls"]]
+            answered = self.world.answer([*before, *((c["tool"], c["arguments"]) for c in calls)])
+            mine: list[ToolResult] = answered[len(before) :]
+            results = [r.to_dict() for r in mine]
+            end = self._end(k, mine)
+        rec.update(calls=calls, results=results, end=end)
+        return rec, prompt_rec
+
+    def parse(self, text: str, api_tool_calls: list[dict[str, Any]] | None) -> ParseResult:
+        return parse_step(
+            text,
+            self.protocol,
+            eot_tokens=self.info.eot_tokens,
+            reasoning_tags=self.info.reasoning_tags,
+            api_tool_calls=api_tool_calls,
+        )
+
+    def _end(self, k: int, results: Sequence[ToolResult]) -> str | None:
+        if any(r.ok and r.tool in self.spec.terminal_tools for r in results):
+            return "terminal"
+        if not results and self.spec.end_on_no_call:
+            return "no_call"
+        if k + 1 >= self.spec.max_steps:
+            return "max_steps"
+        return None
+
+    async def run(
+        self,
+        log: RecordLog,
+        run_seed: int,
+        index: int,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+        prompts: RecordLog | None = None,
+    ) -> Sample:
+        """Finish one episode (resuming after its recorded steps) and return its summary sample.
+
+        ``prompts``: the run's ``prompts.jsonl``, where each step's prompt goes (once, by hash)
+        before the step itself."""
+        history: list[dict[str, Any]] = []
+        for k in range(self.spec.max_steps):
+            rec = log.get(step_record_key(self.case.id, index, k))
+            if rec is None:
+                rec, prompt_rec = await self.step(history, run_seed, index)
+                if prompts is not None:
+                    prompts.append(prompt_rec)  # a step never names a prompt that is not on disk
+                log.append(rec)  # on disk before the next step is sampled
+                if on_step:
+                    on_step(rec)
+            history.append(rec)
+            if rec.get("end"):
+                break
+        from leader_eval.sampling.runner import derive_seed
+
+        return episode_sample(self.case.id, index, derive_seed(run_seed, self.case.id, index), history)
+
+
+def episode_sample(case_id: str, index: int, seed: int, steps: Sequence[Mapping[str, Any]]) -> Sample:
+    """One record per episode for ``samples.jsonl``: its outcome, last output and token totals.
+
+    Its seed is the slot's (``runner.derive_seed``), as a single-turn sample's would be; each step
+    has its own (``step_seed``)."""
+    bad = next((s for s in steps if s["outcome"] != "ok"), None)
+    last = steps[-1]
+    h = hashlib.sha256()
+    for s in steps:
+        h.update(str(s["key"]).encode() + b"\0")
+    return Sample(
+        case_id=case_id,
+        index=index,
+        seed=seed,
+        key="episode:" + h.hexdigest()[:32],
+        outcome=bad["outcome"] if bad else "ok",
+        text=last["text"],
+        stop_reason=last["stop_reason"],
+        api_tool_calls=last.get("api_tool_calls"),
+        prompt_tokens=sum(int(s["prompt_tokens"]) for s in steps),
+        completion_tokens=sum(int(s["completion_tokens"]) for s in steps),
+        error=bad["error"] if bad else None,
+        timings={"steps": float(len(steps))},
+    )
+
+
+async def sample_episodes(
+    run: RunDir,
+    backend: Backend,
+    slots: Sequence[tuple[Any, int]],
+    run_seed: int,
+    sem: asyncio.Semaphore,
+    samples: RecordLog,
+    stats: Any,
+    tick: Callable[[], None],
+    on_sample: Callable[[Sample], None] | None = None,
+) -> None:
+    """Sample the missing episode slots of a run (the runner's hook for cases with ``episode:``).
+
+    ``slots`` holds (planned case, sample index) pairs; each finished episode's summary goes to
+    ``samples`` (the run's ``samples.jsonl``), each finished step to ``steps.jsonl`` first.
+    """
+    manifest = run.read_manifest()
+    protocol = manifest["identity"]["protocol"]
+    model = manifest.get("model", {})
+    log = steps_log(run)
+    prompts = run.prompts_log()
+    runners: dict[str, EpisodeRunner] = {}
+
+    async def one(p: Any, index: int) -> None:
+        if p.case.id not in runners:
+            runners[p.case.id] = EpisodeRunner(p.suite, p.case, backend, p.params, protocol, model, p.context_length)
+        async with sem:
+            s = await runners[p.case.id].run(log, run_seed, index, prompts=prompts)
+        samples.append({"slot": sample_record_key(s.case_id, s.index), **s.__dict__})
+        stats.sampled += 1
+        stats.errors += s.outcome == "error"
+        if on_sample:
+            on_sample(s)
+        tick()
+
+    tasks = [asyncio.create_task(one(p, i)) for p, i in slots]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        try:
+            log.close()
+        finally:
+            prompts.close()

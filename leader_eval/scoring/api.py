@@ -1,0 +1,117 @@
+"""The public scoring API: score one raw output exactly as a run would, without a backend.
+
+::
+
+    import leader_eval
+
+    suite = leader_eval.load_suite("suites/leader_core.yaml")        # or YAML text, or a dict
+    result = leader_eval.score_output(suite, '{"tool": "wait", "arguments": {}}', case="kickoff")
+    result.passed, result.reason, result.hard_fail, result.failed_reasons, result.leaks
+
+``score_output`` renders the case's scaffold (the same strict rendering a run does), builds the
+case's scorer and scores the text as an ``ok`` sample: every check, the same verdict rules
+(docs/scoring.md), the same result record a run stores (``SampleScore``). docs/api.md documents
+the shape of the result.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from leader_eval.errors import LeaderEvalError, SuiteError
+from leader_eval.scoring.scorer import ModelInfo, SampleScore, case_scorer
+from leader_eval.suite.load import Case, Suite
+from leader_eval.suite.load import load_suite as _load_suite_file
+from leader_eval.suite.render import render_messages
+from leader_eval.types import Sample, StopReason
+
+__all__ = ["load_suite", "score_output"]
+
+_STRING_NAME = "<string>"
+
+
+def load_suite(source: str | Path | Mapping[str, Any] | Suite, *, root: str | Path | None = None) -> Suite:
+    """A suite from a path, YAML text or a dict (a ``Suite`` is returned as is).
+
+    A string is a path when it names a file and holds no newline; otherwise it is YAML text.
+    ``root`` bounds the files a suite file references (``leader_eval.suite.load.load_suite``). Text
+    and dicts must be self-contained: a ``file:`` scaffold reference has no folder to be
+    resolved against. Errors are ``SuiteError`` naming ``<string>`` and the line.
+    """
+    if isinstance(source, Suite):
+        return source
+    if isinstance(source, Path):
+        return _load_suite_file(source, root=root)
+    if isinstance(source, Mapping):
+        text = yaml.safe_dump(dict(source), sort_keys=False, allow_unicode=True)
+    elif isinstance(source, str):
+        if "\n" not in source and source.strip() and Path(source).is_file():
+            return _load_suite_file(source, root=root)
+        text = source
+    else:
+        raise TypeError(f"load_suite: a path, YAML text or a dict, not {type(source).__name__}")
+    with tempfile.TemporaryDirectory(prefix="leader-eval-suite-") as tmp:
+        path = Path(tmp) / "suite.yaml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            suite = _load_suite_file(path)
+        except SuiteError as exc:
+            raise SuiteError(_STRING_NAME, exc.line, exc.message.replace(str(path), _STRING_NAME)) from None
+    return suite
+
+
+def _case_of(suite: Suite, case: str | Case | None) -> Case:
+    if isinstance(case, Case):
+        return case
+    if case is None:
+        if len(suite.cases) == 1:
+            return suite.cases[0]
+        raise LeaderEvalError(f"score_output: suite {suite.name!r} has {len(suite.cases)} cases; pass case=ID")
+    found = next((c for c in suite.cases if c.id == case), None)
+    if found is None:
+        known = ", ".join(c.id for c in suite.cases[:10])
+        raise LeaderEvalError(f"score_output: no case {case!r} in suite {suite.name!r} (cases: {known})")
+    return found
+
+
+def score_output(
+    suite: str | Path | Mapping[str, Any] | Suite,
+    text: str,
+    *,
+    case: str | Case | None = None,
+    protocol: str | None = None,
+    model: ModelInfo | None = None,
+    api_tool_calls: Sequence[Mapping[str, Any]] | None = None,
+    stop_reason: StopReason | None = "stop",
+    prompt_text: str | None = None,
+) -> SampleScore:
+    """Score one raw output of ``case`` (an id; optional when the suite has one case).
+
+    ``protocol``: the tool-call protocol in force (default: the suite's, else ``json``).
+    ``model``: the model's special and end-of-turn tokens and reasoning tags (default: none
+    declared, so the common end-of-turn tokens count as end of turn). ``api_tool_calls``: the
+    OpenAI-style ``tool_calls`` a chat API returned beside ``text`` (protocol ``openai``).
+    ``stop_reason``: ``"length"`` marks the output truncated. ``prompt_text``: the chat-templated
+    prompt the model saw (for the restates-prompt check; default: the rendered messages).
+    """
+    suite = load_suite(suite)
+    the_case = _case_of(suite, case)
+    messages = render_messages(suite, the_case)
+    prompt = prompt_text if prompt_text is not None else "\n".join(str(m["content"]) for m in messages)
+    scorer = case_scorer(suite, the_case, protocol or suite.protocol or "json", model or ModelInfo(), messages, prompt)
+    sample = Sample(
+        case_id=the_case.id,
+        index=0,
+        seed=0,
+        key="score_output",
+        outcome="ok",
+        text=text,
+        stop_reason=stop_reason,
+        api_tool_calls=[dict(c) for c in api_tool_calls] if api_tool_calls is not None else None,
+    )
+    return scorer.score(sample)

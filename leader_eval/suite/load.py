@@ -1,0 +1,569 @@
+"""Load and validate suites. Every error names the file and line it comes from."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.validators import Draft202012Validator
+
+from leader_eval.bounded.limits import MAX_TEMPLATE_BYTES, LimitExceeded, check_regex
+from leader_eval.errors import SuiteError, SuiteErrors
+from leader_eval.suite.expectations import unsatisfiable
+from leader_eval.suite.files import read_text, recording_reads, resolve_in_root, suite_root
+from leader_eval.suite.tool_schema import LoadedSchemas, load_tool_schemas
+from leader_eval.suite.yaml_source import JsonPath, load_yaml
+
+__all__ = ["Case", "ScaffoldMessage", "Suite", "Tool", "load_suite", "resolve_in_root", "suite_root", "suite_schema"]
+
+DEFAULT_SAMPLING: dict[str, Any] = {
+    "temperature": 0.7,
+    "max_tokens": 256,
+    "top_p": 1.0,
+    "samples": 1,
+    "seed": None,
+    "stop": [],
+}
+DEFAULT_HARD_FAIL = ["empty", "leak_tool_markup", "leak_special_token", "leak_placeholder"]
+
+
+@dataclass(frozen=True)
+class ScaffoldMessage:
+    role: str
+    template: str  # jinja2 source
+    origin: str  # "file.yaml:12" or template path, for error messages
+    line: int  # line of the template source in ``origin``'s file (1 for a file)
+    path: str  # file that holds the template source
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    line: int
+    vars: dict[str, Any]
+    expect: dict[str, Any]
+    tags: tuple[str, ...] = ()
+    weight: float = 1.0
+    split: str | None = None
+    description: str = ""
+    sampling: dict[str, Any] = field(default_factory=dict)
+    hard_fail: tuple[str, ...] = ()
+    stress: dict[str, Any] = field(default_factory=dict)
+    episode: Any = None  # an EpisodeSpec for a multi-turn case (leader_eval.suite.episode_spec)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    description: str
+    protocol: str | None
+    sampling: dict[str, Any]
+    scaffold: tuple[ScaffoldMessage, ...]
+    tools: tuple[Tool, ...]
+    cases: tuple[Case, ...]
+    leakage: dict[str, Any]
+    checks: dict[str, Any]
+    render: dict[str, Any]
+    context_length: int | None
+    content_hash: str
+    lines: dict[JsonPath, int] = field(repr=False, compare=False, default_factory=dict)
+    #: the folder every referenced file must lie in (suite_files.resolve_in_root)
+    root: Path = field(default=Path("."), compare=False)
+    #: tool schemas with their $ref targets loaded; ``tool_schemas.validator(name)`` never fetches
+    tool_schemas: LoadedSchemas | None = field(default=None, repr=False, compare=False)
+    #: the ``gate:`` section (budgets, floors, ceilings, judge, detect, underpowered; ``gate_spec``):
+    #: left out of ``content_hash``, copied into the golden
+    gate: dict[str, Any] = field(default_factory=dict)
+    #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
+    pass_k: tuple[int, ...] = ()
+    #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
+    prices: dict[str, Any] = field(default_factory=dict)
+    world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.suite.world)
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def case_sampling(self, case: Case) -> dict[str, Any]:
+        return {**self.sampling, **case.sampling}
+
+    def line_of(self, path: JsonPath) -> int:
+        """Line of the closest YAML node at or above ``path`` (1-based)."""
+        while path and path not in self.lines:
+            path = path[:-1]
+        return self.lines.get(path, 1)
+
+
+@cache
+def suite_schema() -> dict[str, Any]:
+    text = resources.files("leader_eval.suite.schema").joinpath("suite.schema.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
+    """Parse, validate and return a suite; raise ``SuiteError`` naming file and line.
+
+    ``root`` bounds every file the suite references (default: ``suite_files.suite_root``).
+    """
+    path = Path(path)
+    with recording_reads() as reads:
+        source = read_text(path, what="suite")
+        data, lines = load_yaml(path, source)
+        if not isinstance(data, dict):
+            raise SuiteError(path, 1, "a suite must be a YAML mapping with name, scaffold, tools, cases")
+        errors = _Errors()
+        # every error of the file is collected (lint prints them all); a schema error outside a case
+        # leaves nothing sound to build on, one inside a case only takes that case out of the checks
+        skip = _validate_schema(path, data, lines, errors)
+        if skip is None:
+            errors.raise_any()
+        with errors.collect():
+            _validate_gate(path, data, lines)
+        base = Path(root).resolve() if root is not None else suite_root(path)
+        if not base.is_dir():
+            raise SuiteError(path, None, f"suite root {base} is not a folder")
+        suite = _build(path, source, data, lines, base, errors, skip or set())
+        errors.raise_any()
+    return replace(suite, content_hash=_with_files(suite.content_hash, base, reads))
+
+
+class _Errors:
+    """The errors of one suite file, collected so that lint reports all of them in one pass;
+    ``raise_any`` raises them together as ``SuiteErrors`` (one line for every other caller)."""
+
+    def __init__(self) -> None:
+        self.found: list[SuiteError] = []
+
+    @contextlib.contextmanager
+    def collect(self) -> Iterator[None]:
+        """Record a ``SuiteError`` raised inside the block and go on after it."""
+        try:
+            yield
+        except SuiteErrors as exc:
+            self.found.extend(exc.errors)
+        except SuiteError as exc:
+            self.found.append(exc)
+
+    def raise_any(self) -> None:
+        if not self.found:
+            return
+        unique = {(e.path, e.line, e.message): e for e in self.found}
+        first_file = self.found[0].path
+        # the suite file's errors by line, then those of the files it references
+        ordered = sorted(unique.values(), key=lambda e: (e.path != first_file, e.path, e.line or 0))
+        raise SuiteErrors(ordered)
+
+
+#: the old name of the YAML reader, for modules that load their own files with it (world.py)
+_load_yaml_with_lines = load_yaml
+
+
+def _line(lines: dict[JsonPath, int], p: JsonPath) -> int:
+    while p and p not in lines:
+        p = p[:-1]
+    return lines.get(p, 1)
+
+
+def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int], errors: _Errors) -> set[int] | None:
+    """Record every schema error (one per place); return the indices of the cases they lie in,
+    or None when one lies outside the cases (then nothing else can be checked)."""
+    validator = Draft202012Validator(suite_schema())
+    seen: set[JsonPath] = set()
+    cases: set[int] | None = set()
+    for error in validator.iter_errors(data):
+        # within one error (a oneOf, an anyOf) the deepest is the most specific
+        best = jsonschema.exceptions.best_match([error]) or error
+        p: JsonPath = tuple(best.absolute_path)
+        if best.validator == "additionalProperties" and isinstance(best.instance, dict):
+            # point at the unexpected key itself, not at the mapping that holds it
+            allowed = set(best.schema.get("properties", {}))
+            extra = [k for k in best.instance if k not in allowed]
+            if extra:
+                p = (*p, extra[0])
+        if p in seen:
+            continue
+        seen.add(p)
+        where = "/".join(str(x) for x in p) or "(top level)"
+        msg = best.message
+        if len(msg) > 200:
+            msg = msg[:200] + "..."
+        errors.found.append(SuiteError(path, _line(lines, p), f"{where}: {msg}"))
+        if cases is not None and len(p) >= 2 and p[0] == "cases" and isinstance(p[1], int):
+            cases.add(p[1])
+        else:
+            cases = None
+    return cases
+
+
+def _build(
+    path: Path,
+    source: str,
+    data: dict[str, Any],
+    lines: dict[JsonPath, int],
+    root: Path,
+    errors: _Errors,
+    skip: set[int],
+) -> Suite:
+    """The suite from schema-valid ``data`` (cases in ``skip`` failed the schema and are left
+    out); each error is recorded in ``errors`` and checking goes on past it."""
+    tools: list[Tool] = []
+    tool_names: set[str] = set()
+    for i, t in enumerate(data["tools"]):
+        with errors.collect():
+            if t["name"] in tool_names:
+                raise SuiteError(path, _line(lines, ("tools", i, "name")), f"duplicate tool {t['name']!r}")
+            tool_names.add(t["name"])  # known even when its schema is broken: cases may name it
+            tools.append(Tool(t["name"], t.get("description", ""), t["parameters"]))
+    schemas: LoadedSchemas | None = None
+    with errors.collect():
+        schemas = load_tool_schemas(
+            path, root, [(t.name, t.parameters, ("tools", i, "parameters")) for i, t in enumerate(tools)], lines
+        )
+
+    scaffold: list[ScaffoldMessage] = []
+    for i, m in enumerate(data["scaffold"]["messages"]):
+        with errors.collect():
+            scaffold.append(_scaffold_message(path, root, lines, i, m))
+
+    defaults = data.get("defaults", {})
+    default_vars = defaults.get("vars", {})
+    default_tags = defaults.get("tags", [])
+    hard_default = data.get("hard_fail", DEFAULT_HARD_FAIL)
+    by_name = {t.name: t for t in tools}
+    cases: list[Case] = []
+    raw_index: list[int] = []  # where each built case sits in data["cases"] (episodes read it there)
+    seen: dict[str, int] = {}
+    for i, c in enumerate(data["cases"]):
+        if i in skip:
+            continue
+        line = _line(lines, ("cases", i))
+        if c["id"] in seen:
+            errors.found.append(
+                SuiteError(
+                    path,
+                    _line(lines, ("cases", i, "id")),
+                    f"duplicate case id {c['id']!r} (first at line {seen[c['id']]})",
+                )
+            )
+            continue
+        seen[c["id"]] = line
+        expect = c.get("expect", {})
+        for j, call in enumerate(expect.get("calls", [])):
+            _check_expected_call(path, lines, errors, (i, j), c["id"], call, by_name, tool_names, schemas)
+        if expect.get("no_call") and expect.get("calls"):
+            errors.found.append(
+                SuiteError(path, _line(lines, ("cases", i, "expect")), f"case {c['id']!r}: no_call and calls both set")
+            )
+        for key in ("forbid", "require"):
+            for j, pattern in enumerate(expect.get(key, [])):
+                with errors.collect():
+                    _check_regex(path, _line(lines, ("cases", i, "expect", key, j)), pattern)
+        raw_index.append(i)
+        cases.append(
+            Case(
+                id=c["id"],
+                line=line,
+                vars={**default_vars, **c.get("vars", {})},
+                expect=expect,
+                tags=tuple(dict.fromkeys([*default_tags, *c.get("tags", [])])),
+                weight=float(c.get("weight", 1.0)),
+                split=c.get("split"),
+                description=c.get("description", ""),
+                sampling=c.get("sampling", {}),
+                hard_fail=tuple(c.get("hard_fail", hard_default)),
+                stress=c.get("stress", {}),
+            )
+        )
+    leakage = data.get("leakage", {})
+    for j, pattern in enumerate(leakage.get("forbid", [])):
+        with errors.collect():
+            _check_regex(path, _line(lines, ("leakage", "forbid", j)), pattern)
+    render = data.get("render", {})
+    for j, pattern in enumerate(render.get("placeholder_patterns", [])):
+        with errors.collect():
+            _check_regex(path, _line(lines, ("render", "placeholder_patterns", j)), pattern)
+
+    suite = Suite(
+        name=data["name"],
+        path=path,
+        description=data.get("description", ""),
+        protocol=data.get("protocol"),
+        sampling={**DEFAULT_SAMPLING, **data.get("sampling", {})},
+        scaffold=tuple(scaffold),
+        tools=tuple(tools),
+        cases=tuple(cases),
+        leakage=leakage,
+        checks=data.get("checks", {}),
+        render=render,
+        context_length=data.get("context_length"),
+        content_hash=_content_hash(_without_gate(path, source, data, lines), tuple(scaffold)),
+        lines=lines,
+        root=root,
+        tool_schemas=schemas,
+        gate=dict(data.get("gate", {})),
+        pass_k=tuple(data.get("pass_k", ())),
+        prices=dict(data.get("prices", {})),
+    )
+    # Template syntax errors are suite errors too: parse every template now, not at sampling time.
+    from leader_eval.suite.render import check_templates
+
+    n_before = len(errors.found)
+    for msg in suite.scaffold:
+        with errors.collect():
+            check_templates(replace(suite, scaffold=(msg,)))
+    if len(errors.found) > n_before or len(scaffold) < len(data["scaffold"]["messages"]):
+        return suite  # episodes render the scaffold: a broken one would only repeat its errors
+    from leader_eval.suite.episode_spec import with_episodes
+
+    with errors.collect():
+        suite = with_episodes(suite, data, indices=raw_index)
+    return suite
+
+
+def _check_expected_call(
+    path: Path,
+    lines: dict[JsonPath, int],
+    errors: _Errors,
+    at: tuple[int, int],
+    case_id: str,
+    call: dict[str, Any],
+    tools: dict[str, Tool],
+    tool_names: set[str],
+    schemas: LoadedSchemas | None,
+) -> None:
+    """Record what is wrong with one expected call: an undeclared tool, an argument the tool does
+    not have, a bad regex, a value the tool's schema refuses (a case that could never pass)."""
+    i, j = at
+    here: JsonPath = ("cases", i, "expect", "calls", j)
+    if call["tool"] not in tool_names:
+        errors.found.append(
+            SuiteError(
+                path,
+                _line(lines, (*here, "tool")),
+                f"case {case_id!r} expects unknown tool {call['tool']!r} (known: {', '.join(sorted(tool_names))})",
+            )
+        )
+        return
+    tool = tools.get(call["tool"])
+    if tool is None:
+        return  # its schema is broken, which is reported on its own
+    props = tool.parameters.get("properties", {})
+    validator = None
+    if schemas is not None:
+        with contextlib.suppress(Exception):  # an unusable validator leaves the values to scoring
+            validator = schemas.validator(tool.name)
+    for arg, constraint in call.get("args", {}).items():
+        with errors.collect():
+            if isinstance(constraint, dict) and isinstance(constraint.get("regex"), str):
+                _check_regex(path, _line(lines, (*here, "args", arg, "regex")), constraint["regex"])
+            if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
+                raise SuiteError(
+                    path,
+                    _line(lines, (*here, "args", arg)),
+                    f"case {case_id!r}: tool {tool.name!r} has no argument {arg!r}",
+                )
+            why = unsatisfiable(constraint, arg, tool.parameters, validator)
+            if why:
+                raise SuiteError(
+                    path, _line(lines, (*here, "args", arg)), f"case {case_id!r} can never pass: {tool.name}: {why}"
+                )
+
+
+def _check_regex(path: Path, line: int, pattern: str) -> None:
+    try:
+        check_regex(pattern)
+    except LimitExceeded as exc:
+        raise SuiteError(path, line, str(exc)) from exc
+
+
+def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]) -> ScaffoldMessage:
+    if "content" in m:
+        # A block scalar's text starts on the line after the key.
+        line = _line(lines, ("scaffold", "messages", i, "content"))
+        return ScaffoldMessage(m["role"], m["content"], f"{path}:{line}", line, str(path))
+    ref = m["file"]
+    line = _line(lines, ("scaffold", "messages", i, "file"))
+    # next to the suite, else in its templates/ folder; both confined to the suite root
+    candidates = [resolve_in_root(path, ref, line, root=root, what="template file")]
+    if not Path(ref).is_absolute():
+        # only the first place must be inside the root for the error message to name it
+        with contextlib.suppress(SuiteError):
+            candidates.append(
+                resolve_in_root(path, str(Path("templates") / ref), line, root=root, what="template file")
+            )
+    for c in candidates:
+        if c.is_file():
+            text = read_text(c, limit=MAX_TEMPLATE_BYTES, what="template")
+            return ScaffoldMessage(m["role"], text, str(c), 1, str(c))
+    raise SuiteError(
+        path,
+        line,
+        f"template file {ref!r} not found (looked in {', '.join(str(c.parent) for c in candidates)})",
+    )
+
+
+def _validate_gate(path: Path, data: dict[str, Any], lines: dict[JsonPath, int]) -> None:
+    """The ``gate:`` section's rules beyond the schema (metric names from the metric table)."""
+    from leader_eval.suite.gate_spec import gate_problem
+
+    if "gate" not in data:
+        return
+    problem = gate_problem(data["gate"])
+    if problem is not None:
+        key, message = problem
+        raise SuiteError(path, _line(lines, ("gate", *key)), message)
+
+
+_BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")  # YAML's line breaks (libyaml's line numbers)
+
+
+def _without_gate(path: Path, source: str, data: dict[str, Any], lines: dict[JsonPath, int]) -> str:
+    """The suite's YAML text with its top-level ``gate:`` entry cut out (unchanged without one).
+
+    The gate's contract (floors, budgets, detect) is not suite content: a golden stays valid when
+    it changes, and copies it instead. The cut takes the ``gate:`` key's lines through the last
+    line of its value (indented comments included), the comment lines directly above it, and the
+    blank line that separates it (the one before it, else the one after it), so that adding a
+    ``gate:`` block to a suite leaves its hash as it was. What is left must read as the very
+    suite without ``gate``; otherwise (an anchor defined inside ``gate:`` and used elsewhere,
+    whose value would then change suite content without changing the hash) the suite is refused.
+    """
+    if "gate" not in data:
+        return source
+    import yaml
+
+    from leader_eval.suite.yaml_source import load_yaml
+
+    key_mark: Any = None
+    next_line: int | None = None
+    depth = 0
+    at_key = False
+    value_end = -1
+    inside = -1  # nesting within the gate value once its key is seen (-1: not yet)
+    for ev in yaml.parse(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if inside >= 0:
+            if isinstance(ev, yaml.CollectionStartEvent):
+                inside += 1
+            elif isinstance(ev, yaml.CollectionEndEvent):
+                inside -= 1
+            if inside == 0 and isinstance(ev, yaml.NodeEvent | yaml.CollectionEndEvent) and ev.end_mark:
+                value_end = ev.end_mark.index
+                inside = -2  # done; look for the next top-level key
+                depth = 1
+                at_key = True
+            continue
+        if isinstance(ev, yaml.CollectionStartEvent):
+            depth += 1
+            at_key = depth == 1 and isinstance(ev, yaml.MappingStartEvent)
+            continue
+        if isinstance(ev, yaml.CollectionEndEvent):
+            depth -= 1
+            at_key = depth == 1
+            continue
+        if depth == 1 and isinstance(ev, yaml.NodeEvent):
+            if at_key and inside == -2 and next_line is None and ev.start_mark:
+                next_line = ev.start_mark.line
+            if at_key and key_mark is None and isinstance(ev, yaml.ScalarEvent) and ev.value == "gate":
+                key_mark = ev.start_mark
+                inside = 0
+                continue
+            at_key = not at_key
+    rest = source
+    if key_mark is not None and value_end > key_mark.index:
+        rest = source[: key_mark.index] + source[value_end:]
+        parts = _BREAK.split(source)
+        breaks = _BREAK.findall(source)
+        text_lines = [p + (breaks[i] if i < len(breaks) else "") for i, p in enumerate(parts)]
+        first = key_mark.line
+        if key_mark.column == 0 and (next_line is None or next_line > first):
+            last = (next_line if next_line is not None else len(text_lines)) - 1
+
+            def blank(i: int) -> bool:
+                return not text_lines[i].strip()
+
+            def outer_comment(i: int) -> bool:  # a comment at column 0 belongs to what follows
+                return text_lines[i].startswith("#")
+
+            while last > first and (blank(last) or outer_comment(last)):
+                last -= 1
+            while first > 0 and text_lines[first - 1].lstrip().startswith("#"):
+                first -= 1
+            # one separating blank line goes with the block: the one before it, else the one after
+            if first > 0 and blank(first - 1):
+                first -= 1
+            elif last + 1 < len(text_lines) and blank(last + 1):
+                last += 1
+            rest = "".join(text_lines[:first] + text_lines[last + 1 :])
+    try:
+        left, _ = load_yaml(path, rest)
+    except SuiteError:
+        left = None
+    if left != {k: v for k, v in data.items() if k != "gate"}:
+        raise SuiteError(
+            path,
+            _line(lines, ("gate",)),
+            "gate: the section must stand alone (no anchor inside it used elsewhere): it is left out of the "
+            "suite's content hash",
+        )
+    return rest
+
+
+def _content_hash(source: str, scaffold: tuple[ScaffoldMessage, ...]) -> str:
+    """Hash of the suite's YAML (less its ``gate:`` section, which the caller cuts out) and its
+    scaffold (template files by their text); ``_with_files`` adds every other file the suite reads."""
+    h = hashlib.sha256(source.encode())
+    for m in scaffold:
+        h.update(b"\0" + m.role.encode() + b"\0" + m.template.encode())
+    return "sha256:" + h.hexdigest()[:16]
+
+
+#: files ``_content_hash`` covers already: the suite itself and its template files
+_HASHED_AS_TEXT = frozenset({"suite", "template"})
+
+
+def _with_files(digest: str, root: Path, reads: list[tuple[Path, str, bytes]]) -> str:
+    """``digest`` extended by every other file read while the suite loaded (fixture files, the
+    files a schema's ``$ref`` reaches, anything read later through ``read_text``), sorted by path
+    relative to the suite root, with the bytes read: a changed file is a changed suite. A suite
+    that reads no such file keeps ``digest``."""
+    files = sorted({(_relative(p, root), data) for p, what, data in reads if what not in _HASHED_AS_TEXT})
+    if not files:
+        return digest
+    h = hashlib.sha256(digest.encode())
+    for name, data in files:
+        h.update(b"\0" + name.encode() + b"\0" + data)
+    return "sha256:" + h.hexdigest()[:16]
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:  # every file a suite reads is inside its root (resolve_in_root); never a crash
+        return path.resolve().as_posix()

@@ -1,0 +1,222 @@
+"""Strict rendering: scaffold templates -> chat messages -> the model's own chat template.
+
+A missing variable is an error, never a blank: the field notes' "placeholder leak" was an
+evaluation prompt that silently rendered without the current goal.
+
+Scaffold templates are untrusted: they compile and render in ``sandbox.BoundedSandbox`` under
+``sandbox.run_bounded`` (time, output size, value size, recursion; see limits.py), and any bound
+exceeded is a ``SuiteError`` naming the case's file and line. The model's chat template is
+rendered by ``chat_template.render_chat_template`` under the same bounds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+import jinja2.meta
+
+from leader_eval.bounded.limits import LimitExceeded, finditer_bounded
+from leader_eval.bounded.sandbox import BoundedSandbox, run_bounded
+
+# leftover template syntax and placeholders that must never reach a model: one definition,
+# shared with the output-time leak detector
+from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS, is_filled_label
+from leader_eval.errors import SuiteError
+from leader_eval.suite.chat_template import render_chat_template, template_supports_tools
+from leader_eval.types import Prompt
+
+if TYPE_CHECKING:
+    from leader_eval.sampling.backends.base import Backend
+    from leader_eval.suite.load import Case, ScaffoldMessage, Suite
+
+
+__all__ = [
+    "PLACEHOLDER_PATTERNS",
+    "RenderedCase",
+    "check_templates",
+    "find_placeholders",
+    "render_case",
+    "render_chat_template",  # re-exported for modules that still import it from here
+    "render_messages",
+    "scaffold_env",
+    "template_supports_tools",
+    "template_variables",
+]
+
+
+def _scaffold_env() -> BoundedSandbox:
+    env = BoundedSandbox(
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["tojson"] = lambda v, indent=None: json.dumps(v, indent=indent, ensure_ascii=False)
+    return env
+
+
+_ENV = _scaffold_env()
+
+
+def scaffold_env() -> BoundedSandbox:
+    """The strict sandboxed environment scaffolds render in (shared, so its template cache is too)."""
+    return _ENV
+
+
+@dataclass
+class RenderedCase:
+    case_id: str
+    messages: list[dict[str, Any]]
+    prompt: Prompt
+
+
+def _template_line(msg: ScaffoldMessage, lineno: int | None) -> int:
+    if lineno is None:
+        return msg.line
+    # an inline block scalar starts on the line after its key
+    if msg.path.endswith((".yaml", ".yml")) and "\n" in msg.template:
+        return msg.line + lineno
+    return msg.line + lineno - 1 if msg.path.endswith((".yaml", ".yml")) else lineno
+
+
+@lru_cache(maxsize=256)
+def _compile_source(source: str) -> jinja2.Template:
+    return run_bounded(_ENV.from_string, source)
+
+
+def _compile(msg: ScaffoldMessage) -> jinja2.Template:
+    return _compile_source(msg.template)
+
+
+def check_templates(suite: Suite) -> None:
+    """Parse every scaffold template; a syntax error names its file and line."""
+    for msg in suite.scaffold:
+        try:
+            _compile(msg)
+        except jinja2.TemplateSyntaxError as exc:
+            raise SuiteError(
+                msg.path, _template_line(msg, exc.lineno), f"template syntax error: {exc.message}"
+            ) from exc
+        except LimitExceeded as exc:
+            raise SuiteError(msg.path, msg.line, str(exc)) from exc
+
+
+def template_variables(suite: Suite) -> set[str]:
+    names: set[str] = set()
+    for msg in suite.scaffold:
+        names |= _variables_of(msg.template)
+    return names
+
+
+@lru_cache(maxsize=256)
+def _variables_of(source: str) -> frozenset[str]:
+    return frozenset(jinja2.meta.find_undeclared_variables(run_bounded(_ENV.parse, source)))
+
+
+def tools_json(suite: Suite) -> str:
+    """The ``tools_json`` scaffold variable: what the model reads, and what the scorer compares
+    an echo against (non-ASCII text as itself, never as ``\\u`` escapes)."""
+    return json.dumps([t.to_openai()["function"] for t in suite.tools], indent=2, ensure_ascii=False)
+
+
+def render_messages(suite: Suite, case: Case) -> list[dict[str, Any]]:
+    """Render the scaffold for one case; raise ``SuiteError`` on any missing or blank variable."""
+    context: dict[str, Any] = {
+        "tools": [t.to_openai()["function"] for t in suite.tools],
+        "tools_json": tools_json(suite),
+        "case_id": case.id,
+        **case.vars,
+    }
+    used = template_variables(suite)
+    for name in sorted(used):
+        if name in case.vars and (case.vars[name] is None or case.vars[name] == ""):
+            raise SuiteError(
+                suite.path,
+                case.line,
+                f"case {case.id!r}: template variable {name!r} is empty (a blank would render silently)",
+            )
+    messages: list[dict[str, Any]] = []
+    for msg in suite.scaffold:
+        try:
+            content = run_bounded(_compile(msg).render, context)
+        except LimitExceeded as exc:
+            raise SuiteError(suite.path, case.line, f"case {case.id!r}: {exc} (template at {msg.origin})") from exc
+        except jinja2.UndefinedError as exc:
+            where = _undefined_location(exc, msg)
+            var = _undefined_name(str(exc))
+            raise SuiteError(
+                suite.path,
+                case.line,
+                f"case {case.id!r}: missing template variable {var!r} (used at {where})",
+            ) from exc
+        except jinja2.TemplateError as exc:
+            raise SuiteError(suite.path, case.line, f"case {case.id!r}: template error: {exc}") from exc
+        except (TypeError, ValueError, AttributeError, ArithmeticError, LookupError) as exc:
+            where = _undefined_location(exc, msg)
+            raise SuiteError(suite.path, case.line, f"case {case.id!r}: template failed at {where}: {exc}") from exc
+        if content.strip():
+            messages.append({"role": msg.role, "content": content})
+    _check_placeholders(suite, case, messages)
+    return messages
+
+
+def _undefined_name(message: str) -> str:
+    m = re.search(r"'([^']+)' is undefined", message) or re.search(r"has no attribute '([^']+)'", message)
+    return m.group(1) if m else message
+
+
+def _undefined_location(exc: BaseException, msg: ScaffoldMessage) -> str:
+    tb = exc.__traceback__
+    lineno = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            lineno = tb.tb_lineno
+        tb = tb.tb_next
+    line = _template_line(msg, lineno)
+    return f"{msg.path}:{line}"
+
+
+def find_placeholders(text: str, extra: list[str] | tuple[str, ...] = (), allowed: tuple[str, ...] = ()) -> list[Any]:
+    """Leftover template syntax and placeholder markers in ``text`` (``re.Match``-like: ``start()``,
+    ``end()``, ``group()``)."""
+    found: list[Any] = []
+    for pattern in PLACEHOLDER_PATTERNS:
+        found.extend(m for m in re.finditer(pattern, text) if m.group(0) not in allowed)
+    # the bracketed slot in words (the last pattern) as the leak detector reads it: a filled
+    # form label ("[Team Role] Scout") is none
+    slots = PLACEHOLDER_PATTERNS[-1]
+    found = [m for m in found if m.re.pattern != slots or not is_filled_label(text, m.start(), m.end())]
+    for pattern in extra:  # a suite's own patterns run with a time bound (suite_regex.py)
+        found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
+    return sorted(found, key=lambda m: m.start())
+
+
+def _check_placeholders(suite: Suite, case: Case, messages: list[dict[str, Any]]) -> None:
+    extra = suite.render.get("placeholder_patterns", [])
+    allowed = tuple(suite.render.get("allowed_placeholders", []))
+    for m in messages:
+        try:
+            hits = find_placeholders(m["content"], extra, allowed)
+        except LimitExceeded as exc:
+            raise SuiteError(suite.path, case.line, f"case {case.id!r}: render.placeholder_patterns: {exc}") from exc
+        if hits:
+            h = hits[0]
+            raise SuiteError(
+                suite.path,
+                case.line,
+                f"case {case.id!r}: rendered {m['role']} message still holds placeholder {h.group(0)!r}; "
+                "refusing to sample it",
+            )
+
+
+def render_case(suite: Suite, case: Case, backend: Backend) -> RenderedCase:
+    """Scaffold -> messages -> the model's chat template -> exact prompt text and token ids."""
+    messages = render_messages(suite, case)
+    prompt = backend.apply_chat_template(messages, [t.to_openai() for t in suite.tools])
+    return RenderedCase(case.id, messages, prompt)

@@ -1,0 +1,195 @@
+"""Suite regexes: found by walking the suite JSON Schema, refused at lint when catastrophic, and
+run in bounded time with Python's own verdicts (issue 20 item 4)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leader_eval.bounded.regex import compile_suite_regex
+from leader_eval.errors import SuiteError
+from leader_eval.suite.load import load_suite, suite_schema
+from tests.conftest import MINIMAL_SUITE
+
+
+def _regex_keys(node: Any, root: dict[str, Any], path: str = "", seen: frozenset[str] = frozenset()) -> set[str]:
+    if not isinstance(node, dict):
+        return set()
+    if node.get("format") == "regex":
+        return {path}
+    out: set[str] = set()
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target[part]
+        out |= _regex_keys(target, root, path, seen | {ref})
+    for key, sub in node.get("properties", {}).items():
+        out |= _regex_keys(sub, root, f"{path}.{key}", seen)
+    if isinstance(node.get("items"), dict):
+        out |= _regex_keys(node["items"], root, path + "[]", seen)
+    if isinstance(node.get("additionalProperties"), dict):
+        out |= _regex_keys(node["additionalProperties"], root, path + ".*", seen)
+    for key in ("oneOf", "anyOf", "allOf"):
+        for sub in node.get(key, []):
+            out |= _regex_keys(sub, root, path, seen)
+    return out
+
+
+MARK = "\\w*\\w*\\w*\\w*z"
+# where each key the schema walk finds is put in MINIMAL_SUITE (a key the walk finds without a
+# placement here fails the test: a new regex key must be shown to be linted)
+PLACES = {
+    ".render.placeholder_patterns[]": ("defaults:", f"render:\n  placeholder_patterns: ['{MARK}']\ndefaults:"),
+    ".leakage.forbid[]": ("defaults:", f"leakage:\n  forbid: ['{MARK}']\ndefaults:"),
+    ".cases[].expect.forbid[]": (
+        "    expect:\n      calls:\n        - tool: send_message_to_chat\n  - id: goal",
+        f"    expect:\n      forbid: ['{MARK}']\n      calls:\n        - tool: send_message_to_chat\n  - id: goal",
+    ),
+    ".cases[].expect.require[]": (
+        "    expect:\n      calls:\n        - tool: send_message_to_chat\n  - id: goal",
+        f"    expect:\n      require: ['{MARK}']\n      calls:\n        - tool: send_message_to_chat\n  - id: goal",
+    ),
+    ".cases[].expect.calls[].args.*.regex": ("message: {mentions_goal: true}", f"message: {{regex: '{MARK}'}}"),
+}
+EPISODE_KEYS = {
+    ".fixtures[].match.*.regex",
+    ".cases[].episode.goal.args.*.regex",
+    ".cases[].episode.final.*.regex",
+    ".cases[].episode.fixtures[].match.*.regex",
+}
+
+
+def test_the_schema_walk_finds_every_regex_key() -> None:
+    schema = suite_schema()
+    assert _regex_keys(schema, schema) == set(PLACES) | EPISODE_KEYS
+
+
+@pytest.mark.parametrize("key", sorted(PLACES))
+@pytest.mark.parametrize("pattern", [MARK, "(a+)+$", "(a|aa)*b", "\\d+\\.?\\d*", "[a-z]*[a-z0-9]*!"])
+def test_a_catastrophic_pattern_is_refused_at_lint_with_its_line(tmp_path: Path, key: str, pattern: str) -> None:
+    old, new = PLACES[key]
+    text = MINIMAL_SUITE.replace(old, new.replace(MARK, pattern.replace("\\", "\\\\") if False else pattern), 1)
+    assert text != MINIMAL_SUITE
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if pattern in row)
+    with pytest.raises(SuiteError, match="backtrack catastrophically") as err:
+        load_suite(path)
+    assert err.value.line == line and "\n" not in str(err.value)
+
+
+CORPUS = [
+    r"(?i)\bclick(ed|ing)?\b.{0,40}\b(button|icon|element)",
+    r"\w+",
+    r"(?i)k",
+    r"(?i)i",
+    r"foo$",
+    r"(?m)^a.$",
+    r"\bab\b",
+    r"\Bb",
+    r"(?<=a)b",
+    r"(a)\1",
+    r"x*",
+    r"(?s)a.b",
+    r"(?a)\w+",
+    r"[^a-z]+",
+    r"\W+",
+    r"é+",
+    r"\w*\w*z",
+]
+TEXTS = [
+    "Click the Button",
+    "kK\u212a iI\u0130\u0131",
+    "foo\n",
+    "a\nab\n",
+    "ab ab, xab abx",
+    "é É ab_1 \u0663 中",
+    "a\x00b",
+    "\ud800ab",
+    "",
+    "a" * 1000,
+]
+
+
+@pytest.mark.parametrize("pattern", CORPUS)
+def test_bounded_matching_gives_pythons_answers(pattern: str) -> None:
+    rx, py = compile_suite_regex(pattern), re.compile(pattern)
+    for text in TEXTS:
+        for pos, end in ((0, len(text)), (1, len(text)), (0, max(len(text) - 1, 0))):
+            assert [m.span() for m in rx.finditer(text, pos, end)] == [m.span() for m in py.finditer(text, pos, end)]
+
+
+def test_a_pattern_lint_would_refuse_still_runs_in_linear_time() -> None:
+    rx = compile_suite_regex(r"\w*\w*\w*\w*z")
+    assert rx.linear and rx.search("a" * 100_000) is None
+
+
+def test_a_json_schema_pattern_is_linted(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        MINIMAL_SUITE.replace("message: {type: string, minLength: 1}", "message: {type: string, pattern: '(a+)+$'}")
+    )
+    with pytest.raises(SuiteError, match="backtrack catastrophically"):
+        load_suite(path)
+    assert json.dumps
+
+
+# --- patterns whose compiled program is huge: both engines write counted repeats out (RE2 ``x{n,m}``
+# m times, the regex module ``x{n}`` n times) and each class as its ranges, so a short pattern can
+# cost seconds and gigabytes to compile (``(?:a{1000}){1000}{1000}``: a MemoryError at 4 GB)
+HUGE_SHAPES = {
+    "one char": "a{10000000}",
+    "nested counts": "(?:(?:a{1000}){1000}){1000}",
+    "group count": "(?:ab){4294967294}",
+    "unicode class": "\\w{1000}",
+    "class sequence": "\\w" * 300,
+    "optional part": "\\w{0,1000}",
+    "unbounded minimum": "(?:ab){100000,}",
+    "alternation": "(?:[^\\W\\d]|\\d\\w){500}",
+    "inside lookahead": "x(?=(?:\\s\\S){100000})",
+    "case-folded": "(?i)(?:k\\u212a){100000}",
+    "atomic": "(?>(?:ab){200000})",
+    "conditional": "(a)?(?(1)(?:b{1000}){1000}|c)",
+}
+
+
+@pytest.mark.parametrize("pattern", HUGE_SHAPES.values(), ids=HUGE_SHAPES.keys())
+def test_a_pattern_too_large_to_compile_is_refused_before_any_engine_compiles_it(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from leader_eval.bounded import regex as suite_regex
+
+    def no_compile(*_: object) -> None:
+        raise AssertionError("the pattern reached an engine")
+
+    monkeypatch.setattr(suite_regex, "_re2_compile", no_compile)
+    monkeypatch.setattr(suite_regex, "compile_suite_regex", no_compile)
+    why = suite_regex.regex_problem(pattern)
+    assert why is not None and "too large" in why and "\n" not in why
+
+
+@pytest.mark.parametrize("key", sorted(PLACES))
+def test_a_too_large_pattern_is_refused_at_lint_with_its_line_in_every_key(tmp_path: Path, key: str) -> None:
+    pattern = "(?:ab){4294967294}"
+    old, new = PLACES[key]
+    text = MINIMAL_SUITE.replace(old, new.replace(MARK, pattern), 1)
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if pattern in row)
+    with pytest.raises(SuiteError, match="too large") as err:
+        load_suite(path)
+    assert err.value.line == line
+
+
+@pytest.mark.parametrize(
+    "pattern", ["[a-f0-9]{64}", ".{0,5000}", "(?:\\w+\\s){1,100}", "\\d{4}-\\d{2}-\\d{2}", "(?i)\\b\\w{2,50}\\b"]
+)
+def test_ordinary_counted_repeats_stay_accepted(pattern: str) -> None:
+    from leader_eval.bounded.regex import regex_problem
+
+    assert regex_problem(pattern) is None

@@ -1,0 +1,170 @@
+"""Leak detectors against the hand-labeled corpus (tests/corpus/), plus the rules around it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
+from leader_eval.types import Reason
+from tests.corpus import LeakRecord, load_leak_records
+
+RECORDS = load_leak_records()
+LEAK_CLASSES = (
+    Reason.LEAK_TOOL_MARKUP,
+    Reason.LEAK_REASONING,
+    Reason.LEAK_SPECIAL_TOKEN,
+    Reason.LEAK_MARKER,
+    Reason.LEAK_PLACEHOLDER,
+    Reason.LEAK_SCAFFOLD,
+    Reason.FORBIDDEN_PATTERN,
+)
+
+
+def _detect(rec: LeakRecord) -> list[tuple[str, int, int]]:
+    cfg = compile_leak_config(LeakConfig(**rec.config))
+    return [(str(f.reason), f.start, f.end) for f in find_leaks(rec.text, cfg, where=rec.where)]
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r.id)
+def test_corpus_record(rec: LeakRecord) -> None:
+    got = _detect(rec)
+    shown = {(r, s, e): rec.text[s:e] for r, s, e in got}
+    assert got == rec.expected, f"{rec.file}:{rec.id} ({rec.note})\n text={rec.text!r}\n got={shown}"
+
+
+def test_findings_carry_text_context_and_where() -> None:
+    text = "Line one.\n@Ada take the map <think>hmm</think> now.\nLine three."
+    (f,) = find_leaks(text, compile_leak_config(LeakConfig()), where="call[0].arguments.message")
+    assert f.reason is Reason.LEAK_REASONING
+    assert f.text == "<think>hmm</think>" == text[f.start : f.end]
+    assert f.where == "call[0].arguments.message"
+    assert "\n" not in f.context and "@Ada take the map <think>hmm</think> now." in f.context
+
+
+def test_compile_is_cached_and_find_accepts_a_plain_config() -> None:
+    cfg = LeakConfig(markers=("[NO CHAT]", "[brb:"))
+    assert compile_leak_config(cfg) is compile_leak_config(LeakConfig(markers=("[NO CHAT]", "[brb:")))
+    assert [f.text for f in find_leaks("[brb: 5] ok", cfg)] == ["[brb: 5]"]  # type: ignore[arg-type]
+
+
+def test_eot_token_is_fine_only_once_and_only_at_the_end() -> None:
+    cfg = compile_leak_config(LeakConfig(eot_tokens=("<|eot_id|>",)))
+    assert find_leaks("@Ada go.<|eot_id|>  \n", cfg) == []
+    assert [f.start for f in find_leaks("@Ada go.<|eot_id|> more", cfg)] == [8]
+    # without the declaration the same token is a leak even at the end
+    assert [f.reason for f in find_leaks("@Ada go.<|eot_id|>", compile_leak_config(LeakConfig()))] == [
+        Reason.LEAK_SPECIAL_TOKEN
+    ]
+
+
+def test_declared_reasoning_block_is_a_channel_only_at_the_start() -> None:
+    cfg = compile_leak_config(LeakConfig(reasoning_tags=("<think>", "</think>")))
+    assert find_leaks("<think>x</think>@Ada go", cfg) == []
+    assert [(f.start, f.end) for f in find_leaks("@Ada go <think>x</think>", cfg)] == [(8, 24)]
+    # undeclared, the same leading block is a leak
+    assert len(find_leaks("<think>x</think>@Ada go", compile_leak_config(LeakConfig()))) == 1
+
+
+def test_code_exemption_needs_a_closed_fence() -> None:
+    cfg = compile_leak_config(LeakConfig())
+    env = '{"name": "wait", "arguments": {}}'
+    assert find_leaks(f"```\n{env}\n```", cfg) == []
+    assert [f.text for f in find_leaks(f"```\n{env}\n", cfg)] == [env]
+    # special tokens are never content, fenced or not
+    assert [f.text for f in find_leaks("```\n<|im_start|>\n```", cfg)] == ["<|im_start|>"]
+
+
+def test_code_exemption_is_bounded_and_fails_safe() -> None:
+    cfg = compile_leak_config(LeakConfig())
+    # a few quoted placeholders: documentation of syntax, not leaks
+    assert find_leaks("Write `[GOAL]` or `{{ goal }}` where the goal goes.", cfg) == []
+    # a text flooded with them (past 4,096) stops getting the exemption: judged as leaking, in
+    # bounded time, never passed unread
+    flood = "`[GOAL]` " * 5000
+    found = find_leaks(flood, cfg)
+    assert found and {f.reason for f in found} == {Reason.LEAK_PLACEHOLDER}
+    assert found[0].start == 4096 * 9 + 1  # the first one past the budget
+    assert find_leaks("`[GOAL]` " * 4096, cfg) == []
+
+
+def test_fenced_blocks_read_per_text_are_bounded_and_fail_safe() -> None:
+    cfg = compile_leak_config(LeakConfig())
+    block = "```\n[GOAL]\n```\n"
+    assert find_leaks(block * 1000, cfg) == []  # 2,000 fence lines: all read, all code
+    # past 2,048 fence lines a flood of blocks is not code: its placeholders are judged
+    found = find_leaks(block * 1100, cfg)
+    assert found and found[0].start == 1024 * len(block) + 4
+    assert {f.reason for f in found} == {Reason.LEAK_PLACEHOLDER}
+
+
+def _per_class_scores() -> dict[str, tuple[int, int, int]]:
+    tp: Counter[str] = Counter()
+    fp: Counter[str] = Counter()
+    fn: Counter[str] = Counter()
+    for rec in RECORDS:
+        got = set(_detect(rec))
+        want = set(rec.expected)
+        for r, _, _ in got & want:
+            tp[r] += 1
+        for r, _, _ in got - want:
+            fp[r] += 1
+        for r, _, _ in want - got:
+            fn[r] += 1
+    return {str(c): (tp[str(c)], fp[str(c)], fn[str(c)]) for c in LEAK_CLASSES}
+
+
+def test_precision_and_recall_per_class() -> None:
+    scores = _per_class_scores()
+    print("\nleak class              findings  precision  recall")
+    failing = []
+    for cls, (tp, fp, fn) in scores.items():
+        precision = tp / (tp + fp) if tp + fp else 1.0
+        recall = tp / (tp + fn) if tp + fn else 1.0
+        print(f"{cls:<22} {tp + fn:>9}  {precision:>9.3f}  {recall:>6.3f}")
+        if precision < 0.98 or recall < 0.98:
+            failing.append(cls)
+    near = [r for r in RECORDS if r.file == "near_miss.yaml"]
+    fired = [r.id for r in near if _detect(r)]
+    print(f"near-misses: {len(near)}, fired: {len(fired)}")
+    assert not failing, f"precision or recall below 0.98 for {failing}"
+    assert not fired
+
+
+def test_corpus_covers_every_class() -> None:
+    per_class = Counter(r for rec in RECORDS for r in {e[0] for e in rec.expected})
+    for cls in LEAK_CLASSES:
+        assert per_class[str(cls)] >= 15, f"{cls}: {per_class[str(cls)]} records"
+    assert sum(1 for r in RECORDS if not r.expected) >= 60
+
+
+def test_the_slot_in_words_rule_is_one_rule_at_render_and_output_time() -> None:
+    """``is_slot_phrase`` (the leak detector) and the render-time regex built from the same word
+    lists agree on every phrase of up to three words drawn from the lists and from near misses."""
+    import itertools
+    import re
+
+    from leader_eval.checks.placeholders import (
+        PLACEHOLDER_PATTERNS,
+        SLOT_DETAILS,
+        SLOT_HEADS,
+        SLOT_NOUNS,
+        SLOT_OF_HEADS,
+        SLOT_PREFIXES,
+        SLOT_VERBS,
+        is_slot_phrase,
+    )
+
+    rx = re.compile(PLACEHOLDER_PATTERNS[-1])
+    vocab = [*sorted(SLOT_NOUNS | SLOT_PREFIXES)[::3], "here", "coin", "the", "new", "Name", "GOAL", "turn"]
+    vocab += [*sorted(SLOT_HEADS | SLOT_VERBS | SLOT_DETAILS | SLOT_OF_HEADS)[::2], "of", "and", "Teammate's"]
+    vocab += ["change", "Edit", "room", "position", "Meeting", "recipient", "wind", "place", "2", "Start-Date"]
+    for n in (1, 2, 3, 4):
+        for words in (
+            itertools.product(vocab, repeat=n)
+            if n < 4
+            else itertools.islice(itertools.product(vocab, repeat=4), 0, None, 7)
+        ):
+            inner = " ".join(words)
+            assert bool(rx.fullmatch(f"[{inner}]")) == is_slot_phrase(inner), inner

@@ -1,0 +1,213 @@
+"""`leader-eval stress`: filler, exact prompt lengths, fact depth, overflow without sampling, outputs.
+
+Uses the embedded model's real tokenizer and chat template (vocabulary only: no weights are run).
+Sampling goes through a scripted backend that counts requests, so the test stays fast and can
+prove that an overflowing prompt is never sent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leader_eval.sampling.backends.base import Completion, SampleRequest
+from leader_eval.studies.stress import (
+    FillerStream,
+    build_variants,
+    filler_violations,
+    first_failure,
+    format_stress_table,
+    protected_words,
+    read_stress,
+    stress,
+)
+from leader_eval.suite.load import load_suite
+from leader_eval.suite.render import render_messages
+
+ROOT = Path(__file__).resolve().parents[2]
+RECALL = ROOT / "suites" / "stress_recall.yaml"
+CORE = ROOT / "suites" / "leader_core.yaml"
+
+
+class ScriptedBackend:
+    """The embedded model's tokenizer and template, with a canned answer instead of sampling."""
+
+    max_concurrency = 4
+    default_protocol = "json"
+
+    def __init__(self, inner: Any, answer: str):
+        self.inner = inner
+        self.answer = answer
+        self.model_id = "scripted:smollm2-tokenizer"
+        self.context_length = inner.context_length
+        self.special_tokens = inner.special_tokens
+        self.requests: list[int] = []  # prompt length of every request sent
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.inner.tokenize(text)
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
+        return self.inner.apply_chat_template(messages, tools)
+
+    async def sample(self, request: SampleRequest) -> list[Completion]:
+        n = request.prompt.n_tokens or 0
+        self.requests.append(n)
+        return [Completion(self.answer, [1], "stop", prompt_tokens=n, completion_tokens=1) for _ in request.seeds]
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "scripted"}
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_filler_is_seeded_and_never_bears_on_the_decision() -> None:
+    a = FillerStream(7, "case").take(300)
+    assert a == FillerStream(7, "case").take(300)
+    assert a != FillerStream(8, "case").take(300)
+    assert len({e["text"] for e in a}) > 100  # varied traffic, not one line repeated
+    assert not any("lorem" in e["text"].lower() for e in a)
+    # the check itself catches what filler must never say
+    for bad in ("Our goal is the bridge.", "Mira, please pause.", "Who does what?", "[NO CHAT] hi", "assign Bo"):
+        assert filler_violations(bad), bad
+    for path in (CORE, RECALL):
+        suite = load_suite(path)
+        for case in suite.cases:
+            fact_var = case.stress.get("fact_var")
+            protected = protected_words(case, "events", fact_var)
+            names = {n.lower() for n in [case.vars["agent_name"], *case.vars["team"]]}
+            assert names <= protected
+            for e in FillerStream(0, case.id, protected).take(400):
+                line = f"{e['from']}: {e['text']}"
+                assert filler_violations(line, protected) == [], (case.id, line)
+
+
+def test_prompt_is_exact_to_the_token_and_the_case_is_unchanged(local_backend: Any) -> None:
+    suite = load_suite(RECALL)
+    case = suite.cases[0]
+    variants = build_variants(suite, [case], local_backend, [900, 2500, 6000], depths=("start", "middle", "end"))
+    assert [v.variant_id for v in variants[:3]] == [
+        "recalls_key_location@900:start",
+        "recalls_key_location@900:middle",
+        "recalls_key_location@900:end",
+    ]
+    tools = [t.to_openai() for t in suite.tools]
+    original = render_messages(suite, case)
+    fact = case.vars["fact"]
+    for v in variants:
+        assert v.status == "ok" and v.case is not None and v.prompt is not None
+        # exact: the recorded count is what the model's tokenizer gives for the text the model sees
+        again = local_backend.apply_chat_template(render_messages(suite, v.case), tools)
+        assert v.prompt_tokens == len(again.token_ids) == len(local_backend.tokenize(again.text))
+        assert again.text == v.prompt.text
+        assert v.target - 4 <= v.prompt_tokens <= v.target, (v.variant_id, v.prompt_tokens)
+        events = v.case.vars["events"]
+        # system prompt fixed; the triggering event last; the fact where asked, once
+        messages = render_messages(suite, v.case)
+        assert messages[0] == original[0]
+        assert events[-1] == case.vars["events"][-1]
+        fact_at = [i for i, e in enumerate(events) if e["text"] == fact["text"]]
+        assert fact_at == [v.fact_index]
+        n_filler = len(events) - 2
+        assert v.fact_index == {"start": 0, "middle": n_filler // 2, "end": n_filler}[v.depth]
+        times = [e["time"] for e in events]
+        assert times == sorted(times)  # HH:MM, chronological
+
+
+def test_overflow_is_recorded_without_sampling_and_outputs_are_written(local_backend: Any, tmp_path: Path) -> None:
+    answer = '{"tool": "send_message_to_chat", "arguments": {"message": "Ada, the key is under the blue pot."}}'
+    backend = ScriptedBackend(local_backend, answer)
+    result = stress(
+        RECALL,
+        model="scripted",
+        tokens=4000,
+        steps=[900, 1000, 2000],
+        case_ids=["recalls_key_location"],
+        samples=2,
+        seed=3,
+        out=tmp_path / "run",
+        depths=["start", "end"],
+        context_length=1100,  # 1000 + 64 fits; 2000 and 4000 overflow
+        backend=backend,
+        progress=False,
+        cache=False,
+    )
+    assert result.steps == [900, 1000, 2000, 4000]
+    # only the fitting prompts were ever sent, each once per case with both seeds
+    assert sorted(backend.requests) == sorted(v.prompt_tokens for v in result.variants if v.target <= 1000)
+    assert all(n <= 1100 - 64 for n in backend.requests)
+    over = [v for v in result.variants if v.target >= 2000]
+    assert over and all(v.status == "overflow" and v.score is None and v.n_context_overflow == 2 for v in over)
+    by_id = {c["case_id"]: c for c in result.run.cases}
+    for v in over:  # its own outcome, never a tool-call failure
+        assert by_id[v.variant_id]["n_scored"] == 0 and by_id[v.variant_id]["reasons"] == {}
+    outcomes = {(s.case_id, s.outcome) for s in result.run.samples}
+    assert ("recalls_key_location@4000:end", "context_overflow") in outcomes
+    assert all(v.score == 1.0 for v in result.variants if v.target <= 1000)
+    assert result.first_failure["recalls_key_location:start"] is None
+    assert result.first_overflow["recalls_key_location:end"] == 2000
+    assert result.first_overflow["overall"] == 2000
+
+    table = format_stress_table(result)
+    assert "recalls_key_location:start" in table and "overflow" in table and "first failure" in table
+    png = result.out / "stress.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = read_stress(result.out)  # the recorded result renders the same table
+    assert format_stress_table(again) == table
+    data = json.loads((result.out / "stress.json").read_text())
+    assert data["first_overflow"]["overall"] == 2000
+    assert {v["variant_id"] for v in data["variants"]} == {v.variant_id for v in result.variants}
+    # the sample store holds each prompt once, not once per sample
+    prompts = [json.loads(x) for x in (result.out / "prompts.jsonl").read_text().splitlines()]
+    assert len(prompts) == len(result.variants)
+    assert prompts[0]["text"][:200] not in (result.out / "samples.jsonl").read_text()
+
+
+def test_first_failure_rule() -> None:
+    assert first_failure([(1000, 1.0), (2000, 1.0), (4000, 0.67)]) == 4000  # dropped by more than 0.25
+    assert first_failure([(1000, 0.67), (2000, 0.67), (4000, 0.33)]) == 4000  # below 0.5
+    assert first_failure([(2000, 0.33), (1000, 0.4)]) == 1000  # fails already at the shortest length
+    assert first_failure([(1000, 1.0), (2000, 0.8)]) is None
+    assert first_failure([]) is None
+
+
+def test_a_case_longer_than_a_step_is_marked_not_padded(local_backend: Any) -> None:
+    suite = load_suite(CORE)
+    case = next(c for c in suite.cases if c.id == "assigns_owners")
+    (v,) = build_variants(suite, [case], local_backend, [100])
+    assert v.status == "shorter_than_case" and v.prompt_tokens > 100 and v.case is None
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_reduced_sweep_on_the_embedded_model(tmp_path: Path) -> None:
+    """CI's reduced sweep: one real sampled length, one that overflows a 1,100-token context."""
+    from leader_eval.sampling.backends.local import LocalBackend, embedded_model_path
+
+    # one thread: two llama.cpp (OpenMP) threads spin-wait badly on a busy 2-core machine
+    backend = LocalBackend(embedded_model_path(), "local:smollm2", n_threads=1)
+    result = stress(
+        RECALL,
+        model="local:smollm2",
+        tokens=2000,
+        steps=[800],
+        case_ids=["recalls_key_location"],
+        samples=1,
+        seed=0,
+        out=tmp_path / "run",
+        depths=["end"],
+        context_length=1100,
+        backend=backend,
+        max_tokens=32,
+        progress=False,
+        cache=False,
+    )
+    fit, over = result.variants
+    assert fit.status == "ok" and fit.n_scored == 1 and 796 <= fit.prompt_tokens <= 800
+    assert over.status == "overflow" and over.n_scored == 0
+    sampled = [s for s in result.run.samples if s.outcome == "ok"]
+    assert len(sampled) == 1 and sampled[0].prompt_tokens == fit.prompt_tokens
+    assert (result.out / "stress.png").is_file()

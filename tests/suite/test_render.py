@@ -1,0 +1,194 @@
+"""Scaffold rendering under bounds: hostile templates and patterns end in one-line suite errors.
+
+Each template below hung, crashed or exhausted memory before (issue 9 item 15); now each is a
+``SuiteError`` naming the suite, the case's line and the bound, within seconds.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from leader_eval.bounded import limits
+from leader_eval.bounded.limits import LimitExceeded, finditer_bounded, regex_problem
+from leader_eval.errors import SuiteError
+from leader_eval.suite.load import load_suite
+from leader_eval.suite.render import render_messages
+from tests.conftest import MINIMAL_SUITE
+
+REQUEST = 'content: "{{ request }}"'
+CASE_LINE = 26  # the line of case 'hello' in MINIMAL_SUITE
+
+
+def _suite(tmp_path: Path, template: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL_SUITE.replace(REQUEST, "content: " + repr(template).replace("\\\\", "\\")))
+    return path
+
+
+HOSTILE = {
+    "range": ("{% for i in range(10**9) %}x{% endfor %}", "too large"),
+    "nested_loops": ("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}", "longer than"),
+    "str_times": ("{{ 'x' * 10**10 }}", "'*' would build"),
+    "list_times": ("{{ [1] * 10**10 }}", "'*' would build"),
+    "center_method": ("{{ 'x'.center(10**10) }}", "too large"),
+    "ljust_method": ("{{ 'x'.ljust(10**10) }}", "too large"),
+    "center_filter": ("{{ 'x' | center(10**10) }}", "too large"),
+    "indent_filter": ("{{ ('a\\n' * 100000) | indent(1000) }}", "indent"),
+    "tojson_indent": ("{{ tools | tojson(indent=100) }}", "indent is too large"),
+    "recursive_macro": ("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "recurses too deeply"),
+    "huge_output": (
+        "{% for i in range(99999) %}{% for j in range(999) %}xxxxxxxxxxxxxxxxxxxx{% endfor %}{% endfor %}",
+        ("output is over", "longer than"),
+    ),
+    "concat_doubling": (
+        "{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x ~ ns.x %}{% endfor %}",
+        "'~' would build",
+    ),
+    "plus_doubling": (
+        "{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = ns.x + ns.x %}{% endfor %}",
+        "'+' would build",
+    ),
+    "block_doubling": (
+        "{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set y %}{{ ns.x }}{{ ns.x }}{% endset %}{% set ns.x = y %}{% endfor %}",
+        "output is over",
+    ),
+    "macro_doubling": (
+        "{% macro d(s) %}{{ s }}{{ s }}{% endmacro %}{% set ns = namespace(x='ab') %}{% for i in range(60) %}{% set ns.x = d(ns.x) %}{% endfor %}",
+        ("built a value", "output is over"),
+    ),
+    "join_growth": ("{% set l = ['x' * 1000] * 5000 %}{{ l | join }}", ("join", "'*' would build")),
+    "replace_growth": (
+        "{% set ns = namespace(x='aa') %}{% for i in range(40) %}{% set ns.x = ns.x.replace('a', 'aaaa') %}{% endfor %}",
+        "replace",
+    ),
+    "bigint_squaring": (
+        "{% set ns = namespace(x=10) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}{% endfor %}",
+        "bits",
+    ),
+    "power": ("{{ 9 ** 9999999999 }}", "bits"),
+    "format_width": ("{{ '{:>9999999999}'.format('x') }}", "format width"),
+    "format_kwarg_width": ("{{ '{:>{w}}'.format('x', w=10**10) }}", "too large"),
+    "percent_width": ("{{ '%9999999999s' % 'x' }}", "format width"),
+    "format_filter_width": ("{{ '%9999999999s' | format('x') }}", "format width"),
+    "lipsum": ("{{ lipsum(10**6) }}", "lipsum"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_scaffold_is_a_suite_error_on_the_case_line(tmp_path: Path, monkeypatch, name: str) -> None:
+    monkeypatch.setattr(limits, "MAX_RENDER_SECONDS", 1.0)
+    template, words = HOSTILE[name]
+    suite = load_suite(_suite(tmp_path, template))
+    start = time.monotonic()
+    with pytest.raises(SuiteError) as err:
+        render_messages(suite, suite.cases[0])
+    assert time.monotonic() - start < 10
+    assert err.value.line == CASE_LINE and err.value.path == str(suite.path)
+    assert "\n" not in str(err.value)
+    assert any(w in str(err.value) for w in ((words,) if isinstance(words, str) else words)), str(err.value)
+
+
+def test_bounded_sandbox_renders_ordinary_templates_unchanged(tmp_path: Path) -> None:
+    template = (
+        "{% set ns = namespace(n=0) %}{% for t in tools %}{% set ns.n = ns.n + 1 %}{{ t.name | upper }} {% endfor %}"
+        "{{ ns.n }} {{ '%-5s|' % 'ab' }}{{ '{:>4}'.format(7) }} {{ [1, 2] * 2 }} {{ 'a' ~ 'b' }} {{ 2 ** 10 }}"
+        " {{ request | center(30) | trim }} {{ tools | tojson(indent=2) | length > 10 }} {{ case_id }}"
+    )
+    suite = load_suite(_suite(tmp_path, template))
+    messages = render_messages(suite, suite.cases[0])
+    assert messages[1]["content"] == (
+        "SEND_MESSAGE_TO_CHAT 1 ab   |   7 [1, 2, 1, 2] ab 1024 Say hello to the team. True hello"
+    )
+
+
+def test_scaffold_bound_holds_in_a_worker_thread(tmp_path: Path, monkeypatch) -> None:
+    """No signals: the runner renders in threads, and the time bound still stops a hang there."""
+    monkeypatch.setattr(limits, "MAX_RENDER_SECONDS", 0.5)
+    suite = load_suite(_suite(tmp_path, HOSTILE["nested_loops"][0]))
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            render_messages(suite, suite.cases[0])
+        except BaseException as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(30)
+    assert not t.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], SuiteError) and "longer than 0.5 s" in str(errors[0])
+
+
+def test_a_template_syntax_error_deep_in_a_template_names_its_line(tmp_path: Path) -> None:
+    path = _suite(tmp_path, "ok\\n{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}")
+    with pytest.raises(SuiteError, match="nests or recurses too deeply"):
+        load_suite(path)
+
+
+CATASTROPHIC = [
+    r"(a+)+$",
+    r"(a*)*b",
+    r"(\w+)*x",
+    r"(a|aa)*b",
+    r"(a|a)+",
+    r"(.*a){20}",
+    r"((ab)*)+c",
+    r"(\d+\.?)+x",
+    r"^(\w+\s?)*$",
+    r"(x+x+)+y",
+    r"(?:[a-z]+)+@",
+]
+SAFE = [
+    r"(?i)\bclick(ed|ing)?\b.{0,40}\b(button|icon|element)",
+    r"(?i)\bpot\b",
+    r"<<[A-Z_]+>>",
+    r"(\w+\s)+x",
+    r"\[(?:PLACEHOLDER|TODO)\]",
+    r"(ab|cd)+",
+    r"[A-Z][a-z]+(?: [A-Z][a-z]+)*",
+    r"\d{3}-\d{4}",
+    r"(foo|bar)*baz",
+    r"\{\{.*?\}\}",
+    r"(?:\[[A-Z_]+\])+",
+    r"(?i)(A|a)+$",
+    r"([ab]|b)*c",
+]  # single-character branches become a set
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_catastrophic_regex_is_refused(pattern: str) -> None:
+    why = regex_problem(pattern)
+    assert why and "backtrack catastrophically" in why
+
+
+@pytest.mark.parametrize("pattern", SAFE)
+def test_ordinary_regex_is_accepted(pattern: str) -> None:
+    assert regex_problem(pattern) is None
+    re.compile(pattern)
+
+
+def test_suite_regex_runs_with_a_time_bound() -> None:
+    """A pattern that slips past the static check still cannot hang the placeholder scan: RE2
+    answers it in linear time, and one RE2 cannot run exactly is stopped by the time bound."""
+    assert finditer_bounded(r"(a|aa)+c", "a" * 10_000) == []
+    with pytest.raises(LimitExceeded, match="took over"):
+        finditer_bounded(r"(?=(a|aa)+c)", "a" * 60 + "c" + "a" * 60)
+    assert [m.group(0) for m in finditer_bounded(r"<<[A-Z]+>>", "x <<GOAL>> y")] == ["<<GOAL>>"]
+
+
+def test_placeholder_patterns_from_the_suite_still_refuse_a_leftover(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        MINIMAL_SUITE.replace("defaults:", "render:\n  placeholder_patterns: ['<<[A-Z_]+>>']\ndefaults:").replace(
+            'request: "Say hello to the team."', 'request: "Say <<GREETING>> to the team."'
+        )
+    )
+    suite = load_suite(path)
+    with pytest.raises(SuiteError, match="<<GREETING>>"):
+        render_messages(suite, suite.cases[0])
