@@ -500,7 +500,7 @@ def test_a_server_error_text_is_inert_in_the_backend_log_and_the_cli_output(
 
 
 def test_the_cli_error_line_is_inert(monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from leader_eval.cli.app import main as cli
+    from leader_eval.cli import app as cli
     from leader_eval.errors import LeaderEvalError
 
     payload = hostile("escapes") + hostile("commands")
@@ -558,7 +558,7 @@ def test_every_line_the_cli_prints_is_guarded_even_from_a_print_site_that_forgot
 ) -> None:
     import sys as _sys
 
-    from leader_eval.cli.app import main as cli
+    from leader_eval.cli import app as cli
 
     payload = hostile(kind)
 
