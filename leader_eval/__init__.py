@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from leader_eval import _deprecated
+from leader_eval.version import __version__
 
 _deprecated.install()  # the 0.2 module paths, for one release (CHANGELOG.md)
 
-__version__ = "0.2.0"
 __all__ = [
     "CheckResult",
     "Finding",

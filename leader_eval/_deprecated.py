@@ -50,7 +50,9 @@ class _Alias(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         name = module.__name__
-        warnings.warn(f"{name} moved to {self.target} in 0.3; the old path goes in 0.4", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{name} moved to {self.target} in 0.3; the old path goes in 0.4", DeprecationWarning, stacklevel=2
+        )
         # The import system returns whatever sys.modules holds for the name once exec_module
         # returns, so the old name becomes the new module itself, not a copy.
         sys.modules[name] = importlib.import_module(self.target)

@@ -440,7 +440,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from leader_eval import __version__
+    from leader_eval.version import __version__
 
     p = OneLineParser(prog="leader-eval", description=__doc__)
     p.add_argument("--version", action="version", version=f"leader-eval {__version__}")

@@ -708,7 +708,7 @@ def _page(title: str, body: str, islands: Sequence[Any]) -> str:
     data = "".join(
         f'<script type="application/json" id="data-run-{i}">{_island(obj)}</script>' for i, obj in enumerate(islands)
     )
-    from leader_eval import __version__ as version
+    from leader_eval.version import __version__ as version
 
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

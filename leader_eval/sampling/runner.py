@@ -21,7 +21,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, overload
 
-from leader_eval import __version__
 from leader_eval.bounded.limits import MAX_RUN_SAMPLES, MAX_SAMPLES_PER_CASE
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
 from leader_eval.sampling.backends.base import (
@@ -38,6 +37,7 @@ from leader_eval.store.run_store import LOCK, MANIFEST, RunDir, check_run_dir, l
 from leader_eval.suite.load import Case, Suite
 from leader_eval.suite.render import RenderedCase, render_case
 from leader_eval.types import Sample
+from leader_eval.version import __version__
 
 SCORER_VERSION = "1"
 

@@ -1,0 +1,157 @@
+"""The rules of docs/architecture.md that import-linter cannot express, read from the source.
+
+import-linter (run by `.ci/run` as `lint-imports`, contracts in pyproject.toml) holds the layers
+and the scoring/sampling independence. These tests hold the rest: no import cycle among modules
+(every import statement counts: function-level and TYPE_CHECKING ones too, so no cycle hides in
+a lazy import), no private name crosses a package, only ``store/`` names a run file, the pure
+packages do no I/O, and the top level keeps only the modules the house plan lists.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "leader_eval"
+
+# What may sit at the top of the package (docs/architecture.md, "The tree"); everything else lives
+# in the subpackage of its layer. _deprecated holds the 0.2 paths for one release (CHANGELOG.md).
+TOP_LEVEL = {
+    "__init__.py",
+    "__main__.py",
+    "_deprecated.py",
+    "errors.py",
+    "inert.py",
+    "py.typed",
+    "secrets.py",
+    "types.py",
+    "version.py",
+}
+PURE = ("checks", "protocols", "scoring", "stats")  # no I/O: a verdict is a function of its inputs
+# Calls that read or write files, processes or sockets; what a pure package must never call.
+IO_CALLS = {
+    "open",
+    "read_text",
+    "read_bytes",
+    "write_text",
+    "write_bytes",
+    "mkdir",
+    "unlink",
+    "rename",
+    "replace_file",
+    "rmtree",
+    "iterdir",
+    "glob",
+    "rglob",
+    "urlopen",
+    "system",
+    "popen",
+    "Popen",
+    "run_subprocess",
+}
+IO_MODULES = {"subprocess", "socket", "shutil", "urllib.request", "http.client", "httpx", "requests"}
+
+
+def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join(parts), path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _package_of(module: str) -> str:
+    """The subpackage of a module (``leader_eval.decide.golden`` -> ``leader_eval.decide``); a
+    top-level module is its own package."""
+    parts = module.split(".")
+    if len(parts) < 2 or not (PACKAGE / parts[1]).is_dir():
+        return "leader_eval"  # the top level's own modules
+    return ".".join(parts[:2])
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    graph = grimp.build_graph("leader_eval", include_external_packages=False, exclude_type_checking_imports=False)
+    edges: dict[str, set[str]] = {}
+    for m in graph.modules:
+        for d in graph.find_modules_directly_imported_by(m):
+            # a package's __init__ re-exporting its own submodules is how a package shows its API
+            if d.startswith(m + ".") and graph.find_children(m):
+                continue
+            edges.setdefault(m, set()).add(d)
+    cycles = []
+    for m in sorted(graph.modules):
+        for d in sorted(edges.get(m, ())):
+            if d == m:
+                continue
+            if graph.find_shortest_chain(importer=d, imported=m) is not None and m in _reachable(edges, d):
+                cycles.append(f"{m} -> {d} -> ... -> {m}")
+    assert not cycles, "\n".join(cycles)
+
+
+def _reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    seen = {start}
+    todo = [start]
+    while todo:
+        for d in edges.get(todo.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def test_no_private_name_crosses_a_package() -> None:
+    crossings = []
+    for module, path, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("leader_eval"):
+                source = node.module
+                for alias in node.names:
+                    target = f"{source}.{alias.name}"
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    private_module = any(p.startswith("_") and not p.startswith("__") for p in source.split(".")[1:])
+                    if (private or private_module) and _package_of(target) != _package_of(module):
+                        crossings.append(f"{path.relative_to(ROOT)}:{node.lineno}: {target}")
+    assert not crossings, "\n".join(crossings)
+
+
+def test_the_top_level_keeps_only_the_listed_modules() -> None:
+    found = {p.name for p in PACKAGE.iterdir() if p.is_file() and p.suffix in (".py", ".typed")}
+    assert found <= TOP_LEVEL, sorted(found - TOP_LEVEL)
+
+
+def test_only_the_store_names_a_run_file() -> None:
+    from leader_eval.store.run_store import LOCK, RUN_FILES
+
+    names = set(RUN_FILES) | {LOCK}
+    named = []
+    for module, path, tree in _modules():
+        if module.startswith("leader_eval.store"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                named.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not named, "\n".join(named)
+
+
+@pytest.mark.parametrize("package", PURE)
+def test_the_pure_packages_do_no_io(package: str) -> None:
+    calls = []
+    for module, path, tree in _modules():
+        if not module.startswith(f"leader_eval.{package}"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if name in IO_CALLS:
+                    calls.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}()")
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                calls += [f"{path.relative_to(ROOT)}:{node.lineno}: import {m}" for m in mods if m in IO_MODULES]
+    assert not calls, "\n".join(calls)
