@@ -116,7 +116,9 @@ class GuardedStream:
             # a later write may continue this line: written escaped, it cannot complete a command
             held, self._pending = self._pending, ""
             self._stream.write(held.replace(":", "\\x3a").replace("#", "\\x23"))
-            self._pending_at_start = False
+            # a line that so far holds only what a runner trims still starts here: ``" "``, flush,
+            # ``"::"`` is the line ``" ::"``, a command unless the next write is guarded as a start
+            self._pending_at_start = self._pending_at_start and _LINE_LEAD.fullmatch(held) is not None
         self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
@@ -127,6 +129,8 @@ class GuardedStream:
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 #: the start of a line that one more ``:`` makes a workflow command
 _OPEN_LINE_COMMAND = re.compile(r"[\s\u180e\u200b\ufeff]*:?")
+#: what a runner trims before it reads a line
+_LINE_LEAD = re.compile(r"[\s\u180e\u200b\ufeff]*")
 #: the end of a line that more text makes ``##[`` or ``##vso[``
 _OPEN_ANYWHERE_COMMAND = re.compile(r"#(?:#(?:v(?:s(?:o)?)?)?)?\Z", re.IGNORECASE)
 

@@ -85,7 +85,7 @@ def files_leaking(roots: list[Path], secret: str) -> list[str]:
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli.app", *args],
+        [sys.executable, "-m", "leader_eval", *args],
         capture_output=True,
         text=True,
         env=env,

@@ -70,14 +70,14 @@ def test_flaky_refuses_runs_of_different_checkpoints(tmp_path: Path) -> None:
     with pytest.raises(LeaderEvalError, match="model_id"):
         find_flaky([a, b])
     out = subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli.app", "flaky", str(a), str(b)],
+        [sys.executable, "-m", "leader_eval", "flaky", str(a), str(b)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert out.returncode == 2 and "model_id" in out.stderr and "Traceback" not in out.stderr
     out = subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli.app", "flaky", str(a)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "leader_eval", "flaky", str(a)], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 2 and "at least two runs" in out.stderr
 
@@ -97,7 +97,7 @@ def test_flaky_on_three_seeded_runs_of_the_embedded_model(tmp_path: Path, local_
         run(suite, RunOptions(seed=seed, samples=4, out=out, progress=False), backend=local_backend)
         dirs.append(str(out))
     cli = subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli.app", "flaky", *dirs, "--json"],
+        [sys.executable, "-m", "leader_eval", "flaky", *dirs, "--json"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -111,7 +111,7 @@ def test_flaky_on_three_seeded_runs_of_the_embedded_model(tmp_path: Path, local_
         varies = 0 < sum(c["passed"]) < sum(c["scored"])
         assert (c["p_value"] is not None) == varies
     text = subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli.app", "flaky", *dirs], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "leader_eval", "flaky", *dirs], capture_output=True, text=True, timeout=300
     ).stdout
     assert "Clopper-Pearson" in text and "chi-square" in text
 

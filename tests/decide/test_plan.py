@@ -20,7 +20,7 @@ GOLDEN = ROOT / "golden" / "leader_core" / "main.json"
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli.app", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+        [sys.executable, "-m", "leader_eval", *args], capture_output=True, text=True, cwd=cwd, timeout=120
     )
 
 

@@ -182,7 +182,7 @@ def test_hostile_suite_exits_2_with_one_line(tmp_path: Path, name: str) -> None:
         path.write_text(content)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LEADER_EVAL_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli.app", "lint", "--no-tokens", str(path)],
+        [sys.executable, "-m", "leader_eval", "lint", "--no-tokens", str(path)],
         capture_output=True,
         text=True,
         timeout=10,

@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 pytest_plugins = ["pytester"]
@@ -583,6 +583,7 @@ def test_every_line_the_cli_prints_is_guarded_even_from_a_print_site_that_forgot
         max_size=8,
     )
 )
+@example(chunks=["", "", " ", "::"])  # a flush after a line's blank lead: the line still starts a command
 def test_a_guarded_stream_starts_no_command_however_the_text_is_cut_into_writes(chunks: list[str]) -> None:
     import io
 

@@ -185,7 +185,7 @@ _READ_BACK = """pre => {
 
 
 def test_random_hostile_outputs_read_back_exactly_from_the_page(browser: Any, tmp_path: Path) -> None:
-    from test_report_html import flatten
+    from tests.report.test_html import flatten
 
     run_dir, placed = run_with_texts(tmp_path / "fuzz", random_texts(24, seed=13))
     out = write_report([run_dir], tmp_path / "report.html")

@@ -248,7 +248,7 @@ def test_long_outputs_and_prompts_are_clipped_and_say_so(tmp_path, monkeypatch):
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "leader_eval.cli.app", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "leader_eval", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_cli_report_compare_and_gate_markdown(tmp_path):

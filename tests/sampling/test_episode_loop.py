@@ -40,7 +40,7 @@ def _env(tmp: Path, block_llama: bool = False) -> dict[str, str]:
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "leader_eval.cli.app", *args], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "leader_eval", *args], env=env, capture_output=True, text=True, timeout=600
     )
 
 
@@ -79,7 +79,7 @@ def test_sigkill_mid_episode_resumes_at_the_last_finished_step(
     out = tmp_path / "run"
     env = _env(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "leader_eval.cli.app", "run", str(episode_repo), "--out", str(out), *RUN_ARGS],
+        [sys.executable, "-m", "leader_eval", "run", str(episode_repo), "--out", str(out), *RUN_ARGS],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -98,7 +98,7 @@ def test_out_dir_of_another_run_exits_2(local_backend, mini_suite: Path, tmp_pat
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "leader_eval.cli.app", *args]
+    return [sys.executable, "-m", "leader_eval", *args]
 
 
 def test_sigkill_mid_run_then_same_command_finishes(mini_suite: Path, tmp_path: Path) -> None:
