@@ -1,7 +1,8 @@
-"""The rules of docs/architecture.md that import-linter cannot express, read from the source.
+"""The rules of docs/architecture.md, checked on the source by every test run (so by `.ci/run`).
 
-import-linter (run by `.ci/run` as `lint-imports`, contracts in pyproject.toml) holds the layers
-and the scoring/sampling independence. These tests hold the rest: no import cycle among modules
+import-linter's contracts (pyproject.toml ``[tool.importlinter]``; `lint-imports` prints the same
+report by hand) hold the layers and the scoring/sampling independence. The other tests hold what
+a contract cannot express: no import cycle among modules
 (every import statement counts: function-level and TYPE_CHECKING ones too, so no cycle hides in
 a lazy import), no private name crosses a package, the pure packages do no I/O, and the top level
 keeps only the modules the house plan lists. That only ``store/`` names a run file is
@@ -56,6 +57,14 @@ IO_CALLS = {
     "run_subprocess",
 }
 IO_MODULES = {"subprocess", "socket", "shutil", "urllib.request", "http.client", "httpx", "requests"}
+
+
+def test_the_import_linter_contracts_hold(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlinter.cli import lint_imports
+
+    monkeypatch.chdir(ROOT)  # the contracts are read from ./pyproject.toml
+    status = lint_imports(no_cache=True, no_logo=True)
+    assert status == 0, capsys.readouterr().out
 
 
 def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
