@@ -53,7 +53,7 @@ def test_every_protocol_module_exports_one_registered_protocol() -> None:
 
 
 def test_the_suite_schema_protocol_enum_is_the_registry() -> None:
-    schema = json.loads((ROOT / "leader_eval" / "schema" / "suite.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((ROOT / "leader_eval" / "suite" / "schema" / "suite.schema.json").read_text(encoding="utf-8"))
     assert schema["$defs"]["protocol"]["enum"] == list(PROTOCOLS)
 
 
