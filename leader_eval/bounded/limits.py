@@ -6,7 +6,8 @@ its memory without bound, or reach a file outside the suite root. Every bound he
 ``LimitExceeded`` with a one-line message; callers add the file and line.
 
 This module holds the numbers and the exception only; the code that enforces them lives beside
-its engine (regex.py, sandbox.py, validity.py), which all import from here.
+its engine (regex.py, sandbox.py) or its reader (suite/files.py, suite/yaml_source.py, ...) and
+imports them from here.
 
 Bounds and their defaults (docs/security.md lists them too):
 
