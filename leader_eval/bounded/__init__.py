@@ -1,3 +1,4 @@
 """Bounded evaluation of untrusted suite content: the caps, the regex engine (RE2, or a timed
-backtracking engine), the jinja2 sandbox with its budgets, and compiled schema validity checks.
+backtracking engine), the jinja2 sandbox with its budgets, JSON Schema validators that never
+retrieve and match patterns in bounded time, and compiled schema validity checks.
 Every other package that runs something a suite wrote goes through here."""

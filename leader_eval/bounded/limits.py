@@ -5,6 +5,10 @@ by someone other than the person running the evaluation. None of them may hang t
 its memory without bound, or reach a file outside the suite root. Every bound here ends in a
 ``LimitExceeded`` with a one-line message; callers add the file and line.
 
+This module holds the numbers and the exception only; the code that enforces them lives beside
+its engine (regex.py, sandbox.py) or its reader (suite/files.py, suite/yaml_source.py, ...) and
+imports them from here.
+
 Bounds and their defaults (docs/security.md lists them too):
 
 - Rendering (scaffold and chat templates; sandbox.py says how each holds by construction):
@@ -14,14 +18,12 @@ Bounds and their defaults (docs/security.md lists them too):
   up to ``MAX_INT_BITS`` bits, ``range`` up to jinja2's 100,000 items, Python's recursion limit
   for macros, ``MAX_RENDER_WORK_FACTOR * MAX_RENDER_VALUE`` characters measured in all, and
   ``MAX_RENDER_MEMORY_GROWTH`` bytes of resident memory growth while a render runs.
-- Regular expressions a suite supplies (suite_regex.py): at most ``MAX_REGEX_CHARS`` characters;
+- Regular expressions a suite supplies (regex.py): at most ``MAX_REGEX_CHARS`` characters;
   patterns shaped to backtrack catastrophically are refused at load time; the rest run in RE2
   (linear time) or, where RE2 cannot give Python's answer, with ``MAX_REGEX_SECONDS`` per search.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 # --------------------------------------------------------------------------- the numbers
 
@@ -42,7 +44,7 @@ MAX_JSON_INDENT = 64
 MAX_RENDER_WORK_FACTOR = 64  # a render may measure 64 times MAX_RENDER_VALUE characters in all
 
 MAX_REGEX_CHARS = 2_000
-MAX_REGEX_SECONDS = 0.05  # per search of a pattern RE2 cannot run (suite_regex.py); over it: a failing verdict
+MAX_REGEX_SECONDS = 0.05  # per search of a pattern RE2 cannot run (regex.py); over it: a failing verdict
 #: what compiling one suite pattern may cost: character-class ranges times the counts of the repeats
 #: around them (RE2 writes ``x{n,m}`` out m times, the regex module ``x{n}`` n times, each class as
 #: its ranges): ``\w{1000}`` (1.1 s and 64 MB in RE2) and ``a{10000000}`` (7 s, 2.7 GB in regex) are over it
@@ -56,42 +58,3 @@ MAX_RUN_SAMPLES = 1_000_000
 
 class LimitExceeded(Exception):
     """An input went past one of the bounds above; the message is one line."""
-
-
-# --------------------------------------------------------------------------- regular expressions
-# (suite_regex.py: the lint and the bounded engines; these names stay for older imports)
-
-
-def regex_problem(pattern: str) -> str | None:
-    """Why ``pattern`` is refused (invalid, too long or can backtrack catastrophically), or None."""
-    from leader_eval.bounded.regex import regex_problem as problem
-
-    return problem(pattern)
-
-
-def check_regex(pattern: str) -> None:
-    """Raise ``LimitExceeded`` when a suite-supplied regex is invalid, too long or catastrophic."""
-    why = regex_problem(pattern)
-    if why:
-        raise LimitExceeded(why)
-
-
-def finditer_bounded(pattern: str, text: str) -> list[Any]:
-    """All matches of a suite-supplied ``pattern`` in ``text``, or ``LimitExceeded`` when the
-    pattern runs out of time (``MAX_REGEX_SECONDS``; suite_regex.py)."""
-    from leader_eval.bounded.regex import finditer_bounded as bounded
-
-    return bounded(pattern, text)
-
-
-# the bounded sandbox lives in sandbox.py; these names stay importable from here (lazily: sandbox
-# imports this module)
-_SANDBOX_NAMES = ("BoundedSandbox", "render_budget", "run_bounded")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SANDBOX_NAMES:
-        from leader_eval.bounded import sandbox
-
-        return getattr(sandbox, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

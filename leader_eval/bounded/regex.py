@@ -210,13 +210,6 @@ class _NotRE2(Exception):
     """The pattern holds a construct RE2 cannot run with Python's meaning."""
 
 
-@dataclass
-class _Emitted:
-    source: str
-    ascii_only: bool = False  # uses Unicode \b, which RE2 gives only on ASCII text
-    trailing_end: bool = False  # ended with a non-MULTILINE "$"
-
-
 class _Emitter:
     """Emit a parsed pattern for RE2 (``exact``: Python's meaning or ``_NotRE2``; ``relaxed``: a
     pattern matching wherever the original can) or for the regex module (``regex``: exact)."""
@@ -547,6 +540,13 @@ def regex_problem(pattern: str) -> str | None:
     return None
 
 
+def check_regex(pattern: str) -> None:
+    """Raise ``limits.LimitExceeded`` when a suite-supplied regex is invalid, too long or catastrophic."""
+    why = regex_problem(pattern)
+    if why:
+        raise limits.LimitExceeded(why)
+
+
 def _program_size(items: list[Any], flags: int, cap: int | None = None) -> int:
     """What compiling ``items`` costs, in character-class ranges: each single-character node counts
     its ranges (as emitted for RE2 and regex), and a repeat its body times its largest finite count
@@ -812,102 +812,3 @@ def _first_chars(items: list[Any], flags: int) -> set[str] | None:
             out |= chars
         return out
     return None
-
-
-# --------------------------------------------------------------------------- JSON Schema patterns
-
-_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
-
-
-def schema_patterns(schema: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
-    """Every regex a JSON Schema holds (``pattern`` values, ``patternProperties`` keys), with the
-    path to it, for the lint; data keywords (``enum``, ``const`` ...) are not schemas."""
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            if key in _DATA_KEYWORDS:
-                continue
-            if key == "pattern" and isinstance(value, str):
-                yield (*at, key), value
-            elif key == "patternProperties" and isinstance(value, dict):
-                for name, sub in value.items():
-                    yield (*at, key, name), name
-                    yield from schema_patterns(sub, (*at, key, name))
-            else:
-                yield from schema_patterns(value, (*at, key))
-    elif isinstance(schema, list):
-        for i, item in enumerate(schema):
-            yield from schema_patterns(item, (*at, i))
-
-
-def _search(pattern: str, text: str) -> bool | None:
-    """Does ``pattern`` match in ``text``; None when it ran out of time (never a pass)."""
-    try:
-        return compile_suite_regex(pattern).search(text) is not None
-    except RegexTimeout:
-        return None
-    except re.error:
-        return False
-
-
-def _pattern_keyword(validator: Any, patrn: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
-
-    if validator.is_type(instance, "string"):
-        hit = _search(patrn, instance)
-        if hit is None:
-            yield ValidationError(f"{instance!r}: pattern {patrn!r} ran out of time (counted as not matching)")
-        elif not hit:
-            yield ValidationError(f"{instance!r} does not match {patrn!r}")
-
-
-def _pattern_properties_keyword(validator: Any, pp: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
-
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in pp.items():
-        for k, v in instance.items():
-            hit = _search(pattern, k)
-            if hit is None:
-                yield ValidationError(f"{k!r}: pattern {pattern!r} ran out of time (counted as not matching)")
-            elif hit:
-                yield from validator.descend(v, subschema, path=k, schema_path=pattern)
-
-
-def _additional_properties_keyword(validator: Any, ap: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
-
-    if not validator.is_type(instance, "object"):
-        return
-    properties = schema.get("properties", {})
-    patterns = list(schema.get("patternProperties", {}))
-    extras = []
-    for name in instance:
-        if name in properties:
-            continue
-        hits = [_search(p, name) for p in patterns]
-        if None in hits:
-            yield ValidationError(f"{name!r}: a patternProperties pattern ran out of time (counted as not matching)")
-        if not any(hits):
-            extras.append(name)
-    if validator.is_type(ap, "object"):
-        for extra in extras:
-            yield from validator.descend(instance[extra], ap, path=extra)
-    elif not ap and extras:
-        joined = ", ".join(repr(e) for e in sorted(extras, key=str))
-        yield ValidationError(f"Additional properties are not allowed ({joined} unexpected)")
-
-
-def bounded_validator_class(base: Any) -> Any:
-    """``base`` (a jsonschema validator class) whose ``pattern``, ``patternProperties`` and
-    ``additionalProperties`` match with the bounded engines instead of ``re.search``."""
-    from jsonschema.validators import extend
-
-    return extend(
-        base,
-        {
-            "pattern": _pattern_keyword,
-            "patternProperties": _pattern_properties_keyword,
-            "additionalProperties": _additional_properties_keyword,
-        },
-    )

@@ -47,7 +47,6 @@ class DegenerationConfig:
 
 # --- hashing ------------------------------------------------------------------------------
 
-_MASK = (1 << 64) - 1
 _BASE = 0x100000001B3  # odd, so invertible modulo 2**64
 _BASE_INV = pow(_BASE, -1, 1 << 64)
 

@@ -26,31 +26,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from referencing.exceptions import Unresolvable
 
+from leader_eval.bounded.json_schema import is_bound, validator_for
 from leader_eval.bounded.regex import RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.bounded.validity import Predicate, compile_validity
-from leader_eval.suite.tool_schema import is_bound, validator_for
 from leader_eval.types import CheckResult, Reason, ToolCall
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
 _FAST: dict[int, tuple[Draft202012Validator, Predicate | None]] = {}
 _REGEXES: dict[str, SuiteRegex | None] = {}
 _GOAL_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {}
-
-# Constraint keywords, in the order their failures are reported.
-_KEYWORDS = (
-    "present",
-    "optional",
-    "normalize",
-    "equals",
-    "one_of",
-    "min",
-    "max",
-    "regex",
-    "contains",
-    "contains_any",
-    "mentions_goal",
-)
-
 
 # --------------------------------------------------------------------------- caches
 
@@ -278,7 +262,9 @@ def mentions_goal(text: str, goal: str) -> bool:
 # --------------------------------------------------------------------------- constraints
 
 
-class _Failure:
+class ArgFailure:
+    """Why one expected argument failed: the reason, where, what was expected, what was got."""
+
     __slots__ = ("expected", "got", "path", "reason")
 
     def __init__(self, reason: Reason, path: str, expected: Any, got: Any) -> None:
@@ -294,16 +280,18 @@ class _Failure:
 _MISSING = object()
 
 
-def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | None) -> _Failure | None:
-    """One expected argument; ``value`` is ``_MISSING`` when the call omitted it."""
+def check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | None) -> ArgFailure | None:
+    """Why one expected argument fails its case constraint, or None when it holds; ``value`` is
+    ``_MISSING`` when the call omitted it. The scorer's one rule for a constraint (the suite's
+    load-time check of unsatisfiable expectations judges with it too)."""
     if not (type(constraint) is dict or isinstance(constraint, Mapping)):
         constraint = {"equals": constraint}
     if value is _MISSING:
         if constraint.get("optional") or constraint.get("present") is False:
             return None
-        return _Failure(Reason.MISSING_ARG, path, _describe(constraint), None)
+        return ArgFailure(Reason.MISSING_ARG, path, _describe(constraint), None)
     if constraint.get("present") is False:
-        return _Failure(Reason.UNEXPECTED_ARG, path, "absent", value)
+        return ArgFailure(Reason.UNEXPECTED_ARG, path, "absent", value)
     normalize: Normalize = (
         constraint.get("normalize") if constraint.get("normalize") == "bfcl" else bool(constraint.get("normalize"))
     )
@@ -311,33 +299,33 @@ def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | 
         m = _compare(constraint["equals"], value, schema, normalize, path)
         if m:
             kind, p, e, g = m
-            return _Failure(Reason.WRONG_TYPE if kind == "type" else Reason.WRONG_VALUE, p, e, g)
+            return ArgFailure(Reason.WRONG_TYPE if kind == "type" else Reason.WRONG_VALUE, p, e, g)
     if "one_of" in constraint:
         options = constraint["one_of"] or []
         results = [_compare(o, value, schema, normalize, path) for o in options]
         if all(results):
             # A type error only if the value has the type of no option (at the top level).
             kind = "type" if all(r is not None and r[0] == "type" and r[1] == path for r in results) else "value"
-            return _Failure(
+            return ArgFailure(
                 Reason.WRONG_TYPE if kind == "type" else Reason.WRONG_VALUE, path, {"one_of": options}, value
             )
     for key, op in (("min", "min"), ("max", "max")):
         if key in constraint:
             bound = constraint[key]
             if isinstance(value, bool) or not isinstance(value, int | float):
-                return _Failure(Reason.WRONG_TYPE, path, {key: bound}, value)
+                return ArgFailure(Reason.WRONG_TYPE, path, {key: bound}, value)
             if (op == "min" and value < bound) or (op == "max" and value > bound):
-                return _Failure(Reason.WRONG_VALUE, path, {key: bound}, value)
+                return ArgFailure(Reason.WRONG_VALUE, path, {key: bound}, value)
     if "regex" in constraint:
         if not isinstance(value, str):
-            return _Failure(Reason.WRONG_TYPE, path, {"regex": constraint["regex"]}, value)
+            return ArgFailure(Reason.WRONG_TYPE, path, {"regex": constraint["regex"]}, value)
         rx = _regex(constraint["regex"])
         try:
             found = rx is not None and rx.search(value) is not None
         except RegexTimeout:  # never a pass: a pattern that ran out of time did not match
-            return _Failure(Reason.WRONG_VALUE, path, {"regex": constraint["regex"], "timed_out": True}, value)
+            return ArgFailure(Reason.WRONG_VALUE, path, {"regex": constraint["regex"], "timed_out": True}, value)
         if not found:
-            return _Failure(Reason.WRONG_VALUE, path, {"regex": constraint["regex"]}, value)
+            return ArgFailure(Reason.WRONG_VALUE, path, {"regex": constraint["regex"]}, value)
     if "contains" in constraint:
         needles = constraint["contains"]
         needles = [needles] if isinstance(needles, str) else list(needles)
@@ -351,17 +339,17 @@ def _check_arg(constraint: Any, value: Any, schema: Any, path: str, goal: str | 
     if "mentions_goal" in constraint:
         want = bool(constraint["mentions_goal"])
         if not isinstance(value, str):
-            return _Failure(Reason.WRONG_TYPE, path, {"mentions_goal": want}, value)
+            return ArgFailure(Reason.WRONG_TYPE, path, {"mentions_goal": want}, value)
         if goal is None or not goal.strip():
-            return _Failure(Reason.WRONG_VALUE, path, {"mentions_goal": want, "goal": None}, value)
+            return ArgFailure(Reason.WRONG_VALUE, path, {"mentions_goal": want, "goal": None}, value)
         if mentions_goal(value, goal) != want:
-            return _Failure(Reason.WRONG_VALUE, path, {"mentions_goal": want, "goal": goal}, value)
+            return ArgFailure(Reason.WRONG_VALUE, path, {"mentions_goal": want, "goal": goal}, value)
     return None
 
 
 def _contains(
     needles: list[str], value: Any, path: str, quantifier: Any, key: str, shown: Any, normalize: Normalize
-) -> _Failure | None:
+) -> ArgFailure | None:
     """Strings: case-insensitive substring. Arrays: a needle must equal an element
     (case-insensitively)."""
     expected = {key: shown if shown is not None else needles}
@@ -372,8 +360,8 @@ def _contains(
         items = {(_norm(v, normalize) if normalize else v.casefold()) for v in value if isinstance(v, str)}
         ok = quantifier((_norm(n, normalize) if normalize else n.casefold()) in items for n in needles)
     else:
-        return _Failure(Reason.WRONG_TYPE, path, expected, value)
-    return None if ok else _Failure(Reason.WRONG_VALUE, path, expected, value)
+        return ArgFailure(Reason.WRONG_TYPE, path, expected, value)
+    return None if ok else ArgFailure(Reason.WRONG_VALUE, path, expected, value)
 
 
 def _describe(constraint: Mapping[str, Any]) -> Any:
@@ -397,7 +385,7 @@ ARG_PRECEDENCE = (
 _ARG_RANK = {r: i for i, r in enumerate(ARG_PRECEDENCE)}
 
 
-def _rank(f: _Failure) -> int:
+def _rank(f: ArgFailure) -> int:
     return _ARG_RANK.get(f.reason, len(_ARG_RANK))
 
 
@@ -406,7 +394,7 @@ class _Pair:
 
     __slots__ = ("failures", "matched", "name_ok", "units")
 
-    def __init__(self, name_ok: bool, matched: int, units: int, failures: list[_Failure]) -> None:
+    def __init__(self, name_ok: bool, matched: int, units: int, failures: list[ArgFailure]) -> None:
         self.name_ok = name_ok
         self.matched = matched  # expected-argument units met
         self.units = units
@@ -431,10 +419,10 @@ def _score_pair(
     schema = tools.get(call.name)
     args = call.arguments if type(call.arguments) is dict or isinstance(call.arguments, Mapping) else {}
     base = f"calls[{call_index}].arguments"
-    failures: list[_Failure] = []
+    failures: list[ArgFailure] = []
     matched = 0
     for arg, constraint in constraints.items():
-        f = _check_arg(constraint, args.get(arg, _MISSING), _sub_schema(schema, arg), f"{base}.{arg}", goal)
+        f = check_arg(constraint, args.get(arg, _MISSING), _sub_schema(schema, arg), f"{base}.{arg}", goal)
         if f is None:
             matched += 1
         else:
@@ -444,7 +432,7 @@ def _score_pair(
     if not exp.get("allow_extra_args", "args" not in exp):
         for arg in args:
             if arg not in constraints:
-                failures.append(_Failure(Reason.UNEXPECTED_ARG, f"{base}.{arg}", "absent", args[arg]))
+                failures.append(ArgFailure(Reason.UNEXPECTED_ARG, f"{base}.{arg}", "absent", args[arg]))
     if not constraints:
         matched = 1 if not failures else 0
     failures.sort(key=_rank)
@@ -526,7 +514,7 @@ def _hungarian(w: list[list[float]]) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------- the checks
 
 
-def _result(check: str, failure: _Failure | None, detail: str, data: dict[str, Any]) -> CheckResult:
+def _result(check: str, failure: ArgFailure | None, detail: str, data: dict[str, Any]) -> CheckResult:
     if failure is None:
         return CheckResult(check, True, None, detail, data=data)
     data = {"path": failure.path, "expected": failure.expected, "got": failure.got, **data}
@@ -538,7 +526,7 @@ def _schema_check(
     tools: Mapping[str, Mapping[str, Any]],
     validators: Mapping[str, Draft202012Validator] | None = None,
 ) -> CheckResult:
-    failures: list[_Failure] = []
+    failures: list[ArgFailure] = []
     for i, call in enumerate(calls):
         schema = tools.get(call.name)
         if schema is None:
@@ -551,13 +539,13 @@ def _schema_check(
             err = best_match(validator.iter_errors(call.arguments))
         except RecursionError:
             failures.append(
-                _Failure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", "shallower arguments", "too deep")
+                ArgFailure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", "shallower arguments", "too deep")
             )
             continue
         except Unresolvable as exc:  # only a schema handed in directly: a suite's refs are checked at load
             why = f"the tool schema's $ref {getattr(exc, 'ref', '')!r} is not resolvable (nothing is fetched)"
             failures.append(
-                _Failure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", {"schema": "$ref", "message": why}, None)
+                ArgFailure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", {"schema": "$ref", "message": why}, None)
             )
             continue
         if err is None:
@@ -575,7 +563,7 @@ def _schema_check(
         elif err.validator == "type":
             reason = Reason.WRONG_TYPE
         expected = {"schema": {err.validator: _short(err.validator_value)}, "message": err.message[:300]}
-        failures.append(_Failure(reason, path, expected, _short(got)))
+        failures.append(ArgFailure(reason, path, expected, _short(got)))
     if not failures:
         return CheckResult("arguments_schema", True, None, f"{len(calls)} call(s) valid", data={})
     first = min(failures, key=_rank)
@@ -634,7 +622,7 @@ def match_calls(
                 schema_result,
                 CheckResult("arguments", True, None, "no arguments expected", data={"partial_credit": 1.0}),
             ]
-        first = _Failure(Reason.EXTRA_CALL, "calls[0]", "no call", calls[0].name)
+        first = ArgFailure(Reason.EXTRA_CALL, "calls[0]", "no call", calls[0].name)
         return [
             _result("tool_choice", first, f"expected no tool call, got {len(calls)}: {calls[0].name}", {}),
             schema_result,
@@ -643,7 +631,7 @@ def match_calls(
 
     if not calls:
         names = [e.get("tool") for e in expected]
-        f = _Failure(Reason.NO_CALL, "calls", names, [])
+        f = ArgFailure(Reason.NO_CALL, "calls", names, [])
         return [
             _result("tool_choice", f, f"expected {', '.join(map(str, names))}, got no tool call", {}),
             schema_result,
@@ -670,19 +658,19 @@ def match_calls(
     assigned = [(i, j, pairs[i][j]) for i, j in assignment]
 
     # tool_choice: a wrong tool, else a missing call, else an extra call (the first of each)
-    choice_fail: _Failure | None = None
+    choice_fail: ArgFailure | None = None
     wrong = [(i, j) for i, j, pair in assigned if not pair.name_ok]
     unmatched = len(by_expected) < n_expected
     if wrong:
         i, j = wrong[0]
-        choice_fail = _Failure(Reason.WRONG_TOOL, f"calls[{j}].name", expected[i].get("tool"), calls[j].name)
+        choice_fail = ArgFailure(Reason.WRONG_TOOL, f"calls[{j}].name", expected[i].get("tool"), calls[j].name)
     elif unmatched:
         i = next(i for i in range(n_expected) if i not in by_expected)
-        choice_fail = _Failure(Reason.MISSING_CALL, f"expect.calls[{i}]", expected[i].get("tool"), None)
+        choice_fail = ArgFailure(Reason.MISSING_CALL, f"expect.calls[{i}]", expected[i].get("tool"), None)
     elif len(assignment) < n_calls and count_rule == "exact":
         used = set(by_expected.values())
         j = next(j for j in range(n_calls) if j not in used)
-        choice_fail = _Failure(Reason.EXTRA_CALL, f"calls[{j}]", None, calls[j].name)
+        choice_fail = ArgFailure(Reason.EXTRA_CALL, f"calls[{j}]", None, calls[j].name)
     pairing = [{"expected": i, "call": j} for i, j in assignment]
     if choice_fail is None:
         detail = f"{n_calls} call(s), {n_expected} expected"
@@ -698,8 +686,8 @@ def match_calls(
         named.sort(key=lambda item: item[0])
     matched = sum(pair.matched for _, pair in named)
     credit = matched / units if units else 1.0
-    arg_failures: list[_Failure] = [f for _, pair in named for f in pair.failures]
-    first_arg: _Failure | None = min(arg_failures, key=_rank) if arg_failures else None
+    arg_failures: list[ArgFailure] = [f for _, pair in named for f in pair.failures]
+    first_arg: ArgFailure | None = min(arg_failures, key=_rank) if arg_failures else None
     if first_arg is None and (wrong or unmatched):
         first_arg = choice_fail  # the expected arguments were never given
     data: dict[str, Any] = {"partial_credit": credit}

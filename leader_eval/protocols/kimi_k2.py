@@ -15,7 +15,6 @@ from leader_eval.types import ToolCall, json_type
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_BEGIN_ALT = "<|tool_call_section_begin|>"  # singular variant some servers accept
 SECTION_END = "<|tool_calls_section_end|>"
-SECTION_END_ALT = "<|tool_call_section_end|>"
 CALL_BEGIN = "<|tool_call_begin|>"
 ARG_BEGIN = "<|tool_call_argument_begin|>"
 CALL_END = "<|tool_call_end|>"

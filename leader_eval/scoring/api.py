@@ -16,53 +16,21 @@ the shape of the result.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from leader_eval.errors import LeaderEvalError, SuiteError
+from leader_eval.errors import LeaderEvalError
 from leader_eval.scoring.scorer import ModelInfo, SampleScore, case_scorer
-from leader_eval.suite.load import Case, Suite
-from leader_eval.suite.load import load_suite as _load_suite_file
+
+# ``leader_eval.load_suite``: a suite from a path, YAML text or a dict (reading files is the suite
+# layer's; scoring does no I/O)
+from leader_eval.suite.load import load_suite_source as load_suite
+from leader_eval.suite.records import Case, Suite
 from leader_eval.suite.render import render_messages
 from leader_eval.types import Sample, StopReason
 
 __all__ = ["load_suite", "score_output"]
-
-_STRING_NAME = "<string>"
-
-
-def load_suite(source: str | Path | Mapping[str, Any] | Suite, *, root: str | Path | None = None) -> Suite:
-    """A suite from a path, YAML text or a dict (a ``Suite`` is returned as is).
-
-    A string is a path when it names a file and holds no newline; otherwise it is YAML text.
-    ``root`` bounds the files a suite file references (``leader_eval.suite.load.load_suite``). Text
-    and dicts must be self-contained: a ``file:`` scaffold reference has no folder to be
-    resolved against. Errors are ``SuiteError`` naming ``<string>`` and the line.
-    """
-    if isinstance(source, Suite):
-        return source
-    if isinstance(source, Path):
-        return _load_suite_file(source, root=root)
-    if isinstance(source, Mapping):
-        text = yaml.safe_dump(dict(source), sort_keys=False, allow_unicode=True)
-    elif isinstance(source, str):
-        if "\n" not in source and source.strip() and Path(source).is_file():
-            return _load_suite_file(source, root=root)
-        text = source
-    else:
-        raise TypeError(f"load_suite: a path, YAML text or a dict, not {type(source).__name__}")
-    with tempfile.TemporaryDirectory(prefix="leader-eval-suite-") as tmp:
-        path = Path(tmp) / "suite.yaml"
-        path.write_text(text, encoding="utf-8")
-        try:
-            suite = _load_suite_file(path)
-        except SuiteError as exc:
-            raise SuiteError(_STRING_NAME, exc.line, exc.message.replace(str(path), _STRING_NAME)) from None
-    return suite
 
 
 def _case_of(suite: Suite, case: str | Case | None) -> Case:

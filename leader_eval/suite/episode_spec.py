@@ -25,18 +25,17 @@ from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
+from leader_eval.bounded.json_schema import validator_for
 from leader_eval.errors import SuiteError, SuiteErrors
 from leader_eval.suite.expectations import unsatisfiable
-from leader_eval.suite.load import _line
-from leader_eval.suite.tool_schema import SchemaSite, load_schemas, validator_for
+from leader_eval.suite.records import Case, Suite
+from leader_eval.suite.render import render_messages, template_variables
+from leader_eval.suite.tool_schema import SchemaSite, load_schemas
 from leader_eval.suite.world import Fixture, World, check_constraints, load_fixtures
+from leader_eval.suite.yaml_source import JsonPath, line_of
 
-if TYPE_CHECKING:
-    from leader_eval.suite.load import Case, Suite
-
-JsonPath = tuple[str | int, ...]
 DEFAULT_MAX_STEPS = 4
 DEFAULT_LOOP_K = 3
 #: the template variable that carries the transcript in event-log mode
@@ -85,8 +84,6 @@ def with_episodes(suite: Suite, data: Mapping[str, Any], *, indices: Sequence[in
     raw_cases = data.get("cases", [])
     if not any(isinstance(c, Mapping) and "episode" in c for c in raw_cases):
         return replace(suite, world=world)
-    from leader_eval.suite.render import template_variables
-
     template_vars = template_variables(suite)
     defaults = data.get("episode", {})
     # a key a case inherits from the suite-level episode: defaults is reported at its own line there
@@ -106,14 +103,14 @@ def with_episodes(suite: Suite, data: Mapping[str, Any], *, indices: Sequence[in
             if EPISODE_VAR in case.vars:
                 raise SuiteError(
                     path,
-                    _line(lines, ("cases", i, "vars", EPISODE_VAR)),
+                    line_of(lines, ("cases", i, "vars", EPISODE_VAR)),
                     f"case {case.id!r}: the variable {EPISODE_VAR!r} is reserved for the episode transcript",
                 )
             spec = _spec(path, suite.root, case_lines, at, {**defaults, **raw}, world, case.id)
             if spec.transcript == "event_log" and EPISODE_VAR not in template_vars:
                 raise SuiteError(
                     path,
-                    _line(case_lines, (*at, "transcript")),
+                    line_of(case_lines, (*at, "transcript")),
                     f"case {case.id!r}: transcript event_log needs the scaffold to render {EPISODE_VAR}.steps",
                 )
         except SuiteError as exc:
@@ -139,8 +136,6 @@ def with_episodes(suite: Suite, data: Mapping[str, Any], *, indices: Sequence[in
 def _render_a_later_step(suite: Suite, case: Case) -> None:
     """Render the scaffold as step 2 sees it (one earlier step: a call with a result and one with
     an error), so a template that breaks on a transcript fails at lint, not mid-run."""
-    from leader_eval.suite.render import render_messages
-
     spec: EpisodeSpec = case.episode
     calls = [{"tool": spec.goal_tool, "arguments": {}}, {"tool": spec.goal_tool, "arguments": {}}]
     step = {
@@ -192,13 +187,13 @@ def _spec(
         if name not in tools:
             raise SuiteError(
                 path,
-                _line(lines, key),
+                line_of(lines, key),
                 f"case {case_id!r}: {what} {name!r} is not a declared tool (tools: {', '.join(sorted(tools))})",
             )
 
     for j, name in enumerate(forbid):
         unknown(name, (*at, "forbid_tools", j), "forbidden tool")
-    goal_line = _line(lines, (*at, "goal", "tool"))
+    goal_line = line_of(lines, (*at, "goal", "tool"))
     if gtool not in tools:
         raise SuiteError(
             path,
@@ -213,7 +208,7 @@ def _spec(
             why = "not declared" if name not in tools else "forbidden"
             raise SuiteError(
                 path,
-                _line(lines, (*at, "goal", "after", j)),
+                line_of(lines, (*at, "goal", "after", j)),
                 f"case {case_id!r}: unreachable goal: prerequisite tool {name!r} is {why}",
             )
     check_constraints(path, goal.get("args", {}), lines, (*at, "goal", "args"))
@@ -223,7 +218,7 @@ def _spec(
         if props and arg not in props:
             raise SuiteError(
                 path,
-                _line(lines, (*at, "goal", "args", arg)),
+                line_of(lines, (*at, "goal", "args", arg)),
                 f"case {case_id!r}: goal tool {gtool!r} has no argument {arg!r}",
             )
     validator = validator_for(tools[gtool])
@@ -232,7 +227,7 @@ def _spec(
             refusal = unsatisfiable(constraint, arg, tools[gtool], validator)
             if refusal:
                 raise SuiteError(
-                    path, _line(lines, (*at, *key, arg)), f"case {case_id!r}: unreachable goal: {gtool}: {refusal}"
+                    path, line_of(lines, (*at, *key, arg)), f"case {case_id!r}: unreachable goal: {gtool}: {refusal}"
                 )
     end = ep.get("end", {})
     terminal = tuple(end.get("terminal_tools", (gtool,)))
@@ -251,7 +246,7 @@ def _spec(
         if name != gtool and name in after:
             raise SuiteError(
                 path,
-                _line(lines, (*at, "end")),
+                line_of(lines, (*at, "end")),
                 f"case {case_id!r}: unreachable goal: prerequisite {name!r} is a terminal tool",
             )
     return EpisodeSpec(

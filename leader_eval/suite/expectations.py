@@ -7,7 +7,7 @@ unsatisfiable when no value the schema accepts meets it:
 
 - ``present: false`` on an argument the schema requires;
 - the property is an enum (or a ``const``): no member meets the constraint, judged by the
-  scorer's own rule (``_check_arg``), so ``normalize``, ``one_of``, ``regex``, ``contains`` and
+  scorer's own rule (``check_arg``), so ``normalize``, ``one_of``, ``regex``, ``contains`` and
   ``min``/``max`` count exactly as at scoring;
 - ``equals`` (a bare value) or every option of ``one_of`` fails the schema (wrong type, outside
   the bounds, a pattern it does not match, ...), checked with the suite's own retrieval-free
@@ -28,7 +28,7 @@ from typing import Any
 
 from jsonschema.exceptions import best_match
 
-from leader_eval.checks.toolcall import _check_arg
+from leader_eval.checks.toolcall import check_arg
 
 __all__ = ["unsatisfiable"]
 
@@ -66,7 +66,7 @@ def unsatisfiable(constraint: Any, arg: str, parameters: Any, validator: Any) ->
     if members is not None:
         # a finite set of allowed values: one of them must pass the scorer's own comparison
         judged = {k: v for k, v in c.items() if k not in ("mentions_goal", "present", "optional")}
-        if judged and all(_check_arg(judged, m, prop, arg, None) is not None for m in members):
+        if judged and all(check_arg(judged, m, prop, arg, None) is not None for m in members):
             return f"no value the tool's schema allows for {arg!r} ({_shown(members)}) meets {_shown(dict(judged))}"
         return None
     if "equals" in c:

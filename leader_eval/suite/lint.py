@@ -18,7 +18,9 @@ from typing import Any
 
 from leader_eval.bounded.limits import LimitExceeded
 from leader_eval.errors import LeaderEvalError, SuiteError, SuiteErrors
-from leader_eval.suite.load import Case, Suite, load_suite
+from leader_eval.suite.load import load_suite
+from leader_eval.suite.records import Case, Suite
+from leader_eval.suite.render import render_case, render_messages
 
 #: at most this many extra renders, and seconds of them, per file to find which inherited
 #: default breaks a case (beyond them the error stays at the case's line)
@@ -114,8 +116,6 @@ def coalesce(errors: Sequence[LeaderEvalError]) -> list[LeaderEvalError]:
 
 
 def _render(suite: Suite, case: Case, backend: Any) -> list[Any]:
-    from leader_eval.suite.render import render_case, render_messages
-
     if backend is None:
         render_messages(suite, case)
         return [case.id, case.line, "-"]
@@ -157,8 +157,6 @@ class _DefaultsProbe:
         self.names = [p[2] for p in lines if len(p) == 3 and p[:2] == ("defaults", "vars") and isinstance(p[2], str)]
 
     def attribute(self, index: int, case: Case, exc: SuiteError) -> SuiteError | None:
-        from leader_eval.suite.render import render_messages
-
         lines = self.suite.lines
         inherited = [n for n in self.names if ("cases", index, "vars", n) not in lines and n in case.vars]
         prefix = f"case {case.id!r}: "

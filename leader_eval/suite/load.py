@@ -4,26 +4,38 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from functools import cache
-from importlib import resources
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import yaml
 from jsonschema.validators import Draft202012Validator
 
-from leader_eval.bounded.limits import MAX_TEMPLATE_BYTES, LimitExceeded, check_regex
+from leader_eval.bounded.limits import MAX_TEMPLATE_BYTES
 from leader_eval.errors import SuiteError, SuiteErrors
+from leader_eval.suite.episode_spec import with_episodes
 from leader_eval.suite.expectations import unsatisfiable
 from leader_eval.suite.files import read_text, recording_reads, resolve_in_root, suite_root
+from leader_eval.suite.gate_spec import gate_problem
+from leader_eval.suite.records import Case, ScaffoldMessage, Suite, Tool, check_suite_regex, suite_schema
+from leader_eval.suite.render import check_templates
 from leader_eval.suite.tool_schema import LoadedSchemas, load_tool_schemas
-from leader_eval.suite.yaml_source import JsonPath, load_yaml
+from leader_eval.suite.yaml_source import JsonPath, line_of, load_yaml
 
-__all__ = ["Case", "ScaffoldMessage", "Suite", "Tool", "load_suite", "resolve_in_root", "suite_root", "suite_schema"]
+# the records (records.py) stay importable from here, where the layers above have always found them
+__all__ = [
+    "Case",
+    "ScaffoldMessage",
+    "Suite",
+    "Tool",
+    "load_suite",
+    "load_suite_source",
+    "suite_schema",
+]
 
 DEFAULT_SAMPLING: dict[str, Any] = {
     "temperature": 0.7,
@@ -36,101 +48,10 @@ DEFAULT_SAMPLING: dict[str, Any] = {
 DEFAULT_HARD_FAIL = ["empty", "leak_tool_markup", "leak_special_token", "leak_placeholder"]
 
 
-@dataclass(frozen=True)
-class ScaffoldMessage:
-    role: str
-    template: str  # jinja2 source
-    origin: str  # "file.yaml:12" or template path, for error messages
-    line: int  # line of the template source in ``origin``'s file (1 for a file)
-    path: str  # file that holds the template source
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-    def to_openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    line: int
-    vars: dict[str, Any]
-    expect: dict[str, Any]
-    tags: tuple[str, ...] = ()
-    weight: float = 1.0
-    split: str | None = None
-    description: str = ""
-    sampling: dict[str, Any] = field(default_factory=dict)
-    hard_fail: tuple[str, ...] = ()
-    stress: dict[str, Any] = field(default_factory=dict)
-    episode: Any = None  # an EpisodeSpec for a multi-turn case (leader_eval.suite.episode_spec)
-
-
-@dataclass(frozen=True)
-class Suite:
-    name: str
-    path: Path
-    description: str
-    protocol: str | None
-    sampling: dict[str, Any]
-    scaffold: tuple[ScaffoldMessage, ...]
-    tools: tuple[Tool, ...]
-    cases: tuple[Case, ...]
-    leakage: dict[str, Any]
-    checks: dict[str, Any]
-    render: dict[str, Any]
-    context_length: int | None
-    content_hash: str
-    lines: dict[JsonPath, int] = field(repr=False, compare=False, default_factory=dict)
-    #: the folder every referenced file must lie in (suite_files.resolve_in_root)
-    root: Path = field(default=Path("."), compare=False)
-    #: tool schemas with their $ref targets loaded; ``tool_schemas.validator(name)`` never fetches
-    tool_schemas: LoadedSchemas | None = field(default=None, repr=False, compare=False)
-    #: the ``gate:`` section (budgets, floors, ceilings, judge, detect, underpowered; ``gate_spec``):
-    #: left out of ``content_hash``, copied into the golden
-    gate: dict[str, Any] = field(default_factory=dict)
-    #: the k of pass@k / pass^k every summary reports (empty: 1 and the samples per case)
-    pass_k: tuple[int, ...] = ()
-    #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
-    prices: dict[str, Any] = field(default_factory=dict)
-    world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.suite.world)
-
-    def tool(self, name: str) -> Tool | None:
-        return next((t for t in self.tools if t.name == name), None)
-
-    def case_sampling(self, case: Case) -> dict[str, Any]:
-        return {**self.sampling, **case.sampling}
-
-    def line_of(self, path: JsonPath) -> int:
-        """Line of the closest YAML node at or above ``path`` (1-based)."""
-        while path and path not in self.lines:
-            path = path[:-1]
-        return self.lines.get(path, 1)
-
-
-@cache
-def suite_schema() -> dict[str, Any]:
-    text = resources.files("leader_eval.suite.schema").joinpath("suite.schema.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    return data
-
-
 def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
     """Parse, validate and return a suite; raise ``SuiteError`` naming file and line.
 
-    ``root`` bounds every file the suite references (default: ``suite_files.suite_root``).
+    ``root`` bounds every file the suite references (default: ``files.suite_root``).
     """
     path = Path(path)
     with recording_reads() as reads:
@@ -152,6 +73,40 @@ def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
         suite = _build(path, source, data, lines, base, errors, skip or set())
         errors.raise_any()
     return replace(suite, content_hash=_with_files(suite.content_hash, base, reads))
+
+
+_STRING_NAME = "<string>"
+
+
+def load_suite_source(source: str | Path | Mapping[str, Any] | Suite, *, root: str | Path | None = None) -> Suite:
+    """A suite from a path, YAML text or a dict (a ``Suite`` is returned as is): the public
+    ``leader_eval.load_suite`` (docs/api.md).
+
+    A string is a path when it names a file and holds no newline; otherwise it is YAML text.
+    ``root`` bounds the files a suite file references (as in ``load_suite``). Text and dicts must
+    be self-contained: a ``file:`` scaffold reference has no folder to be resolved against.
+    Errors are ``SuiteError`` naming ``<string>`` and the line.
+    """
+    if isinstance(source, Suite):
+        return source
+    if isinstance(source, Path):
+        return load_suite(source, root=root)
+    if isinstance(source, Mapping):
+        text = yaml.safe_dump(dict(source), sort_keys=False, allow_unicode=True)
+    elif isinstance(source, str):
+        if "\n" not in source and source.strip() and Path(source).is_file():
+            return load_suite(source, root=root)
+        text = source
+    else:
+        raise TypeError(f"load_suite: a path, YAML text or a dict, not {type(source).__name__}")
+    with tempfile.TemporaryDirectory(prefix="leader-eval-suite-") as tmp:
+        path = Path(tmp) / "suite.yaml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            suite = load_suite(path)
+        except SuiteError as exc:
+            raise SuiteError(_STRING_NAME, exc.line, exc.message.replace(str(path), _STRING_NAME)) from None
+    return suite
 
 
 class _Errors:
@@ -181,16 +136,6 @@ class _Errors:
         raise SuiteErrors(ordered)
 
 
-#: the old name of the YAML reader, for modules that load their own files with it (world.py)
-_load_yaml_with_lines = load_yaml
-
-
-def _line(lines: dict[JsonPath, int], p: JsonPath) -> int:
-    while p and p not in lines:
-        p = p[:-1]
-    return lines.get(p, 1)
-
-
 def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int], errors: _Errors) -> set[int] | None:
     """Record every schema error (one per place); return the indices of the cases they lie in,
     or None when one lies outside the cases (then nothing else can be checked)."""
@@ -214,7 +159,7 @@ def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int
         msg = best.message
         if len(msg) > 200:
             msg = msg[:200] + "..."
-        errors.found.append(SuiteError(path, _line(lines, p), f"{where}: {msg}"))
+        errors.found.append(SuiteError(path, line_of(lines, p), f"{where}: {msg}"))
         if cases is not None and len(p) >= 2 and p[0] == "cases" and isinstance(p[1], int):
             cases.add(p[1])
         else:
@@ -238,7 +183,7 @@ def _build(
     for i, t in enumerate(data["tools"]):
         with errors.collect():
             if t["name"] in tool_names:
-                raise SuiteError(path, _line(lines, ("tools", i, "name")), f"duplicate tool {t['name']!r}")
+                raise SuiteError(path, line_of(lines, ("tools", i, "name")), f"duplicate tool {t['name']!r}")
             tool_names.add(t["name"])  # known even when its schema is broken: cases may name it
             tools.append(Tool(t["name"], t.get("description", ""), t["parameters"]))
     schemas: LoadedSchemas | None = None
@@ -263,12 +208,12 @@ def _build(
     for i, c in enumerate(data["cases"]):
         if i in skip:
             continue
-        line = _line(lines, ("cases", i))
+        line = line_of(lines, ("cases", i))
         if c["id"] in seen:
             errors.found.append(
                 SuiteError(
                     path,
-                    _line(lines, ("cases", i, "id")),
+                    line_of(lines, ("cases", i, "id")),
                     f"duplicate case id {c['id']!r} (first at line {seen[c['id']]})",
                 )
             )
@@ -279,12 +224,14 @@ def _build(
             _check_expected_call(path, lines, errors, (i, j), c["id"], call, by_name, tool_names, schemas)
         if expect.get("no_call") and expect.get("calls"):
             errors.found.append(
-                SuiteError(path, _line(lines, ("cases", i, "expect")), f"case {c['id']!r}: no_call and calls both set")
+                SuiteError(
+                    path, line_of(lines, ("cases", i, "expect")), f"case {c['id']!r}: no_call and calls both set"
+                )
             )
         for key in ("forbid", "require"):
             for j, pattern in enumerate(expect.get(key, [])):
                 with errors.collect():
-                    _check_regex(path, _line(lines, ("cases", i, "expect", key, j)), pattern)
+                    check_suite_regex(path, line_of(lines, ("cases", i, "expect", key, j)), pattern)
         raw_index.append(i)
         cases.append(
             Case(
@@ -304,11 +251,11 @@ def _build(
     leakage = data.get("leakage", {})
     for j, pattern in enumerate(leakage.get("forbid", [])):
         with errors.collect():
-            _check_regex(path, _line(lines, ("leakage", "forbid", j)), pattern)
+            check_suite_regex(path, line_of(lines, ("leakage", "forbid", j)), pattern)
     render = data.get("render", {})
     for j, pattern in enumerate(render.get("placeholder_patterns", [])):
         with errors.collect():
-            _check_regex(path, _line(lines, ("render", "placeholder_patterns", j)), pattern)
+            check_suite_regex(path, line_of(lines, ("render", "placeholder_patterns", j)), pattern)
 
     suite = Suite(
         name=data["name"],
@@ -332,16 +279,12 @@ def _build(
         prices=dict(data.get("prices", {})),
     )
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
-    from leader_eval.suite.render import check_templates
-
     n_before = len(errors.found)
     for msg in suite.scaffold:
         with errors.collect():
             check_templates(replace(suite, scaffold=(msg,)))
     if len(errors.found) > n_before or len(scaffold) < len(data["scaffold"]["messages"]):
         return suite  # episodes render the scaffold: a broken one would only repeat its errors
-    from leader_eval.suite.episode_spec import with_episodes
-
     with errors.collect():
         suite = with_episodes(suite, data, indices=raw_index)
     return suite
@@ -366,7 +309,7 @@ def _check_expected_call(
         errors.found.append(
             SuiteError(
                 path,
-                _line(lines, (*here, "tool")),
+                line_of(lines, (*here, "tool")),
                 f"case {case_id!r} expects unknown tool {call['tool']!r} (known: {', '.join(sorted(tool_names))})",
             )
         )
@@ -382,34 +325,27 @@ def _check_expected_call(
     for arg, constraint in call.get("args", {}).items():
         with errors.collect():
             if isinstance(constraint, dict) and isinstance(constraint.get("regex"), str):
-                _check_regex(path, _line(lines, (*here, "args", arg, "regex")), constraint["regex"])
+                check_suite_regex(path, line_of(lines, (*here, "args", arg, "regex")), constraint["regex"])
             if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
                 raise SuiteError(
                     path,
-                    _line(lines, (*here, "args", arg)),
+                    line_of(lines, (*here, "args", arg)),
                     f"case {case_id!r}: tool {tool.name!r} has no argument {arg!r}",
                 )
             why = unsatisfiable(constraint, arg, tool.parameters, validator)
             if why:
                 raise SuiteError(
-                    path, _line(lines, (*here, "args", arg)), f"case {case_id!r} can never pass: {tool.name}: {why}"
+                    path, line_of(lines, (*here, "args", arg)), f"case {case_id!r} can never pass: {tool.name}: {why}"
                 )
-
-
-def _check_regex(path: Path, line: int, pattern: str) -> None:
-    try:
-        check_regex(pattern)
-    except LimitExceeded as exc:
-        raise SuiteError(path, line, str(exc)) from exc
 
 
 def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]) -> ScaffoldMessage:
     if "content" in m:
         # A block scalar's text starts on the line after the key.
-        line = _line(lines, ("scaffold", "messages", i, "content"))
+        line = line_of(lines, ("scaffold", "messages", i, "content"))
         return ScaffoldMessage(m["role"], m["content"], f"{path}:{line}", line, str(path))
     ref = m["file"]
-    line = _line(lines, ("scaffold", "messages", i, "file"))
+    line = line_of(lines, ("scaffold", "messages", i, "file"))
     # next to the suite, else in its templates/ folder; both confined to the suite root
     candidates = [resolve_in_root(path, ref, line, root=root, what="template file")]
     if not Path(ref).is_absolute():
@@ -431,14 +367,12 @@ def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int
 
 def _validate_gate(path: Path, data: dict[str, Any], lines: dict[JsonPath, int]) -> None:
     """The ``gate:`` section's rules beyond the schema (metric names from the metric table)."""
-    from leader_eval.suite.gate_spec import gate_problem
-
     if "gate" not in data:
         return
     problem = gate_problem(data["gate"])
     if problem is not None:
         key, message = problem
-        raise SuiteError(path, _line(lines, ("gate", *key)), message)
+        raise SuiteError(path, line_of(lines, ("gate", *key)), message)
 
 
 _BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")  # YAML's line breaks (libyaml's line numbers)
@@ -457,10 +391,6 @@ def _without_gate(path: Path, source: str, data: dict[str, Any], lines: dict[Jso
     """
     if "gate" not in data:
         return source
-    import yaml
-
-    from leader_eval.suite.yaml_source import load_yaml
-
     key_mark: Any = None
     next_line: int | None = None
     depth = 0
@@ -528,7 +458,7 @@ def _without_gate(path: Path, source: str, data: dict[str, Any], lines: dict[Jso
     if left != {k: v for k, v in data.items() if k != "gate"}:
         raise SuiteError(
             path,
-            _line(lines, ("gate",)),
+            line_of(lines, ("gate",)),
             "gate: the section must stand alone (no anchor inside it used elsewhere): it is left out of the "
             "suite's content hash",
         )

@@ -15,38 +15,39 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jinja2
 import jinja2.meta
 
-from leader_eval.bounded.limits import LimitExceeded, finditer_bounded
+from leader_eval.bounded.limits import LimitExceeded
+from leader_eval.bounded.regex import finditer_bounded
 from leader_eval.bounded.sandbox import BoundedSandbox, run_bounded
 
 # leftover template syntax and placeholders that must never reach a model: one definition,
 # shared with the output-time leak detector
 from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS, is_filled_label
 from leader_eval.errors import SuiteError
-from leader_eval.suite.chat_template import render_chat_template, template_supports_tools
+from leader_eval.suite.records import Case, ScaffoldMessage, Suite
 from leader_eval.types import Prompt
 
-if TYPE_CHECKING:
-    from leader_eval.sampling.backends.base import Backend
-    from leader_eval.suite.load import Case, ScaffoldMessage, Suite
-
-
 __all__ = [
-    "PLACEHOLDER_PATTERNS",
+    "ChatTemplater",
     "RenderedCase",
     "check_templates",
     "find_placeholders",
     "render_case",
-    "render_chat_template",  # re-exported for modules that still import it from here
     "render_messages",
     "scaffold_env",
-    "template_supports_tools",
     "template_variables",
 ]
+
+
+class ChatTemplater(Protocol):
+    """What ``render_case`` needs of a backend: its model's chat template, applied and tokenized
+    (every sampling backend has it; the suite layer sits below sampling and names no backend)."""
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Prompt: ...
 
 
 def _scaffold_env() -> BoundedSandbox:
@@ -192,7 +193,7 @@ def find_placeholders(text: str, extra: list[str] | tuple[str, ...] = (), allowe
     # form label ("[Team Role] Scout") is none
     slots = PLACEHOLDER_PATTERNS[-1]
     found = [m for m in found if m.re.pattern != slots or not is_filled_label(text, m.start(), m.end())]
-    for pattern in extra:  # a suite's own patterns run with a time bound (suite_regex.py)
+    for pattern in extra:  # a suite's own patterns run with a time bound (bounded/regex.py)
         found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
     return sorted(found, key=lambda m: m.start())
 
@@ -215,7 +216,7 @@ def _check_placeholders(suite: Suite, case: Case, messages: list[dict[str, Any]]
             )
 
 
-def render_case(suite: Suite, case: Case, backend: Backend) -> RenderedCase:
+def render_case(suite: Suite, case: Case, backend: ChatTemplater) -> RenderedCase:
     """Scaffold -> messages -> the model's chat template -> exact prompt text and token ids."""
     messages = render_messages(suite, case)
     prompt = backend.apply_chat_template(messages, [t.to_openai() for t in suite.tools])

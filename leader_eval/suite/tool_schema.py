@@ -11,7 +11,7 @@ later cannot skip this loader). One set of rules for all of them:
 - ``$ref`` may name a pointer or anchor inside the same document (``#/$defs/place``,
   ``#/definitions/x``, ``#anchor``), or a JSON or YAML file inside the suite root
   (``common.json#/$defs/place``), named relative to the file that holds the ``$ref`` and
-  confined like every file a suite reads (``suite_files.resolve_in_root``). Such files are read
+  confined like every file a suite reads (``files.resolve_in_root``). Such files are read
   once, here, with the same bounded YAML reader as suites (at most ``MAX_REF_FILES``).
 - Anything else is a ``SuiteError`` naming the file and line of the ``$ref``: a URL or any
   scheme (``https:``, ``file:``, ``urn:``), ``//host``, a query, an absolute path, a file
@@ -24,7 +24,7 @@ later cannot skip this loader). One set of rules for all of them:
 - Every ``pattern`` and ``patternProperties`` key in a loaded document (the schema, every file
   its references reach, anything a pointer reaches) is linted like every suite regex: a pattern
   shaped to backtrack catastrophically is a ``SuiteError`` at its own line. Validators match
-  them in bounded time (``suite_regex.bounded_validator_class``; a timeout never matches).
+  them in bounded time (``bounded.json_schema.bounded_validator_class``; a timeout never matches).
 
 Every reference is followed at load time exactly as validation will follow it, including
 pointers into places the metaschema does not check (``#/default/x``, an unknown keyword):
@@ -32,7 +32,9 @@ what such a pointer reaches is checked like any schema. So validation never meet
 it cannot resolve, and never retrieves one: each validator (``LoadedSchemas.validator``) runs
 over a ``referencing.Registry`` holding exactly the loaded documents, whose retrieve function
 refuses every URI. Nothing is fetched from the network or read from disk after load, whatever a
-schema says. (``compile_validator`` gives the same registry for a schema no suite loaded.)
+schema says. The validators themselves are built in ``leader_eval.bounded.json_schema``
+(``compile_validator``, which gives the same empty registry for a schema no suite loaded, and
+``validator_for``, which the checks call with a tool's ``parameters``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
@@ -48,11 +49,15 @@ from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
 import jsonschema
 from jsonschema.validators import Draft202012Validator
 from referencing import Registry, Resource
-from referencing.exceptions import NoSuchResource, Unresolvable
+from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from leader_eval.bounded.json_schema import bind, compile_validator, empty_registry, schema_patterns
 from leader_eval.bounded.limits import MAX_REF_FILES
+from leader_eval.bounded.regex import regex_problem
 from leader_eval.errors import SuiteError
+from leader_eval.suite.files import read_text, resolve_in_root
+from leader_eval.suite.yaml_source import JsonPath, line_of, load_yaml
 
 #: Schemas applied to one value, one inside the other, through $ref and the in-place keywords.
 #: jsonschema 4.26 validates a chain of 200 ``allOf`` + ``$ref`` links (400 schemas) and ends in a
@@ -91,43 +96,6 @@ _SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
 _IN_PLACE_ONE = ("not", "if", "then", "else")
 
-JsonPath = tuple[str | int, ...]
-
-
-def refuse_retrieval(uri: str) -> Resource[Any]:
-    """The registry's retrieve function: every URI not loaded at lint time is refused."""
-    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
-
-
-def empty_registry() -> Registry[Any]:
-    return Registry(retrieve=refuse_retrieval)  # type: ignore[call-arg]
-
-
-def compile_validator(
-    schema: Mapping[str, Any], *, registry: Registry[Any] | None = None, base_uri: str | None = None
-) -> Draft202012Validator:
-    """A Draft 2020-12 validator (format checking on) that never retrieves a reference.
-
-    ``validator.schema is schema`` holds, so callers may cache by identity.
-    """
-    registry = registry if registry is not None else empty_registry()
-    checker = Draft202012Validator.FORMAT_CHECKER
-    cls = _bounded_class()  # ``pattern`` & co. match in bounded time (suite_regex.py)
-    if not base_uri:
-        return cls(schema, registry=registry, format_checker=checker)
-    try:
-        # resolve relative refs against the document's URI without rewriting the schema
-        return cls(schema, registry=registry, format_checker=checker, _resolver=registry.resolver(base_uri=base_uri))
-    except TypeError:  # a jsonschema without the _resolver field: give the root its base URI instead
-        return cls({**schema, "$id": base_uri}, registry=registry, format_checker=checker)
-
-
-@lru_cache(maxsize=1)
-def _bounded_class() -> Any:
-    from leader_eval.bounded.regex import bounded_validator_class
-
-    return bounded_validator_class(Draft202012Validator)
-
 
 @dataclass(frozen=True)
 class SchemaSite:
@@ -155,27 +123,6 @@ class LoadedSchemas:
         return compile_validator(self.schemas[name], registry=self.registry, base_uri=self.uris[name])
 
 
-_BOUND: dict[int, tuple[Mapping[str, Any], LoadedSchemas, str]] = {}
-
-
-def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
-    """The retrieval-free validator for ``schema``: bound to its suite's files if a suite loaded it.
-
-    ``checks/toolcall.py`` calls this with a tool's ``parameters`` dict; a schema no suite loaded
-    (the Python API, tests) gets ``compile_validator(schema)``: same rules, no files.
-    """
-    entry = _BOUND.get(id(schema))
-    if entry is not None and entry[0] is schema:
-        return entry[1].validator(entry[2])
-    return compile_validator(schema)
-
-
-def is_bound(schema: Mapping[str, Any]) -> bool:
-    """Whether a suite loaded ``schema`` (its refs resolve against that suite's files)."""
-    entry = _BOUND.get(id(schema))
-    return entry is not None and entry[0] is schema
-
-
 def load_tool_schemas(
     suite_path: Path,
     root: Path,
@@ -187,10 +134,8 @@ def load_tool_schemas(
         SchemaSite(name, f"tool {name!r} parameters", params, suite_path, lines, where) for name, params, where in tools
     ]
     result = load_schemas(root, sites)
-    if len(_BOUND) > 4096:  # a long-lived process loading many suites
-        _BOUND.clear()
-    for name, params, _ in tools:
-        _BOUND[id(params)] = (params, result, name)
+    # the checks validate a tool's arguments against exactly these files (validator_for)
+    bind((params, result.registry, result.uris[name]) for name, params, _ in tools)
     return result
 
 
@@ -218,10 +163,7 @@ class _Doc:
 
 
 def _line(doc: _Doc, path: JsonPath) -> int:
-    p = (*doc.prefix, *path)
-    while p and p not in doc.lines:
-        p = p[:-1]
-    return doc.lines.get(p, 1)
+    return line_of(doc.lines, (*doc.prefix, *path))
 
 
 def _uri_of(path: Path, root: Path | None) -> str:
@@ -305,8 +247,6 @@ def _check_patterns(doc: _Doc) -> None:
     """Every ``pattern`` and ``patternProperties`` key of ``doc``, linted like every suite regex
     (they run on model output): one shaped to backtrack catastrophically is refused here, at the
     line that holds it, and the rest match in bounded time (``compile_validator``'s class)."""
-    from leader_eval.bounded.regex import regex_problem, schema_patterns
-
     for at, pattern in schema_patterns(doc.contents):
         why = regex_problem(pattern)
         if why:
@@ -349,9 +289,6 @@ def load_schemas(root: Path | None, sites: Sequence[SchemaSite]) -> LoadedSchema
 
     ``root`` is the suite root (``None``: no files may be referenced).
     """
-    from leader_eval.suite.files import read_text, resolve_in_root
-    from leader_eval.suite.yaml_source import load_yaml
-
     if not sites:
         return LoadedSchemas(empty_registry(), {}, {})
     root = root.resolve() if root is not None else None

@@ -16,7 +16,7 @@ of the calls made so far, so a resumed or replayed episode sees exactly the same
 
 Fixtures live inline (``fixtures:`` at the top of a suite or in a case's ``episode:``) or in
 YAML/JSON files (``- file: ../fixtures/tools/x.yaml``), which resolve relative to the suite's
-folder and must stay inside the suite root after symlinks (``suite_files.resolve_in_root``). Every problem (an
+folder and must stay inside the suite root after symlinks (``files.resolve_in_root``). Every problem (an
 unknown tool, a result that breaks the tool's ``returns`` schema, a file that does not parse or
 lies outside the root) is a ``SuiteError`` naming the file and line.
 """
@@ -32,13 +32,14 @@ from typing import Any
 import jsonschema
 from jsonschema.validators import Draft202012Validator
 
+from leader_eval.checks.toolcall import match_calls
 from leader_eval.errors import SuiteError
 from leader_eval.suite.files import read_text, resolve_in_root
-from leader_eval.suite.load import _line, suite_schema
+from leader_eval.suite.records import check_suite_regex, suite_schema
 from leader_eval.suite.tool_schema import SchemaSite, load_schema, standalone_validator
-from leader_eval.suite.yaml_source import load_yaml
+from leader_eval.suite.yaml_source import JsonPath, line_of, load_yaml
+from leader_eval.types import ToolCall
 
-JsonPath = tuple[str | int, ...]
 ACK: dict[str, Any] = {"ok": True}
 #: a file a suite may read as fixtures: bounded, so a hostile path cannot fill memory
 MAX_FIXTURE_BYTES = 4 * 1024 * 1024
@@ -60,17 +61,13 @@ class Fixture:
     outcomes: tuple[Outcome, ...]
     origin: str  # "file:line" of the fixture, the file relative to the suite root (for reports)
     source: Path | None = None  # the fixture file read, None when inline in the suite
-    #: ``match_schema`` as ``schema_loader`` loaded it: its refs resolved at lint, never fetched
+    #: ``match_schema`` as ``tool_schema`` loaded it: its refs resolved at lint, never fetched
     match_validator: Draft202012Validator | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.match_schema is not None and self.match_validator is None:
             # built in Python rather than loaded from a suite: the same checks, here, before any step
             object.__setattr__(self, "match_validator", standalone_validator(self.match_schema, "match_schema"))
-
-    @property
-    def catch_all(self) -> bool:
-        return not self.match and not self.match_schema
 
     def accepts(self, name: str, args: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
         if name != self.tool:
@@ -165,9 +162,6 @@ class World:
 
 
 def _args_satisfy(name: str, args: Mapping[str, Any], match: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
-    from leader_eval.checks.toolcall import match_calls
-    from leader_eval.types import ToolCall
-
     call = ToolCall(name, dict(args), "world")
     checks = match_calls(
         [call], {"calls": [{"tool": name, "args": dict(match), "allow_extra_args": True}]}, {name: params}
@@ -191,7 +185,7 @@ def load_fixtures(
     out: list[Fixture] = []
     for i, entry in enumerate(entries):
         if isinstance(entry, Mapping) and set(entry) == {"file"}:
-            line = _line(lines, (*at, i, "file"))
+            line = line_of(lines, (*at, i, "file"))
             path = fixture_file(suite_path, root, str(entry["file"]), line)
             out.extend(_load_file(path, root, tools, returns, named_in=suite_path, line=line))
         else:
@@ -233,12 +227,12 @@ def _load_file(
         msg = best.message[:200]
         if best.validator == "oneOf" and isinstance(best.instance, Mapping):
             msg = "a fixture holds exactly one of result, error, sequence (and no unknown keys)"
-        raise SuiteError(path, _line(lines, p), f"{where}: {msg}")
+        raise SuiteError(path, line_of(lines, p), f"{where}: {msg}")
     shown = path.relative_to(root)  # never a machine-specific absolute path in a record
     return [
         replace(
             _fixture(path, root, item, lines, (*at, i), tools, returns),
-            origin=f"{shown}:{_line(lines, (*at, i))}",
+            origin=f"{shown}:{line_of(lines, (*at, i))}",
             source=path,
         )
         for i, item in enumerate(data)
@@ -258,7 +252,7 @@ def _fixture(
     if tool not in tools:
         raise SuiteError(
             path,
-            _line(lines, (*at, "tool")),
+            line_of(lines, (*at, "tool")),
             f"fixture for unknown tool {tool!r} (tools: {', '.join(sorted(tools)) or 'none'})",
         )
     check_constraints(path, item.get("match") or {}, lines, (*at, "match"))
@@ -271,7 +265,7 @@ def _fixture(
         props = tools[tool].get("properties", {})
         if props and arg not in props:
             raise SuiteError(
-                path, _line(lines, (*at, "match", arg)), f"fixture for {tool!r} matches unknown argument {arg!r}"
+                path, line_of(lines, (*at, "match", arg)), f"fixture for {tool!r} matches unknown argument {arg!r}"
             )
     if "sequence" in item:
         outcomes = tuple(_outcome(s) for s in item["sequence"])
@@ -287,12 +281,12 @@ def _fixture(
             try:
                 err = jsonschema.exceptions.best_match(validator.iter_errors(o.value))
             except RecursionError:
-                raise SuiteError(path, _line(lines, p), f"fixture result for {tool!r} nests too deeply") from None
+                raise SuiteError(path, line_of(lines, p), f"fixture result for {tool!r} nests too deeply") from None
             if err is not None:
                 where = "/".join(str(x) for x in err.absolute_path)
                 raise SuiteError(
                     path,
-                    _line(lines, (*p, *err.absolute_path)),
+                    line_of(lines, (*p, *err.absolute_path)),
                     f"fixture result for {tool!r} does not match its returns schema"
                     f"{' at ' + where if where else ''}: {err.message[:200]}",
                 )
@@ -301,18 +295,16 @@ def _fixture(
         match=item.get("match"),
         match_schema=item.get("match_schema"),
         outcomes=outcomes,
-        origin=f"{path}:{_line(lines, at)}",
+        origin=f"{path}:{line_of(lines, at)}",
         match_validator=match_validator,
     )
 
 
 def check_constraints(path: Path, constraints: Mapping[str, Any], lines: dict[JsonPath, int], at: JsonPath) -> None:
     """Every ``regex`` in argument constraints compiles (a bad one would silently never match)."""
-    from leader_eval.suite.load import _check_regex
-
     for arg, c in constraints.items():
         if isinstance(c, Mapping) and isinstance(c.get("regex"), str):
-            _check_regex(path, _line(lines, (*at, arg, "regex")), c["regex"])
+            check_suite_regex(path, line_of(lines, (*at, arg, "regex")), c["regex"])
 
 
 def _outcome(item: Mapping[str, Any]) -> Outcome:

@@ -19,6 +19,7 @@ work of everything that walks the data afterwards (schema validation, hashing, r
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -244,3 +245,10 @@ def load_yaml(path: str | Path, source: str) -> tuple[Any, dict[JsonPath, int]]:
     if not b.done:
         raise SuiteError(path, 1, "the file is empty")
     return b.result, b.lines
+
+
+def line_of(lines: Mapping[JsonPath, int], path: JsonPath) -> int:
+    """Line of the closest node at or above ``path`` in a ``load_yaml`` line table (1-based)."""
+    while path and path not in lines:
+        path = path[:-1]
+    return lines.get(path, 1)

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from leader_eval.bounded.regex import compile_suite_regex
+from leader_eval.bounded.limits import LimitExceeded
+from leader_eval.bounded.regex import compile_suite_regex, finditer_bounded, regex_problem
 from leader_eval.errors import SuiteError
-from leader_eval.suite.load import load_suite, suite_schema
+from leader_eval.suite.load import load_suite
+from leader_eval.suite.records import suite_schema
 from tests.conftest import MINIMAL_SUITE
 
 
@@ -193,3 +195,54 @@ def test_ordinary_counted_repeats_stay_accepted(pattern: str) -> None:
     from leader_eval.bounded.regex import regex_problem
 
     assert regex_problem(pattern) is None
+
+
+CATASTROPHIC = [
+    r"(a+)+$",
+    r"(a*)*b",
+    r"(\w+)*x",
+    r"(a|aa)*b",
+    r"(a|a)+",
+    r"(.*a){20}",
+    r"((ab)*)+c",
+    r"(\d+\.?)+x",
+    r"^(\w+\s?)*$",
+    r"(x+x+)+y",
+    r"(?:[a-z]+)+@",
+]
+SAFE = [
+    r"(?i)\bclick(ed|ing)?\b.{0,40}\b(button|icon|element)",
+    r"(?i)\bpot\b",
+    r"<<[A-Z_]+>>",
+    r"(\w+\s)+x",
+    r"\[(?:PLACEHOLDER|TODO)\]",
+    r"(ab|cd)+",
+    r"[A-Z][a-z]+(?: [A-Z][a-z]+)*",
+    r"\d{3}-\d{4}",
+    r"(foo|bar)*baz",
+    r"\{\{.*?\}\}",
+    r"(?:\[[A-Z_]+\])+",
+    r"(?i)(A|a)+$",
+    r"([ab]|b)*c",
+]  # single-character branches become a set
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_catastrophic_regex_is_refused(pattern: str) -> None:
+    why = regex_problem(pattern)
+    assert why and "backtrack catastrophically" in why
+
+
+@pytest.mark.parametrize("pattern", SAFE)
+def test_ordinary_regex_is_accepted(pattern: str) -> None:
+    assert regex_problem(pattern) is None
+    re.compile(pattern)
+
+
+def test_suite_regex_runs_with_a_time_bound() -> None:
+    """A pattern that slips past the static check still cannot hang the placeholder scan: RE2
+    answers it in linear time, and one RE2 cannot run exactly is stopped by the time bound."""
+    assert finditer_bounded(r"(a|aa)+c", "a" * 10_000) == []
+    with pytest.raises(LimitExceeded, match="took over"):
+        finditer_bounded(r"(?=(a|aa)+c)", "a" * 60 + "c" + "a" * 60)
+    assert [m.group(0) for m in finditer_bounded(r"<<[A-Z]+>>", "x <<GOAL>> y")] == ["<<GOAL>>"]

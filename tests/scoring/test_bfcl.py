@@ -1,8 +1,9 @@
 """Validate the parsers and the matcher against BFCL's data and its AST checker.
 
-The adapter is public (``leader_eval.scoring.bfcl``): BFCL entries become tools, a case ``expect``
-(strings compared with ``normalize: bfcl``, BFCL's own string standardisation) and rendered
-outputs, so anyone can reproduce these numbers.
+The adapter is public (``leader_eval.scoring.bfcl``, and ``leader_eval.studies.bfcl`` to read BFCL's
+data and checker): BFCL entries become tools, a case ``expect`` (strings compared with
+``normalize: bfcl``, BFCL's own string standardisation) and rendered outputs, so anyone can
+reproduce these numbers.
 
 1. Every ground-truth answer of BFCL's simple_python, multiple, parallel and parallel_multiple
    categories, rendered as a model output in three protocols, is accepted by our parser (strict)
@@ -33,7 +34,8 @@ import pytest
 
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import parse_output
-from leader_eval.scoring.bfcl import ground_truth_calls, load_checker, load_entries, render, to_expect, tools_of
+from leader_eval.scoring.bfcl import ground_truth_calls, render, to_expect, tools_of
+from leader_eval.studies.bfcl import load_checker, load_entries
 
 MUTATIONS_PER_ENTRY = 6
 SEED = 20261125

@@ -27,8 +27,9 @@ import pytest
 import yaml
 
 from leader_eval.scoring.scorer import ModelInfo, SampleScore, score_samples
+from leader_eval.suite.chat_template import render_chat_template
 from leader_eval.suite.load import Suite, load_suite
-from leader_eval.suite.render import render_chat_template, render_messages
+from leader_eval.suite.render import render_messages
 from leader_eval.types import Sample
 from tests.corpus import PRF_TARGET, prf_table
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from leader_eval.bounded import limits
+from leader_eval.bounded import limits, sandbox
 from leader_eval.errors import ChatTemplateError
 from leader_eval.sampling.backends.openai_compat import OpenAICompatBackend
 from leader_eval.suite.chat_template import render_chat_template, template_supports_tools
@@ -189,7 +189,7 @@ def test_other_transformers_users_are_unaffected() -> None:
     from transformers.utils import chat_template_utils as ctu
 
     compiled = ctu._compile_jinja_template("{{ 'y' * 3 }}")
-    assert not isinstance(compiled.environment, limits.BoundedSandbox)
+    assert not isinstance(compiled.environment, sandbox.BoundedSandbox)
     assert compiled.render() == "yyy"
 
 

@@ -6,7 +6,6 @@ Each template below hung, crashed or exhausted memory before (issue 9 item 15); 
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from pathlib import Path
@@ -14,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from leader_eval.bounded import limits
-from leader_eval.bounded.limits import LimitExceeded, finditer_bounded, regex_problem
 from leader_eval.errors import SuiteError
 from leader_eval.suite.load import load_suite
 from leader_eval.suite.render import render_messages
@@ -129,57 +127,6 @@ def test_a_template_syntax_error_deep_in_a_template_names_its_line(tmp_path: Pat
     path = _suite(tmp_path, "ok\\n{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}")
     with pytest.raises(SuiteError, match="nests or recurses too deeply"):
         load_suite(path)
-
-
-CATASTROPHIC = [
-    r"(a+)+$",
-    r"(a*)*b",
-    r"(\w+)*x",
-    r"(a|aa)*b",
-    r"(a|a)+",
-    r"(.*a){20}",
-    r"((ab)*)+c",
-    r"(\d+\.?)+x",
-    r"^(\w+\s?)*$",
-    r"(x+x+)+y",
-    r"(?:[a-z]+)+@",
-]
-SAFE = [
-    r"(?i)\bclick(ed|ing)?\b.{0,40}\b(button|icon|element)",
-    r"(?i)\bpot\b",
-    r"<<[A-Z_]+>>",
-    r"(\w+\s)+x",
-    r"\[(?:PLACEHOLDER|TODO)\]",
-    r"(ab|cd)+",
-    r"[A-Z][a-z]+(?: [A-Z][a-z]+)*",
-    r"\d{3}-\d{4}",
-    r"(foo|bar)*baz",
-    r"\{\{.*?\}\}",
-    r"(?:\[[A-Z_]+\])+",
-    r"(?i)(A|a)+$",
-    r"([ab]|b)*c",
-]  # single-character branches become a set
-
-
-@pytest.mark.parametrize("pattern", CATASTROPHIC)
-def test_catastrophic_regex_is_refused(pattern: str) -> None:
-    why = regex_problem(pattern)
-    assert why and "backtrack catastrophically" in why
-
-
-@pytest.mark.parametrize("pattern", SAFE)
-def test_ordinary_regex_is_accepted(pattern: str) -> None:
-    assert regex_problem(pattern) is None
-    re.compile(pattern)
-
-
-def test_suite_regex_runs_with_a_time_bound() -> None:
-    """A pattern that slips past the static check still cannot hang the placeholder scan: RE2
-    answers it in linear time, and one RE2 cannot run exactly is stopped by the time bound."""
-    assert finditer_bounded(r"(a|aa)+c", "a" * 10_000) == []
-    with pytest.raises(LimitExceeded, match="took over"):
-        finditer_bounded(r"(?=(a|aa)+c)", "a" * 60 + "c" + "a" * 60)
-    assert [m.group(0) for m in finditer_bounded(r"<<[A-Z]+>>", "x <<GOAL>> y")] == ["<<GOAL>>"]
 
 
 def test_placeholder_patterns_from_the_suite_still_refuse_a_leftover(tmp_path: Path) -> None:

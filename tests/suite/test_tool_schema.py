@@ -772,20 +772,20 @@ def test_a_catastrophic_schema_pattern_is_refused_at_lint_with_its_line_at_every
 def test_every_schema_pattern_runs_in_the_bounded_engine_at_run_time(monkeypatch, tmp_path: Path) -> None:
     """At every schema-bearing key, the validator the run uses (tool calls' arguments, the world's
     fixtures, fixture results against returns) matches ``pattern`` and ``patternProperties`` with
-    suite_regex's bounded search, never ``re``: each pattern is seen by the bounded search."""
-    from leader_eval.bounded import regex as suite_regex
+    bounded.json_schema's bounded search, never ``re``: each pattern is seen by the bounded search."""
+    from leader_eval.bounded import json_schema
     from leader_eval.checks.toolcall import match_calls
     from leader_eval.suite.load import load_suite
     from leader_eval.types import ToolCall
 
     searched: list[str] = []
-    bounded = suite_regex._search
+    bounded = json_schema._search
 
     def spy(pattern: str, text: str) -> bool | None:
         searched.append(pattern)
         return bounded(pattern, text)
 
-    monkeypatch.setattr(suite_regex, "_search", spy)
+    monkeypatch.setattr(json_schema, "_search", spy)
     for n, where in enumerate(locations()):
         p1, p2 = f"^[a-z0-9-]+{n}?$", f"^[a-z]{n}?"
         schema = {
