@@ -60,7 +60,8 @@ def _setup(code: Path) -> dict[str, Any]:
 
     import leader_eval.scoring.aggregate
     import leader_eval.stats.core
-    from leader_eval.decide.golden import build_golden, gate
+    from leader_eval.decide.gate import gate
+    from leader_eval.decide.golden import build_golden
     from leader_eval.suite.load import load_suite
     from tests.decide.test_golden import run_from_scores
     from tests.scoring.test_real_outputs import _scores

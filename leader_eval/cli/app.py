@@ -77,8 +77,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> int:
     """``run --adaptive --budget B``: rounds of samples gated against the golden (leader_eval.decide.adaptive)."""
     from leader_eval.decide.adaptive import AdaptiveDesign, run_adaptive
-    from leader_eval.decide.golden import format_gate_table
     from leader_eval.errors import LeaderEvalError
+    from leader_eval.report.gate import format_gate_table
 
     if not (args.adaptive and args.budget is not None):
         raise LeaderEvalError(
@@ -122,7 +122,7 @@ def cmd_compare_adaptive(args: argparse.Namespace) -> int:
 
     from leader_eval.decide.adaptive import AdaptiveDesign
     from leader_eval.decide.adaptive_compare import compare_adaptive, split_config
-    from leader_eval.decide.compare import format_compare
+    from leader_eval.report.compare import format_compare
     from leader_eval.runs.options import run_options
 
     if getattr(args, "samples", None) is not None:
@@ -243,7 +243,8 @@ def _write_markdown(text: str, target: str | None) -> None:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from leader_eval.decide.golden import format_gate_table, gate_markdown, gate_run_dir
+    from leader_eval.decide.gate import gate_run_dir
+    from leader_eval.report.gate import format_gate_table, gate_markdown
 
     if args.label is not None:
         # 0.2's `gate --label X` read golden/<suite>/X.json; silently gating against main instead
@@ -291,7 +292,8 @@ def cmd_update_golden(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from leader_eval.decide.compare import compare_markdown, compare_runs, format_compare
+    from leader_eval.decide.compare import compare_runs
+    from leader_eval.report.compare import compare_markdown, format_compare
 
     comparison = compare_runs(args.runs, alpha=args.alpha, across_suites=args.across_suites)
     order = _split(args.order) or None
@@ -309,7 +311,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from leader_eval.decide.golden import DEFAULT_BASELINE, GoldenError, check_golden_suite, golden_path, load_golden
-    from leader_eval.decide.plan import format_plan, plan_power
+    from leader_eval.decide.plan import plan_power
+    from leader_eval.report.plan import format_plan
     from leader_eval.suite.load import load_suite
 
     suite = load_suite(args.suite)
@@ -334,7 +337,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_flaky(args: argparse.Namespace) -> int:
     import json
 
-    from leader_eval.decide.flaky import find_flaky, format_flaky
+    from leader_eval.decide.flaky import find_flaky
+    from leader_eval.report.flaky import format_flaky
 
     report = find_flaky(args.runs, alpha=args.alpha)
     print(json.dumps(report.to_dict(), indent=2) if args.json else format_flaky(report))

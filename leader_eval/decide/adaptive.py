@@ -6,7 +6,7 @@ Design (a group-sequential test with alpha spending, applied to the gate's own s
   at 40% of the budget ``B``, then one sample per case per round). Stopping is decided for the run as a whole from the
   gate's family of paired tests, never per case on that case's own outcomes (which would bias
   its estimate).
-- Efficacy (the gate fails): at look ``k`` the real ``golden.gate`` runs at the nominal level
+- Efficacy (the gate fails): at look ``k`` the real ``gate.gate`` runs at the nominal level
   ``c_k`` of a Lan-DeMets O'Brien-Fleming-type spending function
   ``alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``, computed exactly on the canonical joint
   distribution of the looks' z statistics (recursive numerical integration). The information
@@ -328,7 +328,7 @@ class AdaptiveResult:
     """The run as it stopped, the gate's decision at the stopping look, and the record."""
 
     run: Any  # evaluate.Run
-    gate: Any  # golden.GateResult
+    gate: Any  # gate.GateResult
     record: dict[str, Any]
 
 
@@ -402,14 +402,8 @@ def run_adaptive(
     from dataclasses import replace
     from pathlib import Path
 
-    from leader_eval.decide.golden import (
-        apply_error_rule,
-        check_golden_suite,
-        gate,
-        golden_path,
-        load_golden,
-        parse_tolerances,
-    )
+    from leader_eval.decide.gate import apply_error_rule, gate
+    from leader_eval.decide.golden import check_golden_suite, golden_path, load_golden, parse_tolerances
     from leader_eval.runs.evaluate import run
     from leader_eval.store.run_store import MANIFEST, SUMMARY, RunDir, write_json_atomic
     from leader_eval.suite.load import Suite, load_suite

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from leader_eval.decide.golden import run_label
 from leader_eval.errors import LeaderEvalError
-from leader_eval.inert import inert, markdown
-from leader_eval.report import table
-from leader_eval.sampling.runner import SCORER_VERSION, default_label
+from leader_eval.sampling.runner import SCORER_VERSION
 from leader_eval.scoring.aggregate import pass_k_values
 from leader_eval.stats.core import (
     Estimate,
+    PairedDecision,
     decide_paired,
     holm_alphas,
     pass_at_k,
@@ -254,7 +254,7 @@ def compare_runs(
     every = set().union(*(set(g.cases) for g in groups))
     if len(every) != len(common):
         messages.append(f"comparing the {len(common)} cases every run scored ({len(every) - len(common)} left out)")
-    cases_of = _metric_cases(groups, common)
+    cases_of = metric_cases(groups, common)
     for g in groups:
         _estimate(g, cases_of, seed)
     if ks is None:
@@ -290,12 +290,8 @@ def pool_key(run: Run) -> str:
     """What makes runs repeats of one measurement: label, suite, scorer, identity minus the seed."""
     ident = {k: v for k, v in run.manifest["identity"].items() if k != "run_seed"}
     return json.dumps(
-        [_label(run), str(run.manifest.get("scorer_version", SCORER_VERSION)), ident], sort_keys=True, default=str
+        [run_label(run), str(run.manifest.get("scorer_version", SCORER_VERSION)), ident], sort_keys=True, default=str
     )
-
-
-def _label(run: Run) -> str:
-    return str(run.manifest.get("label") or default_label(run.manifest["identity"]["model_id"]))
 
 
 def _group(runs: Sequence[Run], messages: list[str]) -> list[RunGroup]:
@@ -306,7 +302,7 @@ def _group(runs: Sequence[Run], messages: list[str]) -> list[RunGroup]:
     names: dict[str, int] = defaultdict(int)
     for members in by_key.values():
         first = members[0]
-        label = _label(first)
+        label = run_label(first)
         names[label] += 1
         name = label if names[label] == 1 else f"{label}#{names[label]}"
         if names[label] == 2:
@@ -372,7 +368,7 @@ def _pool_cases(runs: Sequence[Run]) -> dict[str, PooledCase]:
     }
 
 
-def _metric_cases(groups: Sequence[RunGroup], common: Sequence[str]) -> dict[str, list[str]]:
+def metric_cases(groups: Sequence[RunGroup], common: Sequence[str]) -> dict[str, list[str]]:
     """Each metric to compare and the common cases it is compared over: every sample metric over
     all of them; each episode metric over the cases that have episodes in every group (a mixed
     suite keeps its episode metrics, as the gate does), left out when no case has them."""
@@ -382,6 +378,22 @@ def _metric_cases(groups: Sequence[RunGroup], common: Sequence[str]) -> dict[str
         if have:
             out[m] = have
     return out
+
+
+def paired_decision(a: RunGroup, b: RunGroup, metric: str, ids: Sequence[str], *, seed: int = 0) -> PairedDecision:
+    """Group ``b`` against group ``a`` on ``metric`` over the cases ``ids`` (``stats.decide_paired``
+    with the metric's declared test; ``a``'s case weights): the decision ``compare`` makes per pair
+    and the checkpoint recommendation makes against the best checkpoint."""
+    spec = ALL_METRICS[metric]
+    return decide_paired(
+        {c: (a.cases[c].values[metric], a.cases[c].n_of(metric)) for c in ids},
+        {c: (b.cases[c].values[metric], b.cases[c].n_of(metric)) for c in ids},
+        {c: a.cases[c].weight for c in ids},
+        metric=metric,
+        higher_is_better=spec.higher_is_better,
+        test=spec.test,
+        seed=seed,
+    )
 
 
 def _estimate(g: RunGroup, cases_of: Mapping[str, Sequence[str]], seed: int) -> None:
@@ -405,18 +417,7 @@ def _pair(
     seed: int,
 ) -> PairResult:
     common = cases_of["score"]
-    decisions = {}
-    for m, ids in cases_of.items():
-        spec = ALL_METRICS[m]
-        decisions[m] = decide_paired(
-            {c: (a.cases[c].values[m], a.cases[c].n_of(m)) for c in ids},
-            {c: (b.cases[c].values[m], b.cases[c].n_of(m)) for c in ids},
-            {c: a.cases[c].weight for c in ids},
-            metric=m,
-            higher_is_better=spec.higher_is_better,
-            test=spec.test,
-            seed=seed,
-        )
+    decisions = {m: paired_decision(a, b, m, ids, seed=seed) for m, ids in cases_of.items()}
     # exit 1 means "some gated metric regressed": one family (metrics.gated_metrics) per direction,
     # Holm-Tarone-adjusted (stats.holm_alphas), so two runs of the same model are flagged in at most
     # alpha of comparisons; the same decision the gate and the checkpoint recommendation make
@@ -494,185 +495,3 @@ def _pass_k(g: RunGroup, common: Sequence[str], k: int) -> tuple[float, float]:
         num_hat += pc.weight * pass_hat_k(pc.n_scored, pc.n_passed, k)
         den += pc.weight
     return (num_at / den, num_hat / den) if den else (float("nan"), float("nan"))
-
-
-# ---------------------------------------------------------------------------------------------
-# formatting
-
-
-def _f(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
-
-
-def _est(e: Estimate) -> str:
-    return f"{_f(e.value)} [{_f(e.low)}, {_f(e.high)}]"
-
-
-def _spread(g: RunGroup, m: str) -> str:
-    vals = g.run_values.get(m) or []
-    if len(vals) < 2:
-        return ""
-    return f"{min(vals):.3f}..{max(vals):.3f} over {len(vals)} runs"
-
-
-def _groups_rows(c: Comparison) -> list[list[str]]:
-    rows = []
-    for g in c.groups:
-        sc = g.estimates["score"]
-        rows.append(
-            [
-                g.name,
-                str(len(g.runs)),
-                ",".join(map(str, g.seeds)),
-                _est(sc),
-                _spread(g, "score") or "-",
-                str(sum(pc.n_scored for pc in g.cases.values())),
-                _usage(g),
-            ]
-        )
-    return rows
-
-
-def _usage(g: RunGroup) -> str:
-    """Latency p50/p95 and cost over the group's samples (from the runs' records)."""
-    from leader_eval.scoring.aggregate import usage_summary
-
-    samples = [s for r in g.runs for s in r.samples]
-    if not samples:
-        return "-"
-    prices = next((r.manifest.get("prices") for r in g.runs if r.manifest.get("prices")), None)
-    u = usage_summary(samples, prices)
-    lat = u["latency_s"]
-    text = f"{lat['p50']:.2f}/{lat['p95']:.2f}s" if lat else "-"
-    if "cost" in u:
-        text += f", {u['cost']['currency']} {u['cost']['total']:.4g}"
-    else:  # prices from the suite: each run's summary has its cost
-        costs: list[dict[str, Any]] = [(r.summary.get("usage") or {}).get("cost") or {} for r in g.runs]
-        if all(costs):
-            text += f", {costs[0]['currency']} {sum(float(c['total']) for c in costs):.4g}"
-    return text
-
-
-_GROUP_HEADERS = ["run", "runs", "seeds", "score [95% CI]", "score spread", "samples", "latency p50/p95, cost"]
-
-
-def _metric_rows(p: PairResult) -> list[list[str]]:
-    rows = []
-    for m in p.metrics:
-        arrow = "^" if m.higher_is_better else "v"
-        verdict = m.verdict.upper() if m.verdict == "regression" else m.verdict
-        rows.append(
-            [
-                f"{m.metric} {arrow}",
-                _est(m.a),
-                _est(m.b),
-                f"{m.diff:+.3f} [{m.low:+.3f}, {m.high:+.3f}]",
-                f"{m.p_value:.3f}",
-                verdict + ("" if m.gated else " (info)"),
-            ]
-        )
-    return rows
-
-
-def _metric_headers(p: PairResult) -> list[str]:
-    return ["metric", f"A {p.a.name}", f"B {p.b.name}", "B-A paired [95% CI]", "p (B worse)", "verdict"]
-
-
-def _flip_rows(p: PairResult) -> list[list[str]]:
-    return [[f.case_id, f.direction, f"{f.a_rate:.2f} -> {f.b_rate:.2f}", f.reason or "-"] for f in p.flips]
-
-
-_FLIP_HEADERS = ["case", "flip", "pass rate A -> B", "reason (failing side)"]
-
-
-def _passk_rows(p: PairResult) -> list[list[str]]:
-    rows = []
-    for k in sorted(p.pass_k):
-        cells = [str(k)]
-        for name in (f"pass@{k}", f"pass^{k}"):
-            for side in p.pass_k_ci.get(name, ()):
-                short = f" ({side['n_cases_short']} short)" if side["n_cases_short"] else ""
-                cells.append(f"{_f(side['value'])} [{_f(side['low'])}, {_f(side['high'])}]{short}")
-        if len(cells) == 1:
-            v = p.pass_k[k]
-            cells += [_f(v[0]), _f(v[1]), _f(v[2]), _f(v[3])]
-        rows.append(cells)
-    return rows
-
-
-def _passk_headers(p: PairResult) -> list[str]:
-    return [
-        "k",
-        f"pass@k {p.a.name} [95% CI]",
-        f"pass@k {p.b.name} [95% CI]",
-        f"pass^k {p.a.name} [95% CI]",
-        f"pass^k {p.b.name} [95% CI]",
-    ]
-
-
-def format_compare(c: Comparison, *, max_flips: int = 20, order: Sequence[str] | None = None) -> str:
-    """Terminal report: groups (pooled runs, spread), then per B: metrics, pass@k, flips, verdict;
-    for more than two configurations (or an ``order``), the recommended checkpoint."""
-    lines = [table(_GROUP_HEADERS, _groups_rows(c))]
-    lines.extend(f"note: {m}" for m in c.messages)
-    for p in c.pairs:
-        lines.append("")
-        lines.append(f"B {p.b.name} vs A {p.a.name}: paired over {p.n_cases} cases, alpha {c.alpha:g} (one-sided)")
-        lines.append(table(_metric_headers(p), _metric_rows(p)))
-        lines.append(table(_passk_headers(p), _passk_rows(p)))
-        if p.flips:
-            shown = p.flips[:max_flips]
-            lines.append(table(_FLIP_HEADERS, _flip_rows(p)[: len(shown)]))
-            if len(p.flips) > max_flips:
-                lines.append(f"... {len(p.flips) - max_flips} more flips")
-        else:
-            lines.append("no case flipped")
-        lines.append(f"verdict: {p.verdict()}")
-    if not c.pairs:
-        lines.append(c.verdict())
-    from leader_eval.report.checkpoints import recommendation_lines
-
-    lines.extend(recommendation_lines(c, order))
-    return inert("\n".join(lines), multiline=True)  # a fragment from a suite, run or golden: one line, no escapes
-
-
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, verdicts: bool = False) -> list[str]:
-    # a run's name, a case's failure reason: rendered as text; with ``verdicts`` the last column
-    # is this module's verdict, and a regression is bold (after escaping)
-    esc = [[markdown(x) for x in r] for r in rows]
-    for r, raw in zip(esc, rows, strict=True):
-        if verdicts and str(raw[-1]).startswith("REGRESSION"):
-            r[-1] = f"**{r[-1]}**"
-    return [
-        "| " + " | ".join(markdown(h) for h in headers) + " |",
-        "|" + "|".join(["---"] * len(headers)) + "|",
-        *("| " + " | ".join(r) + " |" for r in esc),
-        "",
-    ]
-
-
-def compare_markdown(c: Comparison, *, max_flips: int = 50) -> str:
-    """The same report as Markdown (pull request comment, ``$GITHUB_STEP_SUMMARY``)."""
-    icon = "❌" if c.exit_status else "✅"
-    lines = [f"### {icon} {markdown(c.verdict())}", ""]
-    lines += _md_table(_GROUP_HEADERS, _groups_rows(c))
-    lines.extend(f"- {markdown(m)}" for m in c.messages)
-    for p in c.pairs:
-        lines.append(f"#### {markdown(p.b.name)} vs {markdown(p.a.name)} ({p.n_cases} cases, paired)")
-        lines.append("")
-        lines += _md_table(_metric_headers(p), _metric_rows(p), verdicts=True)
-        lines += _md_table(_passk_headers(p), _passk_rows(p))
-        if p.flips:
-            lines.append(f"<details><summary>{len(p.flips)} case flips</summary>")
-            lines.append("")
-            lines += _md_table(_FLIP_HEADERS, _flip_rows(p)[:max_flips])
-            lines.append("</details>")
-            lines.append("")
-        lines.append(f"**verdict:** {markdown(p.verdict())}")
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def case_scores(run: Run, metric: str = "score") -> Mapping[str, float]:
-    """A run's per-case values of one metric (cases with a scored sample)."""
-    return {c["case_id"]: float(c[metric]) for c in run.cases if c.get("n_scored")}

@@ -18,13 +18,12 @@ metric tested after another was rejected gets more). Samples per case for 80% po
 golden is re-recorded with as many samples as the run (the golden's own noise otherwise caps the
 power). Every figure is a seeded simulation: 2,000 draws per cell, standard error at most 0.011.
 
-The gate's power guard (``golden.gate``) reports these same numbers for the suite's ``detect``.
+The gate's power guard (``gate.gate``) reports these same numbers for the suite's ``detect``.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,11 +31,10 @@ from typing import Any
 import numpy as np
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.inert import inert
 from leader_eval.stats.core import exact_count_test, simulated_power, tarone_family
 from leader_eval.stats.metrics import ALL_METRICS, gated_metrics
 
-__all__ = ["MetricPower", "PowerPlan", "format_plan", "gate_family", "metric_power", "plan_power", "power_guard"]
+__all__ = ["MAX_SAMPLES", "MetricPower", "PowerPlan", "gate_family", "metric_power", "plan_power", "power_guard"]
 
 DROPS = (0.05, 0.10, 0.20)
 TARGET_POWER = 0.8
@@ -223,7 +221,7 @@ def plan_power(
     """The gate's power against ``golden`` for each drop, and samples per case for 80% power."""
     spec = ALL_METRICS.get(metric)
     if spec is None or not spec.gating or spec.case_field is None:
-        gated = ", ".join(n for n, m in ALL_METRICS.items() if m.gating)
+        gated = ", ".join(gated_metrics(ALL_METRICS))
         raise LeaderEvalError(f"plan covers the metrics the gate tests ({gated}), not {metric!r}")
     if run_samples < 1:
         raise LeaderEvalError(f"samples per case must be >= 1, got {run_samples}")
@@ -274,30 +272,3 @@ def _samples_for(ok: Any) -> int | None:
         else:
             lo = mid
     return hi
-
-
-def format_plan(plan: PowerPlan, *, source: str = "") -> str:
-    """The power table for the terminal (plain text, one row per drop)."""
-    from leader_eval.report import table
-
-    left = f"; Tarone leaves out {', '.join(plan.left_out)} (their tests cannot reach it)" if plan.left_out else ""
-    test = "exact stratified count test" if plan.test == "exact_count" else "paired t-test over cases"
-    lines = [
-        f"power plan for {plan.metric}{' from ' + source if source else ''}: golden {plan.golden_value:.3f} over "
-        f"{plan.n_cases} cases, {plan.golden_samples} samples per case; tolerance {plan.tolerance:g}; {test}",
-        f"gate level: one-sided alpha {plan.alpha:g} / {len(plan.family)} = {plan.level:.4g} "
-        f"(Holm's first step over {', '.join(plan.family)}{left})",
-        table(
-            ["drop", f"power at {plan.run_samples} samples/case", "samples/case for 80% power"],
-            [
-                [f"{d:.2f}", f"{pw:.2f}", str(k) if k is not None else f"> {MAX_SAMPLES}"]
-                for d, (pw, k) in sorted(plan.rows.items())
-            ],
-        ),
-        f"(seeded simulation, {plan.n_sim} draws per cell; samples/case for 80% assumes the golden is re-recorded "
-        "with as many samples as the run; power is a floor: a metric tested after another was rejected gets more)",
-    ]
-    lines.extend(f"note: {n}" for n in plan.notes)
-    if not math.isfinite(plan.golden_value):
-        lines.append("note: the golden value is not a number")
-    return inert("\n".join(lines), multiline=True)  # a fragment from a suite, run or golden: one line, no escapes

@@ -22,19 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from leader_eval.decide.golden import (
-    GateResult,
-    check_golden_covers,
-    format_gate_table,
-    gate,
-    gate_markdown,
-    golden_path,
-    load_golden,
-    update_golden,
-)
+from leader_eval.decide.gate import GateResult, gate
+from leader_eval.decide.golden import check_golden_covers, golden_path, golden_without_cases, load_golden, update_golden
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.inert import markdown as md_text
+from leader_eval.report.gate import format_gate_table, gate_markdown
 from leader_eval.runs.evaluate import Run
 from leader_eval.sampling.runner import default_label
 from leader_eval.scoring.aggregate import summarize
@@ -88,12 +81,10 @@ def subset_golden(golden: dict[str, Any], case_ids: set[str], weights: dict[str,
     """The golden restricted to ``case_ids`` (the same restriction the gate applies to quarantined
     cases: per-case records kept, paired metrics' values their weighted mean over the kept cases),
     or None when the golden has no per-case values for them."""
-    from leader_eval.decide.golden import _golden_without
-
     gcases = golden.get("cases") or {}
     if not set(gcases) & case_ids:
         return None
-    return _golden_without(golden, set(gcases) - case_ids, weights)
+    return golden_without_cases(golden, set(gcases) - case_ids, weights)
 
 
 def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> str | None:

@@ -162,9 +162,10 @@ def shard_cases(suite: Any, shard: tuple[int, int]) -> list[str]:
 
 
 def quarantined_cases(golden_dir: Path, suite: str, baseline: str) -> set[str]:
-    """The cases the baseline golden's quarantine list exempts today (``golden.active_quarantine``);
+    """The cases the baseline golden's quarantine list exempts today (``quarantine.active_quarantine``);
     an unreadable golden exempts nothing here (the gate reports it)."""
-    from leader_eval.decide.golden import active_quarantine, golden_path, load_golden
+    from leader_eval.decide.golden import golden_path, load_golden
+    from leader_eval.decide.quarantine import active_quarantine
 
     try:
         golden = load_golden(golden_path(golden_dir, suite, baseline))
@@ -249,7 +250,7 @@ class CaseItem(pytest.Item):
 
     def _explain(self, failed: list[Any], record: dict[str, Any], parent: SuiteFile) -> str:
         """The failure text: each fragment from the model or a server is one inert line."""
-        from leader_eval.report.terminal import failed_check_line
+        from leader_eval.report.check_line import failed_check_line
 
         n_ok = record.get("n_scored", 0)
         lines = [f"{len(failed)} of {n_ok} samples failed (case score {record.get('score')})"]

@@ -37,8 +37,8 @@ from leader_eval.report.text import leak_spans, segments, visible
 from leader_eval.store.run_store import REPORT, STRESS_JSON, cut_text, write_bytes_atomic
 
 if TYPE_CHECKING:
+    from leader_eval.decide.checkpoints import CheckpointRecommendation
     from leader_eval.decide.compare import Comparison, PairResult
-    from leader_eval.report.checkpoints import CheckpointRecommendation
     from leader_eval.runs.evaluate import Run
     from leader_eval.scoring.scorer import SampleScore
     from leader_eval.types import Sample
@@ -76,7 +76,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "")
 
 
 def _summary_html(run: Run) -> str:
-    from leader_eval.scoring.aggregate import METRICS
+    from leader_eval.stats.metrics import METRICS
 
     s = run.summary or {}
     o = s.get("overall")
@@ -747,8 +747,8 @@ def render_report(
     run_index = {id(r): i for i, r in enumerate(loaded)}
     parts: list[str] = []
     if len(loaded) > 1 or comparison is not None:
+        from leader_eval.decide.checkpoints import recommend_checkpoint
         from leader_eval.decide.compare import compare_runs
-        from leader_eval.report.checkpoints import recommend_checkpoint
 
         c = comparison or compare_runs(loaded, alpha=alpha, across_suites=across_suites)
         parts.append('<section id="comparison"><h2>Comparison</h2>' + _comparison_html(c, run_index) + "</section>")

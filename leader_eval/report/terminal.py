@@ -8,12 +8,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.inert import inert, inert_lines
+from leader_eval.report.check_line import failed_check_line
+from leader_eval.stats.metrics import METRICS
 
 if TYPE_CHECKING:
     from leader_eval.runs.evaluate import Run
 
 
-def _fmt(v: float | None) -> str:
+def number(v: float | None) -> str:
+    """A table's number: three decimals, ``n/a`` for none."""
     return "n/a" if v is None else f"{v:.3f}"
 
 
@@ -29,8 +32,6 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 
 
 def metrics_table(block: Mapping[str, Any]) -> str:
-    from leader_eval.scoring.aggregate import METRICS
-
     rows = []
     notes = []
     for name in [*METRICS, *(k for k in block["metrics"] if k not in METRICS)]:  # + episode metrics
@@ -44,8 +45,8 @@ def metrics_table(block: Mapping[str, Any]) -> str:
         rows.append(
             [
                 f"{name} {arrow}",
-                _fmt(m["value"]),
-                f"[{_fmt(m['low'])}, {_fmt(m['high'])}]" + (" *" if one_case else ""),
+                number(m["value"]),
+                f"[{number(m['low'])}, {number(m['high'])}]" + (" *" if one_case else ""),
                 m["n_samples"],
                 m["n_cases"],
             ]
@@ -76,7 +77,7 @@ def format_summary(run: Run) -> str:
         for name, b in (s.get(key) or {}).items():
             sc = b["metrics"]["score"]
             rows.append(
-                [name, _fmt(sc["value"]), f"[{_fmt(sc['low'])}, {_fmt(sc['high'])}]", b["n_scored"], b["n_cases"]]
+                [name, number(sc["value"]), f"[{number(sc['low'])}, {number(sc['high'])}]", b["n_scored"], b["n_cases"]]
             )
         if rows:
             lines.append(table([title, "score", "95% CI", "samples", "cases"], rows))
@@ -191,9 +192,3 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
     # the fragments from a model, a server or a suite are inert above; the reverse video of
     # ``highlight`` must stay, so only the line rule runs over the whole
     return inert_lines("\n".join(lines))
-
-
-def failed_check_line(prefix: str, c: Mapping[str, Any]) -> str:
-    """``x check: reason [hard] detail``; a detail quotes the model (an argument key, a tool name)."""
-    hard = " [hard]" if c.get("hard") else ""
-    return f"{prefix}{inert(c['check'])}: {inert(c['reason'])}{hard} {inert(c.get('detail') or '')}".rstrip()

@@ -22,7 +22,7 @@ Method choices (each measured by simulation; see docs/statistics.md for the figu
 - Rare events (hard fails, leaks): the exact stratified count test (Fisher's exact test by
   case, ``exact_count_test``); a paired t-test over cases cannot see one new event against a
   baseline of none. Its smallest attainable p-value lets the gate's Holm family leave it out
-  when it cannot reach its share (Tarone; ``golden.holm_alphas``).
+  when it cannot reach its share (Tarone; ``holm_alphas``).
 - Flaky cases: the exact Clopper-Pearson interval (``clopper_pearson``) and the chi-square tail
   (``chi2_sf``) for overdispersion across runs.
 - The regression gate is a one-sided test at ``alpha`` (a regression is a one-direction
@@ -39,7 +39,7 @@ serializer and ``json.dumps`` unchanged.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -60,7 +60,9 @@ __all__ = [
     "decide_paired",
     "exact_count_test",
     "gate_statistic",
+    "holm_adjusted",
     "holm_alphas",
+    "holm_steps",
     "paired_compare",
     "pass_at_k",
     "pass_hat_k",
@@ -954,14 +956,41 @@ def run_spread(values: Numbers) -> dict[str, float | int]:
 # One family of tests: Holm's step-down procedure with Tarone's refinement
 
 
+def holm_steps(p_values: Mapping[str, float]) -> Iterator[tuple[str, float, tuple[str, ...]]]:
+    """Holm's step-down order, the one both Holm functions walk: each hypothesis, smallest
+    p-value first (ties by name), with its p-value and the hypotheses still in the family at its
+    step (itself and every later one). Holm tests step ``i`` against ``alpha / len(rest)``
+    (:func:`holm_adjusted`); with Tarone's refinement against ``alpha / K(rest)``
+    (:func:`holm_alphas`). Lazy: a caller that stops at its first non-rejection computes nothing
+    for the later steps."""
+    order = sorted((float(p), name) for name, p in p_values.items())
+    names = tuple(name for _, name in order)
+    for i, (p, name) in enumerate(order):
+        yield name, p, names[i:]
+
+
+def holm_adjusted(p_values: Mapping[str, float]) -> dict[str, float]:
+    """Holm's step-down adjusted p-values (capped at 1): hypothesis ``i`` in :func:`holm_steps`
+    order gets the largest of ``len(rest) * p`` over itself and the steps before it. Rejecting
+    when the adjusted p-value is below ``alpha`` makes Holm's decisions at ``alpha``, the ones
+    :func:`holm_alphas` gives without ``min_p`` (flaky reports these values over its cases)."""
+    out: dict[str, float] = {}
+    running = 0.0
+    for name, p, rest in holm_steps(p_values):
+        running = max(running, min(1.0, len(rest) * p))
+        out[name] = running
+    return out
+
+
 def holm_alphas(
     p_worse: Mapping[str, float | None], alpha: float, *, min_p: Mapping[str, float] | None = None
 ) -> dict[str, float]:
     """The level at which to test each hypothesis of a family so that the chance of any false
     rejection stays at most ``alpha`` (Holm's step-down procedure, with Tarone's refinement).
 
-    The one implementation: the gate, ``compare`` (each direction), the checkpoint
-    recommendation, adaptive sampling and ``plan`` all call it.
+    The one implementation of the levels: the gate, ``compare`` (each direction), the checkpoint
+    recommendation, adaptive sampling and ``plan`` all call it; it walks :func:`holm_steps`, as
+    :func:`holm_adjusted` does.
 
     ``p_worse``: each hypothesis's one-sided p-value, or None when it has none (an unpaired
     interval test): those get Bonferroni's ``alpha / K``, and the known ones share the rest of
@@ -984,19 +1013,17 @@ def holm_alphas(
     unknown = [name for name, p in p_worse.items() if p is None]
     out = {name: alpha / k_all for name in unknown}
     budget = alpha - len(unknown) * alpha / k_all
-    remaining = sorted((float(p), name) for name, p in p_worse.items() if p is not None)
+    known = {name: float(p) for name, p in p_worse.items() if p is not None}
     stop: float | None = None
-    while remaining:
-        p, name = remaining[0]
+    for name, p, rest in holm_steps(known):
         if stop is None:
             # no budget left: every hypothesis that could use one has no p-value, and these (with
             # min_p > alpha / K) cannot reach alpha / K, which they may therefore keep
-            k = _tarone_k([floor[n] for _, n in remaining], budget) if budget > 0 else k_all
+            k = _tarone_k([floor[n] for n in rest], budget) if budget > 0 else k_all
             level = budget / k if budget > 0 else alpha / k_all
             if p >= level:
                 stop = level
         out[name] = level if stop is None else stop
-        remaining.pop(0)
     return out
 
 

@@ -5,7 +5,7 @@ computed from its scored samples, how case values become a suite value (the weig
 cases, with the bootstrap-over-cases interval of ``stats.weighted_mean_ci``), which direction is
 better, the default gate tolerance, whether it gates or is only reported, the key under which a
 golden file keeps its per-case value, and which test the gate and ``compare`` use for a shortfall.
-``aggregate``, ``golden`` (build and gate), ``compare`` and the report read this table; adding a
+``aggregate``, ``golden`` (build), ``gate``, ``compare`` and the report read this table; adding a
 metric means adding one entry to :data:`METRICS`. Which metrics a run is tested on is derived
 here, at the point of use, by :func:`gated_metrics`: the gate, ``compare``, the checkpoint
 recommendation, adaptive sampling and ``plan`` all call it, so their Holm families agree.

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leader_eval.decide.compare import compare_markdown, compare_runs, format_compare
+from leader_eval.decide.compare import compare_runs
 from leader_eval.errors import LeaderEvalError
+from leader_eval.report.compare import compare_markdown, format_compare
 from tests.support.runs import N_SIM, difficulties, make_run, make_suite, write_run_dir
 
 

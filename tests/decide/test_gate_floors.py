@@ -12,16 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from leader_eval.decide.golden import (
-    GoldenError,
-    build_golden,
-    format_gate_table,
-    gate,
-    gate_markdown,
-    load_golden,
-    update_golden,
-)
+from leader_eval.decide.gate import gate
+from leader_eval.decide.golden import GoldenError, build_golden, load_golden, update_golden
 from leader_eval.errors import SuiteError
+from leader_eval.report.gate import format_gate_table, gate_markdown
 from leader_eval.runs.evaluate import Run
 from leader_eval.scoring.scorer import SampleScore
 from leader_eval.suite.gate_spec import gate_problem

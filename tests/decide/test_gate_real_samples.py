@@ -20,7 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leader_eval.decide.golden import GoldenError, build_golden, format_gate_table, gate, gate_markdown, update_golden
+from leader_eval.decide.gate import gate
+from leader_eval.decide.golden import GoldenError, build_golden, update_golden
+from leader_eval.report.gate import format_gate_table, gate_markdown
 from leader_eval.runs.evaluate import Run
 from leader_eval.scoring.scorer import SampleScore
 from leader_eval.suite.load import Suite, load_suite

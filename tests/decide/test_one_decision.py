@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from leader_eval.decide.compare import compare_runs, format_compare
-from leader_eval.decide.golden import build_golden, format_gate_table, gate
+from leader_eval.decide.checkpoints import recommend_checkpoint
+from leader_eval.decide.compare import compare_runs
+from leader_eval.decide.gate import gate
+from leader_eval.decide.golden import build_golden
 from leader_eval.report import format_summary
-from leader_eval.report.checkpoints import recommend_checkpoint
+from leader_eval.report.compare import format_compare
+from leader_eval.report.gate import format_gate_table
 from leader_eval.runs.evaluate import Run
 from leader_eval.stats.core import exact_count_test
 from leader_eval.stats.metrics import ALL_METRICS, EPISODE_METRICS, METRICS, gated_metrics

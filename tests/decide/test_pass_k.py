@@ -9,8 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leader_eval.decide.compare import compare_runs, format_compare
-from leader_eval.decide.golden import build_golden, format_gate_table, gate
+from leader_eval.decide.compare import compare_runs
+from leader_eval.decide.gate import gate
+from leader_eval.decide.golden import build_golden
+from leader_eval.report.compare import format_compare
+from leader_eval.report.gate import format_gate_table
 from leader_eval.scoring.aggregate import case_results, summarize
 from leader_eval.stats.core import rate_ci
 from leader_eval.suite.load import Suite, load_suite

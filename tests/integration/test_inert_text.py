@@ -436,7 +436,8 @@ def _assert_markdown_inert(md: str, benign: str | None = None) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_compare_markdown_and_table_show_run_names_and_reasons_inert(tmp_path: Path, kind: str) -> None:
-    from leader_eval.decide.compare import compare_markdown, compare_runs, format_compare
+    from leader_eval.decide.compare import compare_runs
+    from leader_eval.report.compare import compare_markdown, format_compare
     from tests.support.runs import difficulties, make_run, make_suite
 
     payload = hostile(kind) + " " + " ".join(HOSTILE_MARKDOWN[:12])

@@ -1,5 +1,6 @@
 """The HTML report without a browser: content read from the stored records, inert islands, size bounds,
-segments that never drop a character, the checkpoint recommendation, and the CLI entry points.
+segments that never drop a character, and the CLI entry points (the checkpoint recommendation:
+tests/decide/test_checkpoints.py).
 (The browser behaviour is in test_report_browser.py.)"""
 
 from __future__ import annotations
@@ -15,14 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leader_eval.errors import LeaderEvalError
 from leader_eval.report import format_show, format_summary, render_report, table, write_report, write_run_report
 from leader_eval.report import html as report_html
-from leader_eval.report.checkpoints import checkpoint_order, label_numbers, recommend_checkpoint
 from leader_eval.report.text import leak_spans, segments
-from leader_eval.runs.evaluate import Run, read_run
-from leader_eval.scoring.aggregate import METRICS
-from leader_eval.stats.metrics import ALL_METRICS
+from leader_eval.runs.evaluate import read_run
+from leader_eval.stats.metrics import METRICS
 from tests.corpus.report_runs import HOSTILE_CASE, HOSTILE_TEXT, RUN_A, RUN_B, SUITE, copy_run, hostile_run
 
 ISLAND = re.compile(r'<script type="application/json" id="data-run-(\d+)">(.*?)</script>', re.S)
@@ -163,62 +161,6 @@ def test_two_runs_show_the_paired_difference_verdict_and_flips():
     assert flips
     for f in flips:
         assert f'class="flip {f.direction}" data-case="{f.case_id}" data-a="0" data-b="1"' in page
-
-
-def _synthetic(label: str, values: dict[str, float], n: int = 4) -> Run:
-    cases = []
-    for cid, rate in values.items():
-        passed = round(rate * n)
-        rec = {"case_id": cid, "weight": 1.0, "n_scored": n, "n_passed": passed, "reasons": {}}
-        # every passing sample is well formed and right; no sample hard-fails or leaks
-        rec.update({m: passed / n if spec.higher_is_better else 0.0 for m, spec in ALL_METRICS.items() if m in METRICS})
-        cases.append(rec)
-    ident = {"suite": "s", "suite_hash": "sha256:x", "model_id": f"m-{label}", "protocol": "json", "run_seed": 1,
-             "cases": {}}  # fmt: skip
-    return Run(Path(f"/nonexistent/{label}"), {"identity": ident, "label": label, "run_id": label}, [], [], cases, {})
-
-
-def test_recommended_checkpoint_is_the_earliest_not_credibly_worse_than_the_best():
-    from leader_eval.decide.compare import compare_runs
-
-    ids = [f"c{i}" for i in range(30)]
-    bad = _synthetic("step-100", dict.fromkeys(ids, 0.0))
-    good = _synthetic("step-200", dict.fromkeys(ids, 0.75))
-    also = _synthetic("step-300", {c: (0.75 if i else 1.0) for i, c in enumerate(ids)})  # a hair better
-    # given out of order: the labels' numbers order them
-    rec = recommend_checkpoint(compare_runs([also, bad, good]))
-    assert [r.name for r in rec.rows] == ["step-100", "step-200", "step-300"]
-    assert rec.best == "step-300" and rec.recommended == "step-200"
-    assert [r.credibly_worse for r in rec.rows] == [True, False, False]
-    # when every checkpoint measures the same, the first is as good as any
-    same = [_synthetic(f"ckpt{k}", dict.fromkeys(ids, 0.5)) for k in (1, 2, 3)]
-    assert recommend_checkpoint(compare_runs(same)).recommended == "ckpt1"
-
-
-def test_compare_prints_the_recommendation_for_more_than_two_labels():
-    from leader_eval.decide.compare import compare_runs, format_compare
-
-    ids = [f"c{i}" for i in range(30)]
-    runs = [_synthetic("a", dict.fromkeys(ids, 0.0)), _synthetic("b", dict.fromkeys(ids, 1.0)),
-            _synthetic("c", dict.fromkeys(ids, 1.0))]  # fmt: skip
-    out = format_compare(compare_runs(runs))
-    assert "recommended checkpoint: b " in out and "order from command line" in out
-    assert "recommended checkpoint" not in format_compare(compare_runs(runs[:2]))
-    out = format_compare(compare_runs(runs), order=["c", "b", "a"])
-    assert "recommended checkpoint: c " in out
-    with pytest.raises(LeaderEvalError, match="unknown label"):
-        format_compare(compare_runs(runs), order=["a", "b", "zz"])
-
-
-@pytest.mark.parametrize(
-    ("labels", "numbers"),
-    [(["v4", "v7"], [4, 7]), (["step-2k", "step-500"], [2000, 500]), (["ckpt1.5", "ckpt10"], [1.5, 10]),
-     (["v4", "w7"], None), (["a", "b"], None), (["s1", "s01"], None), (["only3"], None)],
-)  # fmt: skip
-def test_checkpoint_labels(labels, numbers):
-    assert label_numbers(labels) == numbers
-    found = checkpoint_order(labels)
-    assert (found is None) == (numbers is None)
 
 
 def test_large_runs_embed_a_bounded_number_of_samples_failures_first(monkeypatch):

@@ -222,7 +222,8 @@ def _run_of(suite: Any, scores: list[Any], label: str = "v1") -> Any:
 
 
 def test_the_gate_pairs_episode_metrics_by_case(tmp_path: Path) -> None:
-    from leader_eval.decide.golden import build_golden, gate
+    from leader_eval.decide.gate import gate
+    from leader_eval.decide.golden import build_golden
 
     goals = ["build a bridge", "plant a garden", "map the trails", "paint the barn", "fix the well", "bake bread"]
     cases = "".join(

@@ -29,6 +29,8 @@ import pytest
 from leader_eval.stats.core import (
     Estimate,
     PairedComparison,
+    holm_adjusted,
+    holm_alphas,
     paired_compare,
     pass_at_k,
     pass_hat_k,
@@ -37,6 +39,7 @@ from leader_eval.stats.core import (
     regression_verdict,
     run_spread,
     suite_estimate,
+    tarone_family,
     weighted_mean_ci,
 )
 
@@ -437,6 +440,57 @@ def test_power_five_point_drop_grows_with_cases() -> None:
 
 # --------------------------------------------------------------------------------------------
 # Repeated runs
+
+# --------------------------------------------------------------------------------------------
+# One family of tests: Holm's step-down procedure with Tarone's refinement
+# --------------------------------------------------------------------------------------------
+
+
+def test_holm_levels_reproduce_step_down_decisions() -> None:
+    levels = holm_alphas({"a": 0.001, "b": 0.02, "c": 0.3}, 0.05)
+    assert levels == pytest.approx({"a": 0.05 / 3, "b": 0.05 / 2, "c": 0.05})
+    # after the first non-rejection, every later hypothesis keeps that level
+    levels = holm_alphas({"a": 0.001, "b": 0.03, "c": 0.04}, 0.05)
+    assert levels["b"] == pytest.approx(0.025) and levels["c"] == pytest.approx(0.025)
+    # a hypothesis without a p-value (unpaired interval test) gets Bonferroni's share
+    levels = holm_alphas({"a": 0.001, "b": None}, 0.05)
+    assert levels["b"] == pytest.approx(0.025) and levels["a"] == pytest.approx(0.025)
+
+
+def test_holm_tarone_leaves_out_tests_that_cannot_reach_their_share() -> None:
+    # hard_fail's test can give no p below 1/3 (one event, 6 vs 3 samples): it takes no share,
+    # so the two others are tested at alpha / 2 at Holm's first step, not alpha / 3
+    p = {"score": 0.03, "tool": 0.2, "hard": 1 / 3}
+    levels = holm_alphas(p, 0.05, min_p={"hard": 1 / 3})
+    assert levels["score"] == pytest.approx(0.025) and levels["tool"] == pytest.approx(0.025)
+    assert tarone_family({"score": 0.0, "tool": 0.0, "hard": 1 / 3}, 0.05) == ["score", "tool"]
+    # a test that can reach alpha / 3 keeps its share
+    levels = holm_alphas(p, 0.05, min_p={"hard": 0.004})
+    assert levels["score"] == pytest.approx(0.05 / 3)
+    # after a rejection the family shrinks again: score rejected at 0.025, tool then gets 0.05
+    levels = holm_alphas({"score": 0.001, "tool": 0.04, "hard": 1.0}, 0.05, min_p={"hard": 1.0})
+    assert levels["tool"] == pytest.approx(0.05)
+    # every testable hypothesis is an unpaired one: the count test that cannot reach alpha / K
+    # keeps a valid (positive) level it cannot reject at
+    levels = holm_alphas({"score": None, "hard": 1.0}, 0.05, min_p={"hard": 1.0})
+    assert levels == pytest.approx({"score": 0.05, "hard": 0.05})
+
+
+def test_holm_adjusted_p_values_make_the_decisions_of_holm_levels() -> None:
+    # flaky's adjusted p-values and the gate's levels walk one step-down order (holm_steps):
+    # adjusted p < alpha exactly where p < its level, for any family without min_p
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        k = int(rng.integers(1, 9))
+        p = {
+            f"h{i}": float(x) for i, x in enumerate(rng.choice([0.001, 0.004, 0.01, 0.02, 0.2, 0.6], k) * rng.random(k))
+        }
+        adjusted, levels = holm_adjusted(p), holm_alphas(p, 0.05)
+        assert {n: adjusted[n] < 0.05 for n in p} == {n: p[n] < levels[n] for n in p}
+    assert holm_adjusted({"a": 0.01, "b": 0.04, "c": 0.03}) == pytest.approx({"a": 0.03, "b": 0.06, "c": 0.06})
+    assert holm_adjusted({"a": 0.5, "b": 0.9}) == {"a": 1.0, "b": 1.0}
+
+
 # --------------------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from leader_eval.runs.evaluate import Run
 from leader_eval.sampling.runner import SCORER_VERSION
 from leader_eval.scoring.aggregate import case_results, summarize
 from leader_eval.scoring.scorer import SampleScore
+from leader_eval.stats.metrics import ALL_METRICS, METRICS
 from leader_eval.store.run_store import CASES, MANIFEST, RESULTS, SUMMARY, dumps, write_json_atomic
 from leader_eval.suite.load import Suite, load_suite
 from tests.conftest import MINIMAL_SUITE
@@ -173,7 +174,7 @@ def fast_stats(monkeypatch: pytest.MonkeyPatch) -> None:
     for any count; its error near p = 0.01 is about 0.002) and 200 bootstrap resamples for the
     intervals, which these decisions do not use when a paired test exists. 10x faster."""
     import leader_eval.decide.compare
-    import leader_eval.decide.golden
+    import leader_eval.decide.gate
     import leader_eval.scoring.aggregate
     import leader_eval.stats.core
 
@@ -183,6 +184,20 @@ def fast_stats(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(leader_eval.stats.core, "paired_compare", paired)
     # the power guard reports (and fails only in CI mode, which these loops do not use); its own
     # simulation would cost about 0.5 s per gate in loops that measure the decisions
-    monkeypatch.setattr(leader_eval.decide.golden, "_power_guard", lambda *args, **kwargs: None)
+    monkeypatch.setattr(leader_eval.decide.gate, "_power_guard", lambda *args, **kwargs: None)
     monkeypatch.setattr(leader_eval.scoring.aggregate, "weighted_mean_ci", mean_ci)
     monkeypatch.setattr(leader_eval.decide.compare, "weighted_mean_ci", mean_ci)
+
+
+def synthetic_run(label: str, values: dict[str, float], n: int = 4) -> Run:
+    """A run of case records alone (no samples): each case's pass rate is ``values[case]`` over ``n``
+    samples, every passing sample well formed and right, none hard-failing or leaking."""
+    cases = []
+    for cid, rate in values.items():
+        passed = round(rate * n)
+        rec = {"case_id": cid, "weight": 1.0, "n_scored": n, "n_passed": passed, "reasons": {}}
+        rec.update({m: passed / n if spec.higher_is_better else 0.0 for m, spec in ALL_METRICS.items() if m in METRICS})
+        cases.append(rec)
+    ident = {"suite": "s", "suite_hash": "sha256:x", "model_id": f"m-{label}", "protocol": "json", "run_seed": 1,
+             "cases": {}}  # fmt: skip
+    return Run(Path(f"/nonexistent/{label}"), {"identity": ident, "label": label, "run_id": label}, [], [], cases, {})
