@@ -63,8 +63,8 @@ def _setup(code: Path) -> dict[str, Any]:
     from leader_eval.decide.gate import gate
     from leader_eval.decide.golden import build_golden
     from leader_eval.suite.load import load_suite
-    from tests.decide.test_golden import run_from_scores
     from tests.scoring.test_real_outputs import _scores
+    from tests.support.runs import run_from_scores
 
     # fewer bootstrap resamples inside the loop (as tests/decide/test_golden.py's fast_stats does)
     leader_eval.scoring.aggregate.weighted_mean_ci = partial(leader_eval.stats.core.weighted_mean_ci, n_boot=200)  # type: ignore[attr-defined]

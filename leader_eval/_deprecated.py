@@ -30,7 +30,6 @@ MOVED = {
     "leader_eval.backends.openai_compat": "leader_eval.sampling.backends.openai_compat",
     "leader_eval.backends.replay": "leader_eval.sampling.backends.replay",
     "leader_eval.backends.tinker": "leader_eval.sampling.backends.tinker",
-    "leader_eval.bfcl": "leader_eval.scoring.bfcl",
     "leader_eval.chat_template": "leader_eval.suite.chat_template",
     "leader_eval.error_rule": "leader_eval.scoring.error_rule",
     "leader_eval.evaluate": "leader_eval.runs.evaluate",
@@ -52,6 +51,8 @@ SPLIT = {
         "leader_eval.stats.core",
     ),
     "leader_eval.compare": ("leader_eval.decide.compare", "leader_eval.report.compare"),
+    # the conversions are pure (scoring); reading BFCL's files is a study's I/O
+    "leader_eval.bfcl": ("leader_eval.scoring.bfcl", "leader_eval.studies.bfcl"),
 }
 
 

@@ -10,13 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leader_eval.scoring.aggregate import case_results, summarize, usage_summary
+from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.sampling.backends.base import Backend
-from leader_eval.store.cache import SampleCache, cache_enabled, check_cache_dir, default_cache_dir
-from leader_eval.scoring.episode import score_episodes
-from leader_eval.scoring.error_rule import first_sampler_error
-from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.sampling.runner import (
     RunOptions,
     SamplingStats,
@@ -37,7 +33,11 @@ from leader_eval.sampling.runner import (
     select_cases,
     suite_from_run_dir,
 )
+from leader_eval.scoring.aggregate import case_results, summarize, usage_summary
+from leader_eval.scoring.episode import score_episodes
+from leader_eval.scoring.error_rule import first_sampler_error
 from leader_eval.scoring.scorer import ModelInfo, SampleScore, score_samples
+from leader_eval.store.cache import SampleCache, cache_enabled, check_cache_dir, default_cache_dir
 from leader_eval.store.run_store import (
     CASES,
     LOCK,

@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from leader_eval.scoring.error_rule import first_sampler_error
 from leader_eval.errors import LeaderEvalError
+from leader_eval.scoring.error_rule import first_sampler_error
 from leader_eval.store.run_store import (
     CASES,
     PROMPTS,

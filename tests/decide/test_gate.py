@@ -282,27 +282,3 @@ def test_a_run_with_no_measured_value_is_incomplete_not_a_regression(tmp_path: P
     result = gate(run, golden)
     assert result.status == "incomplete" and result.exit_status == 1
     assert "nothing to compare, cannot pass" in result.headline() and "credible regression" not in result.headline()
-
-
-def test_the_0_2_module_paths_still_import_the_gate_and_its_tables() -> None:
-    """0.2's ``leader_eval.golden`` and ``leader_eval.compare`` were split into decide/ and report/
-    (issue 21); the names their docs showed import from the old paths for one release, with a
-    warning."""
-    import importlib
-    import sys
-
-    from leader_eval.decide.compare import compare_runs
-    from leader_eval.report.compare import format_compare
-    from leader_eval.stats.core import holm_alphas
-
-    for old in ("leader_eval.golden", "leader_eval.compare"):
-        sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match="leader_eval.golden was split into"):
-        golden_02 = importlib.import_module("leader_eval.golden")
-    assert golden_02.gate_run_dir is gate_run_dir and golden_02.format_gate_table is format_gate_table
-    assert golden_02.build_golden is build_golden and golden_02.holm_alphas is holm_alphas
-    with pytest.warns(DeprecationWarning, match="leader_eval.compare was split into"):
-        compare_02 = importlib.import_module("leader_eval.compare")
-    assert compare_02.compare_runs is compare_runs and compare_02.format_compare is format_compare
-    with pytest.raises(AttributeError):
-        golden_02.no_such_name  # noqa: B018

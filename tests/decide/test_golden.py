@@ -31,15 +31,10 @@ from leader_eval.runs.evaluate import Run
 from leader_eval.sampling.runner import SCORER_VERSION
 from leader_eval.scoring.aggregate import case_results
 from leader_eval.stats.metrics import ALL_METRICS
-from tests.support.runs import (  # noqa: F401
-    FAIL_REASONS,
-    N_SIM,
-    _suite_at,
+from tests.support.runs import (
     difficulties,
     make_run,
-    make_scores,
     make_suite,
-    run_from_scores,
     suite_yaml,
     write_run_dir,
 )

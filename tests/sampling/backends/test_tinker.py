@@ -32,7 +32,7 @@ from leader_eval.errors import LeaderEvalError
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.sampling.backends.base import Backend, GuardedBackend
 from leader_eval.sampling.backends.tinker import TinkerBackend, backend_from_spec, is_retryable, tokenizer_repo
-from tests.support.tinker import (  # noqa: F401
+from tests.support.tinker import (
     CHECKPOINT,
     HERMES_TEMPLATE,
     MESSAGES,
@@ -42,8 +42,6 @@ from tests.support.tinker import (  # noqa: F401
     FakeRestClientDouble,
     FakeSamplingClientDouble,
     FakeServiceClientDouble,
-    RecordedCall,
-    _Done,
     _response,
     bad_request,
     make_backend,
