@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert, markdown
 from leader_eval.report import table
-from leader_eval.sampling.runner import SCORER_VERSION, default_label
 from leader_eval.scoring.aggregate import pass_k_values
 from leader_eval.stats.core import (
     Estimate,
@@ -43,6 +42,8 @@ from leader_eval.stats.core import (
     weighted_mean_ci,
 )
 from leader_eval.stats.metrics import ALL_METRICS, EPISODE_METRICS, METRICS, gated_metrics
+from leader_eval.store.formats import SCORER_VERSION
+from leader_eval.store.names import default_label
 
 if TYPE_CHECKING:
     from leader_eval.runs.evaluate import Run

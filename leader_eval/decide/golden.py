@@ -36,7 +36,6 @@ from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.inert import inert, markdown
 from leader_eval.report import table
 from leader_eval.runs.argtypes import name_component
-from leader_eval.sampling.runner import SCORER_VERSION, default_label
 from leader_eval.scoring.error_rule import error_verdict, is_stress_manifest
 from leader_eval.stats.core import (
     Estimate,
@@ -48,7 +47,8 @@ from leader_eval.stats.core import (
     tarone_family,
 )
 from leader_eval.stats.metrics import ALL_METRICS, METRICS, gated_metrics
-from leader_eval.store.formats import GOLDEN_FORMAT_VERSION, format_version
+from leader_eval.store.formats import GOLDEN_FORMAT_VERSION, SCORER_VERSION, format_version
+from leader_eval.store.names import default_label
 from leader_eval.store.run_store import read_bytes, shown, write_json_atomic
 from leader_eval.suite.gate_spec import BUDGETS, GateSpec, gate_problem, gate_spec
 
@@ -1588,9 +1588,9 @@ def _without(d: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 def _load_run_suite(run: Run) -> Suite | None:
     """The suite the run was made from, found from any working directory
-    (``runner.recorded_suite_paths``): the first candidate with the run's content hash, else
+    (``runs.manifest.recorded_suite_paths``): the first candidate with the run's content hash, else
     the first that loads (the caller then reports the changed hash), else None."""
-    from leader_eval.sampling.runner import recorded_suite_paths
+    from leader_eval.runs.manifest import recorded_suite_paths
     from leader_eval.suite.load import load_suite
 
     want = (run.manifest.get("identity") or {}).get("suite_hash")

@@ -33,9 +33,9 @@ from leader_eval.decide.golden import (
 )
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import Run, read_run
-from leader_eval.sampling.runner import SCORER_VERSION
 from leader_eval.scoring.aggregate import case_results
 from leader_eval.stats.metrics import ALL_METRICS
+from leader_eval.store.formats import SCORER_VERSION
 from leader_eval.suite.load import Suite
 from tests.support.runs import (  # noqa: F401
     FAIL_REASONS,

@@ -21,7 +21,7 @@ from leader_eval.errors import LeaderEvalError, SuiteError
 from leader_eval.runs.evaluate import run
 from leader_eval.bounded.limits import MAX_RUN_SAMPLES, MAX_SAMPLES_PER_CASE
 from leader_eval.runs.options import SAMPLING_BY_DEST
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 from leader_eval.suite.load import load_suite
 from leader_eval.types import Prompt
 from tests.conftest import MINIMAL_SUITE

@@ -24,7 +24,9 @@ import asyncio
 import logging
 import math
 import os
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from leader_eval.secrets import scrub_value, scrubber
@@ -73,26 +75,37 @@ class Completion:
 
 #: the error prefix a backend uses when it refused a prompt that cannot fit the model's context
 CONTEXT_OVERFLOW_PREFIX = "context overflow:"
+#: llama.cpp, vLLM, SGLang and OpenAI phrasings of "the prompt does not fit" (in an HTTP 4xx error)
+_HTTP_OVERFLOW_RE = re.compile(
+    r"context (?:window|length)|maximum context|exceeds? (?:the )?(?:max|context)|too many tokens|prompt is too long",
+    re.IGNORECASE,
+)
 
 
 def is_context_overflow(error: str | None) -> bool:
-    """Whether a completion's error means "the prompt did not fit", not a sampler failure."""
+    """Whether a completion's error means "the prompt did not fit", not a sampler failure: a
+    backend's own refusal (``CONTEXT_OVERFLOW_PREFIX``) or a server's 4xx that says so."""
     if not error:
         return False
     if error.startswith(CONTEXT_OVERFLOW_PREFIX):
         return True
-    from leader_eval.sampling.backends.openai_compat import is_context_overflow as http_overflow
-
-    return http_overflow(error)
+    return error.startswith("HTTP 4") and _HTTP_OVERFLOW_RE.search(error) is not None
 
 
-class BackendError(Exception):
-    """A failure of the sampler (network, server, SDK), never of the model's output."""
+def overflows(n_prompt: int | None, max_tokens: int, context_length: int | None) -> bool:
+    """Whether a prompt of ``n_prompt`` tokens plus ``max_tokens`` cannot fit ``context_length``
+    (never when either is unknown): such a sample is recorded as a context overflow, not sent."""
+    return bool(context_length and n_prompt is not None and n_prompt + max_tokens > context_length)
 
-    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None):
-        super().__init__(message)
-        self.retryable = retryable
-        self.retry_after = retry_after
+
+def overflow_reason(n_prompt: int | None, max_tokens: int, context_length: int | None) -> str:
+    """Why a prompt that ``overflows`` was not sent (a planned overflow sample's error)."""
+    return f"prompt {n_prompt} + max_tokens {max_tokens} tokens > context {context_length}"
+
+
+def overflow_error(n_prompt: int | None, max_tokens: int, context_length: int | None) -> str:
+    """The error of a completion refused because its prompt ``overflows`` (``is_context_overflow``)."""
+    return f"{CONTEXT_OVERFLOW_PREFIX} {overflow_reason(n_prompt, max_tokens, context_length)}"
 
 
 @runtime_checkable
@@ -123,6 +136,43 @@ class Backend(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Replayable(Protocol):
+    """A backend that serves a recorded run (``replay:RUN_DIR``) instead of sampling: a run on it
+    is planned as the recorded run sampled (``plan.apply_recorded``), never cached again and
+    written beside the evidence, not over it. Ask ``replayable(backend)``, not ``isinstance``:
+    the guard hides the backend it wraps."""
+
+    #: the recorded run directory
+    run_path: Path
+
+    def recorded(self) -> dict[str, Any]:
+        """The recorded run's manifest: its seed and sampling address the recorded samples."""
+        ...
+
+    def has_sample(self, case_id: str, seed: int) -> bool:
+        """Whether the recorded run finished the sample of ``case_id`` with ``seed``."""
+        ...
+
+    def episode_mode(self, case_id: str) -> str | None:
+        """The transcript mode the recorded run used for a case's episodes."""
+        ...
+
+
+def replayable(backend: Backend) -> Replayable | None:
+    """``backend`` (or the backend its guard wraps) as a ``Replayable``; None when it samples."""
+    inner = backend.inner if isinstance(backend, GuardedBackend) else backend
+    return inner if isinstance(inner, Replayable) else None
+
+
+def weights_identity(backend: Backend) -> str | None:
+    """What names a backend's weights for the sample cache and its run directory's name: a
+    GGUF's content hash, a ``tinker://`` checkpoint path, a ``--cache-id``; None for a server or a
+    base model name that can change behind the same name (never cached across runs)."""
+    identity: str | None = getattr(backend, "cache_identity", None)
+    return identity
 
 
 log = logging.getLogger(__name__)

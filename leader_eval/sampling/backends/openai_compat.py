@@ -102,19 +102,9 @@ _STOP_REASONS: dict[str | None, Any] = {
     "length": "length",
     None: None,
 }
-#: llama.cpp, vLLM, SGLang and OpenAI phrasings of "the prompt does not fit"
-_OVERFLOW_RE = re.compile(
-    r"context (?:window|length)|maximum context|exceeds? (?:the )?(?:max|context)|too many tokens|prompt is too long",
-    re.IGNORECASE,
-)
 #: end-of-turn markers, most specific first; the first one found in a template leads special_tokens
 _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|eot|>", "</s>", "<|endoftext|>")
 _SPECIAL_RE = re.compile(r"<\|[^|<>\s]{1,40}\|>|<(?:s|/s|start_of_turn|end_of_turn|bos|eos)>|\[/?INST\]")
-
-
-def is_context_overflow(error: str | None) -> bool:
-    """Whether a ``Completion.error`` says the prompt did not fit the server's context."""
-    return error is not None and error.startswith("HTTP 4") and _OVERFLOW_RE.search(error) is not None
 
 
 def strip_credentials(url: str) -> str:

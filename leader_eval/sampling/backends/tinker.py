@@ -51,7 +51,7 @@ import tinker
 from leader_eval import protocols, secrets
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
-from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams
+from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams, overflow_error, overflows
 from leader_eval.types import Prompt
 
 log = logging.getLogger(__name__)
@@ -525,11 +525,8 @@ class TinkerBackend:
                     return [self._failed(str(fail) + suffix, retries, elapsed, len(ids)) for _ in seeds]
                 await asyncio.sleep(self._backoff(retries))
                 retries += 1
-        if self.context_length and len(ids) + request.params.max_tokens > self.context_length:
-            message = (
-                f"context overflow: prompt {len(ids)} + max_tokens {request.params.max_tokens} tokens "
-                f"> context {self.context_length}"
-            )
+        if overflows(len(ids), request.params.max_tokens, self.context_length):
+            message = overflow_error(len(ids), request.params.max_tokens, self.context_length)
             return [self._failed(message, 0, 0.0, len(ids)) for _ in seeds]
         model_input = tinker.ModelInput.from_ints(ids)
         groups = self._groups(seeds)
