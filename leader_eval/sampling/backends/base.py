@@ -11,6 +11,13 @@ an exception later in scoring, resume or replay); an exception from the backend 
 completion per seed; and every string (text, reasoning, tool-call arguments at any depth, error,
 the manifest's ``describe()``) scrubbed of every secret the run holds (``leader_eval.secrets``).
 
+Retries: a backend's request is one or more attempts; ``retrying`` is the one retry loop every
+remote backend runs them in (exponential backoff with full jitter, a server's ``Retry-After``
+honoured, an optional deadline), driven by the backend's ``should_retry(exc)``, which judges an
+attempt's exception (an ``AttemptError`` saying whether another attempt may succeed, or None when
+it is not the backend's to judge). A request given up on is the backend's to turn into error
+completions (``GaveUp`` carries the message and why it stopped: ``(after 2 retries)``).
+
 Interrupts: when the run is cancelled (Ctrl-C) while a request is in flight, the guard gives it a
 grace period (``INTERRUPT_GRACE_S``, 5 s; ``LEADER_EVAL_INTERRUPT_GRACE_S`` overrides, 0 turns it
 off) to finish; a request that finishes in time comes back normally, so the runner records its
@@ -24,12 +31,15 @@ import asyncio
 import logging
 import math
 import os
+import random
 import re
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from leader_eval.secrets import scrub_value, scrubber
+from leader_eval.secrets import scrub, scrub_value, scrubber
 from leader_eval.types import Prompt, StopReason
 
 
@@ -365,6 +375,91 @@ async def _with_grace(coro: Any, n: int) -> Any:
             grace,
         )
         raise
+
+
+T = TypeVar("T")
+
+
+class AttemptError(Exception):
+    """One failed attempt of a backend's request, raised and caught inside the backend (never
+    past it): ``retryable`` says whether another attempt may succeed, ``retry_after`` how many
+    seconds the server asked to wait first."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """At most ``max_retries`` retries; before retry k+1 a wait of uniform(0, min(max_s, base_s * 2**k))
+    (exponential backoff with full jitter), or longer when the server asks (capped at ``max_s``)."""
+
+    max_retries: int
+    base_s: float
+    max_s: float
+
+    def backoff(self, retries: int, rng: random.Random) -> float:
+        return rng.uniform(0.0, min(self.max_s, self.base_s * (2**retries)))
+
+
+@dataclass(frozen=True)
+class GaveUp:
+    """A request given up on: its last failure's message (scrubbed of secrets) and why it was not
+    retried further (``suffix``: `` (after 2 retries)``, the deadline, or nothing)."""
+
+    message: str
+    suffix: str
+    retries: int
+
+    @property
+    def error(self) -> str:
+        return self.message + self.suffix
+
+
+async def retrying(
+    attempt: Callable[[int], Awaitable[T]],
+    should_retry: Callable[[Exception], AttemptError | None],
+    policy: RetryPolicy,
+    rng: random.Random,
+    *,
+    deadline: float | None = None,
+    deadline_s: float | None = None,
+    next_delay: Callable[[AttemptError, float], float] | None = None,
+    logger: logging.Logger = log,
+    label: str | None = None,
+) -> T | GaveUp:
+    """``await attempt(retries)`` until it returns, retrying what ``should_retry`` judges
+    retryable; an exception it does not judge (None) propagates.
+
+    ``deadline``: the ``time.monotonic()`` past which no retry starts (``deadline_s``: its length,
+    for the message); ``next_delay``: the backend's say on the wait (a fleet retries another
+    server at once); ``label``: the start of the debug line logged per retry."""
+    retries = 0
+    while True:
+        try:
+            return await attempt(retries)
+        except Exception as exc:  # CancelledError is a BaseException: an interrupt is never retried
+            failure = should_retry(exc)
+            if failure is None:
+                raise
+        message = scrub(str(failure))
+        delay = policy.backoff(retries, rng)
+        if failure.retry_after is not None:
+            delay = max(delay, min(failure.retry_after, policy.max_s))
+        if next_delay is not None:
+            delay = next_delay(failure, delay)
+        past_deadline = deadline is not None and time.monotonic() + delay >= deadline
+        if not failure.retryable or retries >= policy.max_retries or past_deadline:
+            suffix = f" (after {retries} retries)" if retries else ""
+            if failure.retryable and past_deadline and retries < policy.max_retries:
+                suffix = f" (sample deadline of {deadline_s:g} s reached after {retries} retries)"
+            return GaveUp(message, suffix, retries)
+        retries += 1
+        if label is not None:
+            logger.debug("%s attempt %d failed (%s); retrying in %.2f s", label, retries, message, delay)
+        await asyncio.sleep(delay)
 
 
 def guard(backend: Backend) -> Backend:
