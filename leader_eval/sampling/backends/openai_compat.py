@@ -72,6 +72,9 @@ from leader_eval.sampling.backends.base import (
     SamplingParams,
     retrying,
 )
+from leader_eval.sampling.backends.base import (  # 0.2's path (docs/backends.md), for one release
+    is_context_overflow as is_context_overflow,
+)
 from leader_eval.suite.chat_template import render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
