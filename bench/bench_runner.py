@@ -75,8 +75,8 @@ def once(base_url: str, suite_path: Path, concurrency: int, out: Path) -> dict[s
     os.environ["LEADER_EVAL_CACHE_DIR"] = "off"
     cpu0, t0 = _cpu(), time.perf_counter()
     from leader_eval.runs.evaluate import run
+    from leader_eval.runs.options import RunOptions
     from leader_eval.sampling.backends.openai_compat import OpenAICompatBackend
-    from leader_eval.sampling.runner import RunOptions
 
     cpu1, t1 = _cpu(), time.perf_counter()
     backend = OpenAICompatBackend(base_url, "x", mode="chat", max_concurrency=concurrency, api_key_env="BENCH_NO_KEY")

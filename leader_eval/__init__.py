@@ -41,20 +41,21 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from leader_eval.protocols.model_info import ModelInfo
     from leader_eval.runs.evaluate import read_run, run
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
     from leader_eval.scoring.api import load_suite, score_output
-    from leader_eval.scoring.scorer import ModelInfo, SampleScore
+    from leader_eval.scoring.scorer import SampleScore
     from leader_eval.suite.load import Suite
     from leader_eval.types import CheckResult, Finding, Reason, ToolCall
 
 _LAZY = {
     "run": "leader_eval.runs.evaluate",
     "read_run": "leader_eval.runs.evaluate",
-    "RunOptions": "leader_eval.sampling.runner",
+    "RunOptions": "leader_eval.runs.options",
     "load_suite": "leader_eval.scoring.api",
     "score_output": "leader_eval.scoring.api",
-    "ModelInfo": "leader_eval.scoring.scorer",
+    "ModelInfo": "leader_eval.protocols.model_info",
     "SampleScore": "leader_eval.scoring.scorer",
     "Suite": "leader_eval.suite.load",
     "CheckResult": "leader_eval.types",

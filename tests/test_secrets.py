@@ -22,9 +22,9 @@ import pytest
 from leader_eval import secrets
 from leader_eval.decide.golden import update_golden
 from leader_eval.runs.evaluate import run
+from leader_eval.runs.options import RunOptions
 from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams, guard
 from leader_eval.sampling.backends.openai_compat import backend_from_spec
-from leader_eval.sampling.runner import RunOptions
 from leader_eval.types import Prompt
 from tests.support import start_hostile_server
 from tests.support.servers import start_mock_server

@@ -186,7 +186,7 @@ def compare_adaptive(
     from leader_eval.decide.adaptive import _set_target
     from leader_eval.decide.compare import compare_runs
     from leader_eval.runs.evaluate import run
-    from leader_eval.sampling.runner import default_label
+    from leader_eval.store.names import default_label
     from leader_eval.store.run_store import RunDir, write_json_atomic
     from leader_eval.suite.load import Suite, load_suite
 

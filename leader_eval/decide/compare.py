@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.decide.golden import run_label
 from leader_eval.errors import LeaderEvalError
-from leader_eval.sampling.runner import SCORER_VERSION
 from leader_eval.scoring.aggregate import pass_k_values
 from leader_eval.stats.core import (
     Estimate,
@@ -43,6 +42,7 @@ from leader_eval.stats.core import (
     weighted_mean_ci,
 )
 from leader_eval.stats.metrics import ALL_METRICS, EPISODE_METRICS, METRICS, gated_metrics
+from leader_eval.store.formats import SCORER_VERSION
 
 if TYPE_CHECKING:
     from leader_eval.runs.evaluate import Run

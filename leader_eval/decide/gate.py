@@ -43,7 +43,6 @@ from leader_eval.decide.golden import (
 )
 from leader_eval.decide.plan import TARGET_POWER, power_guard
 from leader_eval.decide.quarantine import active_quarantine
-from leader_eval.sampling.runner import SCORER_VERSION
 from leader_eval.scoring.aggregate import group_metrics
 from leader_eval.scoring.error_rule import error_verdict, is_stress_manifest
 from leader_eval.stats.core import (
@@ -56,6 +55,7 @@ from leader_eval.stats.core import (
     tarone_family,
 )
 from leader_eval.stats.metrics import ALL_METRICS, METRICS, gated_metrics
+from leader_eval.store.formats import SCORER_VERSION
 from leader_eval.suite.gate_spec import BUDGETS, GateSpec, gate_problem, gate_spec
 
 if TYPE_CHECKING:

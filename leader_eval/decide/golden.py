@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runs.argtypes import name_component
-from leader_eval.sampling.runner import SCORER_VERSION, default_label, recorded_suite_paths
+from leader_eval.runs.manifest import recorded_suite_paths
 from leader_eval.scoring.error_rule import error_verdict, is_stress_manifest
 from leader_eval.stats.metrics import ALL_METRICS, METRICS, gated_metrics
-from leader_eval.store.formats import GOLDEN_FORMAT_VERSION, check_format, format_version
+from leader_eval.store.formats import GOLDEN_FORMAT_VERSION, SCORER_VERSION, check_format, format_version
+from leader_eval.store.names import default_label
 from leader_eval.store.run_store import read_bytes, shown, write_json_atomic
 from leader_eval.suite.gate_spec import BUDGETS, gate_problem
 from leader_eval.suite.load import Suite, load_suite

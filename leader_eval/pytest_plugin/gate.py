@@ -29,8 +29,8 @@ from leader_eval.inert import inert
 from leader_eval.inert import markdown as md_text
 from leader_eval.report.gate import format_gate_table, gate_markdown
 from leader_eval.runs.evaluate import Run
-from leader_eval.sampling.runner import default_label
 from leader_eval.scoring.aggregate import summarize
+from leader_eval.store.names import default_label
 from leader_eval.store.run_store import REPORT, SESSION_SUMMARY, RunDir, write_json_atomic
 from leader_eval.suite.load import load_suite
 

@@ -96,7 +96,8 @@ class SuiteFile(pytest.File):
     def _sample(self) -> None:
         from leader_eval.runs.evaluate import run, run_seed_and_label
         from leader_eval.runs.options import run_options
-        from leader_eval.sampling.runner import backend_model_key, default_out_dir
+        from leader_eval.sampling.keys import backend_model_key
+        from leader_eval.store.names import default_out_dir
 
         state: PluginState = self.config.stash[STATE]
         o = state.options
@@ -129,7 +130,8 @@ class SuiteFile(pytest.File):
         """``options`` for this session's shard, recorded in the manifest as ``run --shard`` records
         it (``merge.shard_options``), so ``leader-eval merge`` takes the run like a CLI shard."""
         from leader_eval.runs.merge import shard_options
-        from leader_eval.sampling.runner import backend_model_key, default_out_dir
+        from leader_eval.sampling.keys import backend_model_key
+        from leader_eval.store.names import default_out_dir
 
         state: PluginState = self.config.stash[STATE]
         o = state.options
@@ -285,7 +287,7 @@ class LeaderEvalFixture:
         """Sample and score one case of a suite; returns its case record (also sent to the gate)."""
         from leader_eval.runs.evaluate import run, run_seed_and_label
         from leader_eval.runs.options import run_options
-        from leader_eval.sampling.runner import backend_model_key
+        from leader_eval.sampling.keys import backend_model_key
         from leader_eval.suite.load import load_suite
 
         state: PluginState = self.config.stash[STATE]

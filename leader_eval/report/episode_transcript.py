@@ -13,9 +13,9 @@ from typing import Any
 
 from leader_eval.inert import inert
 from leader_eval.report.check_line import failed_check_line
-from leader_eval.sampling.episode import read_steps
 from leader_eval.scoring.episode import episode_data
 from leader_eval.scoring.scorer import SampleScore
+from leader_eval.store.run_store import read_steps
 from leader_eval.types import Sample
 
 

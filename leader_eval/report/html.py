@@ -373,11 +373,11 @@ def _step_view(
 
 
 def _episode_steps(run: Run) -> dict[tuple[str, int], list[Any]]:
-    """Recorded episode steps (``leader_eval.sampling.episode.read_steps``) when the run has any."""
+    """Recorded episode steps (``leader_eval.store.run_store.read_steps``) when the run has any."""
     import importlib
 
     try:
-        read_steps = importlib.import_module("leader_eval.sampling.episode").read_steps
+        read_steps = importlib.import_module("leader_eval.store.run_store").read_steps
     except (ImportError, AttributeError):
         return {}
     try:

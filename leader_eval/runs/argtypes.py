@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from collections.abc import Callable
+
+from leader_eval.store.names import name_component  # a run label or baseline name is the store's to check
 
 __all__ = [
     "finite_float",
@@ -45,24 +46,6 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-#: a baseline or run label: one path component of letters, digits, ``_``, ``.`` and ``-``, not
-#: starting with a dot (never ``..``, a hidden file or a separator: the name becomes a file or
-#: directory name under ``golden/<suite>/`` or ``runs/``)
-NAME_COMPONENT_MAX = 100
-
-
-def name_component(text: str) -> str:
-    """A baseline name or run label that is safe as one file or directory name (``--label ../x``
-    would put the run directory outside ``runs/``)."""
-    value = str(text)
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", value) or len(value) > NAME_COMPONENT_MAX:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a name: use letters, digits, '_', '.' and '-' (not first), "
-            f"at most {NAME_COMPONENT_MAX} characters"
-        )
     return value
 
 

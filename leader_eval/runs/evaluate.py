@@ -11,33 +11,28 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError, RunDirError
+from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
+from leader_eval.runs.options import RunOptions, check_run_options
 from leader_eval.sampling.backends import resolve_backend
-from leader_eval.sampling.backends.base import Backend
-from leader_eval.sampling.runner import (
-    RunOptions,
-    SamplingStats,
+from leader_eval.sampling.backends.base import Backend, replayable
+from leader_eval.sampling.keys import backend_model_key, new_run_seed
+from leader_eval.sampling.plan import (
     apply_recorded,
-    backend_model_key,
-    build_manifest,
-    check_out_dir,
     check_protocol,
-    check_run_options,
     check_run_size,
-    default_label,
-    default_out_dir,
-    new_run_seed,
-    open_run_dir,
     plan_cases,
     resolve_protocol,
-    sample_planned,
     select_cases,
-    suite_from_run_dir,
 )
+from leader_eval.sampling.runner import sample_planned
+from leader_eval.sampling.slots import SamplingStats
 from leader_eval.scoring.aggregate import case_results, summarize, usage_summary
 from leader_eval.scoring.episode import score_episodes
 from leader_eval.scoring.error_rule import first_sampler_error
 from leader_eval.scoring.scorer import ModelInfo, SampleScore, score_samples
 from leader_eval.store.cache import SampleCache, cache_enabled, check_cache_dir, default_cache_dir
+from leader_eval.store.names import default_label, default_out_dir
+from leader_eval.store.out_dir import check_out_dir, open_run_dir
 from leader_eval.store.run_store import (
     CASES,
     LOCK,
@@ -127,18 +122,19 @@ def run(
     backend = backend or resolve_backend(
         options.model, context_length=options.context_length, **options.backend_options
     )
-    recorded = backend.recorded() if hasattr(backend, "recorded") else None
+    replay = replayable(backend)
+    recorded = replay.recorded() if replay is not None else None
     protocol = resolve_protocol(options.protocol, suite, backend)
     # Render every case first: a suite error stops the run before any directory or sample exists.
     planned = plan_cases(suite, cases, backend, options)
     run_seed, label = run_seed_and_label(suite, options, backend)
-    if recorded is not None:
-        planned = apply_recorded(planned, recorded, options, run_seed, backend.has_sample)  # type: ignore[attr-defined]
+    if replay is not None and recorded is not None:
+        planned = apply_recorded(planned, recorded, options, run_seed, replay.has_sample)
     out = options.out or default_out_dir(
         suite, label, run_seed, model=backend_model_key(backend), suffix=_shard_suffix(options)
     )
-    if recorded is not None and options.out is None:
-        out = Path(f"{backend.run_path}.replay")  # type: ignore[attr-defined]  # never rescore over the evidence
+    if replay is not None and options.out is None:
+        out = Path(f"{replay.run_path}.replay")  # never rescore over the evidence
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
     check_run_dir(Path(out))  # no symlink or special file inside, before even the lock file is made
     located = suite_from_run_dir(suite.path, out)
@@ -189,7 +185,7 @@ async def _sample_and_close(
     on_sample: Callable[[Sample], None] | None,
 ) -> SamplingStats:
     # replay serves its own record; caching it again would only duplicate it
-    use_cache = options.cache and not hasattr(backend, "recorded")
+    use_cache = options.cache and replayable(backend) is None
     try:
         return await sample_planned(
             rundir,
@@ -209,7 +205,8 @@ async def _sample_and_close(
 def run_seed_and_label(suite: Suite, options: RunOptions, backend: Backend) -> tuple[int, str]:
     """The run seed and golden label ``run`` uses for ``options`` on ``backend`` (the pytest
     plugin derives its run directory from the same two values)."""
-    recorded = backend.recorded() if hasattr(backend, "recorded") else None
+    replay = replayable(backend)
+    recorded = replay.recorded() if replay is not None else None
     return _run_seed(options, suite, recorded), options.label or default_label(backend.model_id)
 
 

@@ -3,7 +3,7 @@
 Sharding is deterministic by case id: shard ``I`` of ``N`` takes every N-th case of the suite's
 case ids in sorted order, starting at the I-th (balanced to within one case, independent of the
 order of cases in the file). A shard needs an explicit seed: per-sample seeds derive from the run
-seed, case id and sample index (``runner.derive_seed``), so the shards together draw exactly the
+seed, case id and sample index (``sampling.keys.derive_seed``), so the shards together draw exactly the
 samples one unsharded run with that seed would. A shard records what it is in its manifest
 (``shard``: index, count, the suite's case ids in suite order, the command's sampling options).
 
@@ -56,7 +56,7 @@ from leader_eval.store.run_store import (
 
 if TYPE_CHECKING:
     from leader_eval.runs.evaluate import Run
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
     from leader_eval.suite.load import Suite
 
 __all__ = ["merge_runs", "parse_shard", "shard_case_ids", "shard_options"]
@@ -195,7 +195,8 @@ def _check(shards: Sequence[_Shard]) -> list[str]:
 def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite | str | Path | None = None) -> Run:
     """Merge the shards of one run into ``out`` (a new or empty directory); see the module doc."""
     from leader_eval.runs.evaluate import read_run, score_run
-    from leader_eval.sampling.runner import check_out_dir, suite_from_run_dir
+    from leader_eval.runs.manifest import suite_from_run_dir
+    from leader_eval.store.out_dir import check_out_dir
     from leader_eval.suite.load import load_suite
 
     if not run_dirs:
@@ -329,8 +330,7 @@ class _ShardCheck:
             raise ShardError(f"{where}: sample {cid}#{index} was not planned ({self.planned[cid]} per case): refused")
 
     def records(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        from leader_eval.sampling.episode import step_seed
-        from leader_eval.sampling.runner import derive_seed
+        from leader_eval.sampling.keys import derive_seed, step_seed
 
         shard = self.shard
         files = {name: _read_records(shard, name) for name in (SAMPLES, STEPS, PROMPTS)}
@@ -398,9 +398,9 @@ def _suite_for(
     suite: Suite | str | Path | None, manifest: Mapping[str, Any], load: Any, shard_dir: Path
 ) -> Suite | None:
     """The suite to score the merged run with: the given one, else the recorded one (found from
-    any working directory: ``runner.recorded_suite_paths``) if its content still hashes to the
+    any working directory: ``runs.manifest.recorded_suite_paths``) if its content still hashes to the
     run's. None: merge the shards' scored records instead."""
-    from leader_eval.sampling.runner import recorded_suite_paths
+    from leader_eval.runs.manifest import recorded_suite_paths
 
     want = manifest["identity"]["suite_hash"]
     if suite is not None:

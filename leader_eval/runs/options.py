@@ -3,9 +3,10 @@
 Each ``Option`` is one row: its name (``--max-tokens`` on the CLI, ``--le-max-tokens`` and the ini
 key ``leader_eval_max_tokens`` in pytest), how its text becomes a value (the same converter in
 both: a bad value is a one-line usage error, never a traceback), its default and its help. The
-plugin builds its options from this table; ``tests/test_options.py`` checks that the CLI's
+plugin builds its options from this table; ``tests/runs/test_options.py`` checks that the CLI's
 ``run`` subcommand offers every row with the same type, choices, default and help, so the two
-cannot drift. ``run_options`` turns parsed values into the library's ``RunOptions``.
+cannot drift. ``run_options`` turns parsed values into the library's ``RunOptions``, and
+``check_run_options`` checks a ``RunOptions`` built by hand as the converters check the text.
 
 This module imports nothing heavy: pytest loads it in every session of every repo that has
 leader-eval installed.
@@ -14,11 +15,13 @@ leader-eval installed.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
+from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.argtypes import (
     name_component,
     non_negative_float,
@@ -29,6 +32,90 @@ from leader_eval.runs.argtypes import (
     protocol_name,
     sample_count,
 )
+
+
+class _PathField:
+    """A dataclass field that holds ``Path | None`` and takes any path: a ``str`` or an
+    ``os.PathLike`` is converted on every assignment, at construction and after it (the pytest
+    plugin sets ``options.out`` later), so no code behind it meets a ``str`` where it joins paths."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = "_" + name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> None: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> Path | None: ...
+    def __get__(self, obj: object | None, owner: type) -> Path | None:
+        # on the class (the dataclass machinery asks for the default), the default is None
+        return None if obj is None else getattr(obj, self._name, None)
+
+    def __set__(self, obj: object, value: str | os.PathLike[str] | None) -> None:
+        if value is not None and not isinstance(value, Path):
+            if not isinstance(value, str | os.PathLike):
+                raise TypeError(f"RunOptions: {self._name[1:]} must be a path (str or os.PathLike), not {value!r}")
+            value = Path(value)
+        object.__setattr__(obj, self._name, value)
+
+
+@dataclass
+class RunOptions:
+    """What ``leader_eval.run`` samples and where it writes (docs/api.md lists every field)."""
+
+    model: str = "local:smollm2"
+    samples: int | None = None
+    seed: int | None = None
+    tags: Sequence[str] = ()
+    case_ids: Sequence[str] = ()
+    limit: int | None = None
+    out: _PathField = _PathField()  # a str or os.PathLike path; read back as Path | None
+    protocol: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    concurrency: int = 64
+    context_length: int | None = None
+    progress: bool = True
+    label: str | None = None
+    max_samples: int | None = None  # cap on new backend samples (cost control)
+    backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. tokenizer= for tinker://
+    cache: bool = True  # the content-addressed sample cache (LEADER_EVAL_CACHE_DIR, default ~/.cache/leader-eval)
+    extra_manifest: dict[str, Any] = field(default_factory=dict)
+
+
+def check_run_options(options: RunOptions) -> None:
+    """Refuse option values that would silently change the measurement (the library twin of the
+    CLI's ``argtypes``): counts are integers in range, the temperature a finite number >= 0."""
+    # planning (and the limits) load only when a run is checked, not with the pytest plugin
+    from leader_eval.bounded.limits import MAX_SAMPLES_PER_CASE
+    from leader_eval.sampling.plan import check_protocol, is_finite_number, is_int
+
+    counts = {
+        "samples": (options.samples, 1),
+        "limit": (options.limit, 1),
+        "max_tokens": (options.max_tokens, 1),
+        "context_length": (options.context_length, 1),
+        "concurrency": (options.concurrency, 1),
+        "max_samples": (options.max_samples, 0),
+    }
+    for name, (value, low) in counts.items():
+        if value is not None and not (is_int(value) and value >= low):
+            raise LeaderEvalError(f"run option {name}={value!r}: must be an integer >= {low}")
+    if options.samples is not None and options.samples > MAX_SAMPLES_PER_CASE:
+        raise LeaderEvalError(
+            f"run option samples={options.samples}: at most {MAX_SAMPLES_PER_CASE:,} samples per case "
+            "(docs/security.md)"
+        )
+    t = options.temperature
+    if t is not None and not (is_finite_number(t) and t >= 0):
+        raise LeaderEvalError(f"run option temperature={t!r}: must be a finite number >= 0")
+    if options.seed is not None and not is_int(options.seed):
+        raise LeaderEvalError(f"run option seed={options.seed!r}: must be an integer")
+    if options.label is not None:
+        try:
+            name_component(options.label)
+        except argparse.ArgumentTypeError as exc:
+            raise LeaderEvalError(f"run option label: {exc}") from None
+    check_protocol(options.protocol, where="run option protocol")
 
 
 @dataclass(frozen=True)
@@ -158,8 +245,6 @@ def backend_options(values: Mapping[str, Any]) -> dict[str, Any]:
         if values.get("template_gguf"):
             out["gguf_path"] = values["template_gguf"]
         if values.get("chat_template"):
-            from leader_eval.errors import LeaderEvalError
-
             path = Path(values["chat_template"])
             try:
                 out["chat_template"] = path.read_text(encoding="utf-8")
@@ -174,10 +259,8 @@ def backend_options(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_options(values: Mapping[str, Any], **extra: Any) -> Any:
+def run_options(values: Mapping[str, Any], **extra: Any) -> RunOptions:
     """``RunOptions`` from parsed sampling values by dest; ``extra`` sets the other fields."""
-    from leader_eval.sampling.runner import RunOptions
-
     return RunOptions(
         model=values.get("model") or "local:smollm2",
         samples=values.get("samples"),

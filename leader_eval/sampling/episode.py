@@ -29,19 +29,21 @@ import asyncio
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams
-from leader_eval.store.run_store import (
-    STEPS,
-    RecordLog,
-    RunDir,
-    dumps,
-    prompt_sha256,
-    sample_record_key,
-    step_record_key,
+from leader_eval.protocols.model_info import ModelInfo
+from leader_eval.sampling.backends.base import (
+    Completion,
+    SampleRequest,
+    SamplingParams,
+    overflow_error,
+    overflows,
+    replayable,
 )
+from leader_eval.sampling.keys import derive_seed, sample_key, step_seed
+from leader_eval.sampling.plan import PlannedCase
+from leader_eval.sampling.slots import SlotSink, completion_to_sample, gather_or_cancel, request_completions
+from leader_eval.store.run_store import RecordLog, RunDir, dumps, prompt_sha256, step_record_key
 from leader_eval.suite.episode_spec import EPISODE_VAR, EpisodeSpec
 from leader_eval.suite.render import find_placeholders, render_messages, template_variables
 from leader_eval.types import Prompt, Sample
@@ -52,10 +54,7 @@ if TYPE_CHECKING:
     from leader_eval.suite.load import Case, Suite
     from leader_eval.suite.world import ToolResult
 
-__all__ = ["STEPS", "EpisodeRunner", "read_steps", "sample_episodes", "step_record_key", "step_seed", "steps_log"]
-
-#: Sample fields a step record carries (the rest are the step's own: step, prompt, calls, results, end)
-_SAMPLE_FIELDS = tuple(Sample.__dataclass_fields__)
+__all__ = ["EpisodeRunner", "sample_episodes"]
 
 
 def parse_step(
@@ -74,28 +73,12 @@ def parse_step(
     )
 
 
-def step_seed(run_seed: int, case_id: str, index: int, step: int) -> int:
-    """Per-step seed from (run seed, case id, sample index, step): independent of order and resumption."""
-    h = hashlib.blake2b(f"{run_seed}\0{case_id}\0{index}\0step{step}".encode(), digest_size=8).digest()
-    return int.from_bytes(h, "big") & 0x7FFFFFFF
-
-
-def steps_log(run: RunDir, *, readonly: bool = False) -> RecordLog:
-    return run.steps_log(readonly=readonly)
-
-
-def read_steps(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
-    """Every readable recorded step of a run directory, grouped by episode, in step order, each
-    with its prompt resolved (``RunDir.read_steps``: a bad line is skipped and reported)."""
-    return RunDir(path).read_steps()
-
-
 def transcript_mode(spec: EpisodeSpec, suite: Suite, backend: Backend, case_id: str) -> str:
     if spec.transcript != "auto":
         return spec.transcript
-    recorded = getattr(backend, "episode_mode", None)
-    if callable(recorded):
-        mode = recorded(case_id)  # replay: the mode the recorded run used
+    replay = replayable(backend)
+    if replay is not None:
+        mode = replay.episode_mode(case_id)  # the mode the recorded run used
         if mode:
             return str(mode)
     # a backend whose chat template (or API) speaks a native tool protocol takes real tool turns;
@@ -125,8 +108,6 @@ class EpisodeRunner:
         model: Mapping[str, Any],
         context_length: int | None,
     ):
-        from leader_eval.scoring.scorer import ModelInfo
-
         assert case.episode is not None
         self.suite = suite
         self.case = case
@@ -199,31 +180,23 @@ class EpisodeRunner:
         """Sample, parse and answer step ``len(history)``: its record for ``steps.jsonl`` and its
         prompt's record for ``prompts.jsonl`` (the step names it by ``prompt_sha256``: a prompt
         holds the whole transcript so far, and is stored once however many steps share it)."""
-        from leader_eval.sampling.runner import sample_key
-
         k = len(history)
         seed = step_seed(run_seed, self.case.id, index, k)
         prompt = self.prompt(history)
         key = sample_key(self.backend.model_id, prompt, self.params, seed)
         n = prompt.n_tokens
-        if self.context_length and n is not None and n + self.params.max_tokens > self.context_length:
+        if overflows(n, self.params.max_tokens, self.context_length):
             c = Completion(
                 text="",
                 token_ids=[],
                 stop_reason=None,
-                prompt_tokens=n,
-                error=f"context overflow: prompt {n} + max_tokens {self.params.max_tokens} tokens "
-                f"> context {self.context_length}",
+                prompt_tokens=n or 0,
+                error=overflow_error(n, self.params.max_tokens, self.context_length),
             )
         else:
             req = SampleRequest(prompt=prompt, params=self.params, seeds=[seed], tools=self.tools)
-            try:
-                got = await self.backend.sample(req)
-                c = got[0] if got else Completion("", [], None, error="backend returned no completion")
-            except Exception as exc:  # a backend bug must not lose the run: record it on the step
-                c = Completion(text="", token_ids=[], stop_reason=None, error=f"{type(exc).__name__}: {exc}")
-        from leader_eval.sampling.runner import completion_to_sample
-
+            got = await request_completions(self.backend, req)
+            c = got[0] if got else Completion("", [], None, error="backend returned no completion")
         sample = completion_to_sample(self.case.id, index, seed, key, c)
         rec: dict[str, Any] = {"slot": step_record_key(self.case.id, index, k), **sample.__dict__, "step": k}
         rec["mode"] = self.mode
@@ -289,15 +262,13 @@ class EpisodeRunner:
             history.append(rec)
             if rec.get("end"):
                 break
-        from leader_eval.sampling.runner import derive_seed
-
         return episode_sample(self.case.id, index, derive_seed(run_seed, self.case.id, index), history)
 
 
 def episode_sample(case_id: str, index: int, seed: int, steps: Sequence[Mapping[str, Any]]) -> Sample:
     """One record per episode for ``samples.jsonl``: its outcome, last output and token totals.
 
-    Its seed is the slot's (``runner.derive_seed``), as a single-turn sample's would be; each step
+    Its seed is the slot's (``keys.derive_seed``), as a single-turn sample's would be; each step
     has its own (``step_seed``)."""
     bad = next((s for s in steps if s["outcome"] != "ok"), None)
     last = steps[-1]
@@ -323,46 +294,34 @@ def episode_sample(case_id: str, index: int, seed: int, steps: Sequence[Mapping[
 async def sample_episodes(
     run: RunDir,
     backend: Backend,
-    slots: Sequence[tuple[Any, int]],
+    slots: Sequence[tuple[PlannedCase, int]],
     run_seed: int,
     sem: asyncio.Semaphore,
-    samples: RecordLog,
-    stats: Any,
-    tick: Callable[[], None],
-    on_sample: Callable[[Sample], None] | None = None,
+    sink: SlotSink,
 ) -> None:
     """Sample the missing episode slots of a run (the runner's hook for cases with ``episode:``).
 
     ``slots`` holds (planned case, sample index) pairs; each finished episode's summary goes to
-    ``samples`` (the run's ``samples.jsonl``), each finished step to ``steps.jsonl`` first.
+    ``sink`` (the run's ``samples.jsonl``, never the sample cache), each finished step to
+    ``steps.jsonl`` first.
     """
     manifest = run.read_manifest()
     protocol = manifest["identity"]["protocol"]
     model = manifest.get("model", {})
-    log = steps_log(run)
+    log = run.steps_log()
     prompts = run.prompts_log()
     runners: dict[str, EpisodeRunner] = {}
 
-    async def one(p: Any, index: int) -> None:
+    async def one(p: PlannedCase, index: int) -> None:
         if p.case.id not in runners:
+            assert p.suite is not None  # a planned case carries its suite
             runners[p.case.id] = EpisodeRunner(p.suite, p.case, backend, p.params, protocol, model, p.context_length)
         async with sem:
             s = await runners[p.case.id].run(log, run_seed, index, prompts=prompts)
-        samples.append({"slot": sample_record_key(s.case_id, s.index), **s.__dict__})
-        stats.sampled += 1
-        stats.errors += s.outcome == "error"
-        if on_sample:
-            on_sample(s)
-        tick()
+        sink.finish(s, cache=False)
 
-    tasks = [asyncio.create_task(one(p, i)) for p, i in slots]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await gather_or_cancel([asyncio.create_task(one(p, i)) for p, i in slots])
     finally:
         try:
             log.close()

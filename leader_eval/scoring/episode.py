@@ -81,10 +81,11 @@ def score_episodes(
     protocol: str,
     model: ModelInfo,
     *,
-    steps: Mapping[tuple[str, int], Sequence[Mapping[str, Any]]] | None = None,
+    steps: Mapping[tuple[str, int], Sequence[Mapping[str, Any]]],
 ) -> list[SampleScore]:
-    """``scores`` with each episode case's samples scored as episodes from ``steps.jsonl``
-    (``steps``: the run's steps as already read, ``RunDir.read_steps``).
+    """``scores`` with each episode case's samples scored as episodes from the run's recorded
+    steps (``steps``: ``steps.jsonl`` as the store reads it, ``RunDir.read_steps``; ``run_path``
+    names the run in warnings).
 
     An episode sample whose steps are missing or incomplete (a step number skipped, no step that
     ended it: an unreadable line, a run directory that lost its ``steps.jsonl``) is not scored:
@@ -93,10 +94,6 @@ def score_episodes(
     episodic = {c.id: c for c in suite.cases if c.episode is not None}
     if not episodic:
         return list(scores)
-    if steps is None:
-        from leader_eval.sampling.episode import read_steps
-
-        steps = read_steps(run_path)
     out = []
     for s in scores:
         case = episodic.get(s.case_id)

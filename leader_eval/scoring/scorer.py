@@ -29,9 +29,10 @@ from leader_eval.checks.degeneration import (
 from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import REGISTRY, ParseResult, parse_output
+from leader_eval.protocols.model_info import ModelInfo
 from leader_eval.suite.load import Case, Suite
 from leader_eval.suite.render import template_variables, tools_json
-from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason, Sample, ToolCall
+from leader_eval.types import CheckResult, Finding, Reason, Sample, ToolCall
 
 #: checks in the order that decides a failing sample's primary reason
 CHECK_ORDER = (
@@ -68,37 +69,6 @@ def _leak_rank(reason: Reason | str) -> int:
 
 #: reasoning blocks a chat template may declare (kept as a channel, not scored as a leak)
 REASONING_TAGS = {"<think>": ("<think>", "</think>")}
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What scoring needs to know about the model that produced the samples.
-
-    ``eot_tokens`` are the model's end-of-turn tokens, as its backend reports them (the first of
-    ``special_tokens`` in a run manifest). Parsing, leak detection and the empty check all read
-    ``end_of_turn``: these tokens and the common end tokens (``END_OF_TURN_TOKENS``) that are
-    among the model's special tokens; the common list itself when the model declares nothing.
-    """
-
-    special_tokens: tuple[str, ...] = ()
-    eot_tokens: tuple[str, ...] = ()
-    reasoning_tags: tuple[str, str] | None = None
-
-    @property
-    def end_of_turn(self) -> tuple[str, ...]:
-        if not self.eot_tokens and not self.special_tokens:
-            return END_OF_TURN_TOKENS
-        # a common end-of-turn/end-of-text token that is one of the model's own special tokens
-        # ends its turn too (SmolLM2 stops at <|endoftext|> as at <|im_end|>)
-        extra = tuple(t for t in END_OF_TURN_TOKENS if t in self.special_tokens and t not in self.eot_tokens)
-        return (*self.eot_tokens, *extra)
-
-    @classmethod
-    def from_manifest(cls, model: Mapping[str, Any]) -> ModelInfo:
-        special = tuple(model.get("special_tokens", ()))
-        eot = tuple(model.get("eot_tokens", special[:1]))
-        tags = model.get("reasoning_tags")
-        return cls(special, eot, (str(tags[0]), str(tags[1])) if tags else None)
 
 
 @dataclass

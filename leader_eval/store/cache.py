@@ -1,7 +1,7 @@
 """Content-addressed sample cache: the same append-only ``RecordLog`` as a run's samples.jsonl.
 
 A sample's key is the backend's cache identity + exact prompt + sampling params + per-sample seed
-(``runner.sample_key``), so a hit is the sample that request would produce. Re-running with the
+(``sampling.keys.sample_key``), so a hit is the sample that request would produce. Re-running with the
 same seed, or re-scoring after a check changed, samples nothing new; editing one case re-samples
 only that case; a run without ``--seed`` draws a fresh seed and so fresh keys. Failed samples are
 never cached (the next run retries them). Records are sharded by the key's first two hex digits so

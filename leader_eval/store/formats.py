@@ -1,7 +1,7 @@
 """Versions of the files leader-eval writes, and the rule for reading older or newer ones.
 
 A run directory's ``manifest.json`` and a golden file carry ``format_version`` (the layout of the
-file) and ``scorer_version`` (the checks that produced its numbers; ``runner.SCORER_VERSION``).
+file) and ``scorer_version`` (the checks that produced its numbers; ``SCORER_VERSION``).
 Files written before 0.2.0 carry no ``format_version`` (a golden had ``format: 1``) and read as
 version 1: their layout is today's. A file of a version this leader-eval does not know is refused
 with one line saying what to do (upgrade leader-eval for a newer file; re-run or re-create it for
@@ -19,6 +19,8 @@ from leader_eval.errors import LeaderEvalError
 
 #: the layout of manifest.json (and the files beside it) this leader-eval writes
 RUN_FORMAT_VERSION = 1
+#: the checks that produced a run's numbers, as its manifest and a golden made from it record them
+SCORER_VERSION = "1"
 #: the layout of golden/<suite>/<baseline>.json this leader-eval writes: 2 adds ``baseline`` and
 #: ``sampling`` (the sampling identity of the run it was made from); 0.2.0's version 1 still reads,
 #: with its sampling unknown (docs/design-0.3.md section 1)

@@ -996,5 +996,11 @@ class RunDir:
         return read_json_file(self.file(name), name)
 
 
+def read_steps(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Every readable recorded step of the run directory at ``path``, grouped by episode, in step
+    order, each with its prompt resolved (``RunDir.read_steps``: a bad line is skipped and reported)."""
+    return RunDir(path).read_steps()
+
+
 def _is_any_prompt_record(rec: dict[str, Any]) -> bool:
     return _is_prompt_record(rec) if "case_id" in rec else _is_step_prompt_record(rec)

@@ -30,7 +30,8 @@ import yaml
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
-from leader_eval.sampling.runner import RunOptions, check_run_options, select_cases
+from leader_eval.runs.options import RunOptions, check_run_options
+from leader_eval.sampling.plan import resolve_context_length, select_cases
 from leader_eval.suite.load import Case, Suite, load_suite
 from leader_eval.suite.render import render_messages
 from leader_eval.types import Prompt
@@ -573,7 +574,7 @@ def stress(
                        "source_suite": suite.name, "source_hash": suite.content_hash}
         },
     )  # fmt: skip
-    ctx = context_length or suite.context_length or backend.context_length
+    ctx = resolve_context_length(context_length, suite, backend)
     result_run = run_suite(derived, options, backend=backend)
     by_id = {c["case_id"]: c for c in result_run.cases}
     for v in variants:

@@ -145,7 +145,7 @@ def test_an_adaptive_run_interrupted_between_rounds_is_unfinished_then_resumes(
     mini_suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import leader_eval.decide.adaptive as adaptive
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
 
     golden, base = tmp_path / "golden", tmp_path / "base"
     assert main(["run", str(mini_suite), "--seed", "1", "--samples", "3", "--out", str(base), "-q"]) == 0

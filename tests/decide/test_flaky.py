@@ -83,7 +83,7 @@ def test_flaky_refuses_runs_of_different_checkpoints(tmp_path: Path) -> None:
 @pytest.mark.model
 def test_flaky_on_three_seeded_runs_of_the_embedded_model(tmp_path: Path, local_backend) -> None:  # type: ignore[no-untyped-def]
     from leader_eval.runs.evaluate import run
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
 
     suite = tmp_path / "mini.yaml"
     from tests.conftest import MINIMAL_SUITE

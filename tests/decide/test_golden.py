@@ -28,9 +28,9 @@ from leader_eval.decide.golden import (
 from leader_eval.errors import LeaderEvalError
 from leader_eval.report.gate import format_gate_table
 from leader_eval.runs.evaluate import Run
-from leader_eval.sampling.runner import SCORER_VERSION
 from leader_eval.scoring.aggregate import case_results
 from leader_eval.stats.metrics import ALL_METRICS
+from leader_eval.store.formats import SCORER_VERSION
 from tests.support.runs import (
     difficulties,
     make_run,

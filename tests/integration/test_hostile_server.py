@@ -19,9 +19,9 @@ import pytest
 
 from leader_eval.cli.app import main
 from leader_eval.runs.evaluate import run
+from leader_eval.runs.options import RunOptions
 from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams, guard
 from leader_eval.sampling.backends.openai_compat import OpenAICompatBackend
-from leader_eval.sampling.runner import RunOptions
 from leader_eval.store.run_store import RunDir
 from tests.support import start_hostile_server
 from tests.support.hostile import RAW_BODIES, WRONG_SHAPES

@@ -483,7 +483,7 @@ def test_unknown_protocol_is_refused_before_any_request(
     import leader_eval.sampling.backends as backends
     from leader_eval.errors import LeaderEvalError
     from leader_eval.runs.evaluate import run
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
 
     def no_backend(*a: Any, **k: Any) -> Any:
         raise AssertionError("a backend was built before the protocol was checked")
@@ -520,7 +520,7 @@ def test_stress_library_checks_values_before_a_model_loads(
 
 
 def test_a_run_directory_is_not_resumed_with_other_weights_of_the_same_file_name(tmp_path: Path) -> None:
-    from leader_eval.sampling.runner import open_run_dir
+    from leader_eval.store.out_dir import open_run_dir
 
     manifest = {
         "identity": {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from leader_eval.runs.evaluate import run
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.model

@@ -24,7 +24,7 @@ PARSE_ERROR = "expected I/N with 1 <= I <= N, e.g. 2/3"
 def recorded_core(tmp_path_factory: pytest.TempPathFactory, local_backend) -> Path:  # type: ignore[no-untyped-def]
     """One real run of the flagship suite on the embedded model (1 short sample per case, seed 5)."""
     from leader_eval.runs.evaluate import run
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
 
     out = tmp_path_factory.mktemp("core") / "rec"
     options = RunOptions(seed=5, samples=1, max_tokens=24, out=out, progress=False, cache=False)

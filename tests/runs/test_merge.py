@@ -40,7 +40,7 @@ def test_shard_needs_a_seed_and_the_whole_suite(tmp_path: Path, capsys: pytest.C
 def recorded_core(tmp_path_factory: pytest.TempPathFactory, local_backend) -> Path:  # type: ignore[no-untyped-def]
     """One real run of the flagship suite on the embedded model (1 short sample per case)."""
     from leader_eval.runs.evaluate import run
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
 
     out = tmp_path_factory.mktemp("core") / "rec"
     run(

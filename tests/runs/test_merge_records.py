@@ -16,7 +16,7 @@ import pytest
 from leader_eval.cli.app import main
 from leader_eval.runs.evaluate import read_run, run
 from leader_eval.runs.merge import ShardError, merge_runs, shard_options
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 from leader_eval.store.run_store import CASES, PROMPTS, RESULTS, SAMPLES, STEPS, SUMMARY
 from tests.conftest import MINIMAL_SUITE
 from tests.support.scripted import ScriptedBackend, call

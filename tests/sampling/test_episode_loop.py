@@ -46,7 +46,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 def _steps(run: Path) -> list[dict[str, Any]]:
     """The step records in slot order (the file holds them in the order they finished)."""
-    from leader_eval.sampling.episode import read_steps
+    from leader_eval.store.run_store import read_steps
 
     recs = [r for steps in read_steps(run).values() for r in steps]  # each with its prompt resolved
     return sorted(recs, key=lambda r: r["slot"])

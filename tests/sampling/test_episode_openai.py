@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from leader_eval.runs.evaluate import run
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 from tests.support.episodes import EPISODE_SUITE, write_repo
 
 pytestmark = pytest.mark.server
@@ -38,7 +38,7 @@ def llama_server():
 
 def _steps(out: Path) -> list[dict[str, Any]]:
     """The step records, each with its prompt (stored once, by hash, in prompts.jsonl)."""
-    from leader_eval.sampling.episode import read_steps
+    from leader_eval.store.run_store import read_steps
 
     return [r for steps in read_steps(out).values() for r in steps]
 

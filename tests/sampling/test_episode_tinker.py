@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from leader_eval.runs.evaluate import run
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 from tests.support.episodes import EPISODE_SUITE, write_repo
 from tests.support.tinker import (
     CHECKPOINT,
@@ -39,7 +39,7 @@ def test_tinker_renders_each_step_with_its_template(smol_tokenizer_dir: Path, em
         model=CHECKPOINT, case_ids=["announce"], samples=1, max_tokens=8, seed=3, out=out, cache=False, progress=False
     )
     run(suite, options, backend=backend)
-    from leader_eval.sampling.episode import read_steps
+    from leader_eval.store.run_store import read_steps
 
     steps = sorted((r for s in read_steps(out).values() for r in s), key=lambda r: r["step"])
     assert [s["step"] for s in steps] == [0, 1] and all(s["mode"] == "messages" for s in steps)

@@ -68,7 +68,7 @@ def test_the_result_types_are_exported() -> None:
 
 
 def test_run_options_take_any_path_for_out() -> None:
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
 
     class Where:  # an os.PathLike that is not a Path
         def __fspath__(self) -> str:

@@ -216,7 +216,7 @@ def _run_of(suite: Any, scores: list[Any], label: str = "v1") -> Any:
         "run_id": f"run-{label}",
         "label": label,
         "status": "complete",
-        "scorer_version": __import__("leader_eval.sampling.runner", fromlist=["SCORER_VERSION"]).SCORER_VERSION,
+        "scorer_version": __import__("leader_eval.store.formats", fromlist=["SCORER_VERSION"]).SCORER_VERSION,
     }
     return Run(Path("."), manifest, [], scores, results, summary)
 

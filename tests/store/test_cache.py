@@ -13,8 +13,8 @@ import pytest
 from leader_eval.cli.app import main
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import run
+from leader_eval.runs.options import RunOptions
 from leader_eval.sampling.backends import resolve_backend
-from leader_eval.sampling.runner import RunOptions
 from leader_eval.store.cache import SampleCache, cache_info, cache_prune, file_sha256
 from tests.support import start_mock_server
 from tests.support.episodes import write_repo

@@ -13,8 +13,8 @@ import pytest
 
 from leader_eval.cli.app import main
 from leader_eval.runs.evaluate import read_run, run
-from leader_eval.sampling.runner import SCORER_VERSION, RunOptions
-from leader_eval.store.formats import GOLDEN_FORMAT_VERSION, RUN_FORMAT_VERSION
+from leader_eval.runs.options import RunOptions
+from leader_eval.store.formats import GOLDEN_FORMAT_VERSION, RUN_FORMAT_VERSION, SCORER_VERSION
 
 DATA = Path(__file__).parents[1] / "data" / "v0_1_0"
 

@@ -12,7 +12,7 @@ import pytest
 from leader_eval.cli.app import main
 from leader_eval.decide.golden import GoldenError, load_golden
 from leader_eval.runs.evaluate import read_run, run
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 from leader_eval.stats.metrics import ALL_METRICS
 from leader_eval.store.run_store import FIELD_CAP, RESULTS, SAMPLES, cap_fields, cut_text
 from tests.conftest import MINIMAL_SUITE

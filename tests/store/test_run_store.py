@@ -108,7 +108,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     from leader_eval.cli.app import main
     from leader_eval.runs.evaluate import run
     from leader_eval.runs.merge import shard_options
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
 
     root = tmp_path_factory.mktemp("recorded")
     suite = root / "mini.yaml"

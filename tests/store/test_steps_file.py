@@ -15,7 +15,7 @@ import pytest
 from leader_eval.cli.app import main
 from leader_eval.errors import SuiteError
 from leader_eval.runs.evaluate import read_run, run, score_run
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 from leader_eval.store.run_store import PROMPTS, STEPS, RunDir, prompt_sha256
 from leader_eval.suite.load import load_suite
 from tests.support.episodes import EPISODE_SUITE, write_repo

@@ -434,7 +434,7 @@ class CountingBackend:
 
 def _run(suite: Path, out: Path) -> CountingBackend:
     from leader_eval.runs.evaluate import run
-    from leader_eval.sampling.runner import RunOptions
+    from leader_eval.runs.options import RunOptions
 
     backend = CountingBackend()
     run(suite, RunOptions(out=out, progress=False, cache=False, seed=1), backend=backend)  # type: ignore[arg-type]
@@ -453,7 +453,7 @@ def test_a_run_refuses_every_hostile_schema_before_sampling(hostile, watched, tm
         backend = CountingBackend()
         out = tmp_path / label
         from leader_eval.runs.evaluate import run
-        from leader_eval.sampling.runner import RunOptions
+        from leader_eval.runs.options import RunOptions
 
         with pytest.raises(SuiteError) as err:
             run(layout.suite, RunOptions(out=out, progress=False, cache=False, seed=1), backend=backend)  # type: ignore[arg-type]

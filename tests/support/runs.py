@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from leader_eval.runs.evaluate import Run
-from leader_eval.sampling.runner import SCORER_VERSION
 from leader_eval.scoring.aggregate import case_results, summarize
 from leader_eval.scoring.scorer import SampleScore
 from leader_eval.stats.metrics import ALL_METRICS, METRICS
+from leader_eval.store.formats import SCORER_VERSION
 from leader_eval.store.run_store import CASES, MANIFEST, RESULTS, SUMMARY, dumps, write_json_atomic
 from leader_eval.suite.load import Suite, load_suite
 from tests.conftest import MINIMAL_SUITE

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.sampling.backends.base import Backend, BackendError, Completion, SampleRequest, SamplingParams, guard
+from leader_eval.sampling.backends.base import Backend, Completion, SampleRequest, SamplingParams, guard
 
-__all__ = ["Backend", "BackendError", "Completion", "SampleRequest", "SamplingParams", "guard", "resolve_backend"]
+__all__ = ["Backend", "Completion", "SampleRequest", "SamplingParams", "guard", "resolve_backend"]
 
 
 def resolve_backend(spec: str, **options: Any) -> Backend:

@@ -11,6 +11,13 @@ an exception later in scoring, resume or replay); an exception from the backend 
 completion per seed; and every string (text, reasoning, tool-call arguments at any depth, error,
 the manifest's ``describe()``) scrubbed of every secret the run holds (``leader_eval.secrets``).
 
+Retries: a backend's request is one or more attempts; ``retrying`` is the one retry loop every
+remote backend runs them in (exponential backoff with full jitter, a server's ``Retry-After``
+honoured, an optional deadline), driven by the backend's ``should_retry(exc)``, which judges an
+attempt's exception (an ``AttemptError`` saying whether another attempt may succeed, or None when
+it is not the backend's to judge). A request given up on is the backend's to turn into error
+completions (``GaveUp`` carries the message and why it stopped: ``(after 2 retries)``).
+
 Interrupts: when the run is cancelled (Ctrl-C) while a request is in flight, the guard gives it a
 grace period (``INTERRUPT_GRACE_S``, 5 s; ``LEADER_EVAL_INTERRUPT_GRACE_S`` overrides, 0 turns it
 off) to finish; a request that finishes in time comes back normally, so the runner records its
@@ -24,10 +31,15 @@ import asyncio
 import logging
 import math
 import os
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from leader_eval.secrets import scrub_value, scrubber
+from leader_eval.secrets import scrub, scrub_value, scrubber
 from leader_eval.types import Prompt, StopReason
 
 
@@ -73,26 +85,37 @@ class Completion:
 
 #: the error prefix a backend uses when it refused a prompt that cannot fit the model's context
 CONTEXT_OVERFLOW_PREFIX = "context overflow:"
+#: llama.cpp, vLLM, SGLang and OpenAI phrasings of "the prompt does not fit" (in an HTTP 4xx error)
+_HTTP_OVERFLOW_RE = re.compile(
+    r"context (?:window|length)|maximum context|exceeds? (?:the )?(?:max|context)|too many tokens|prompt is too long",
+    re.IGNORECASE,
+)
 
 
 def is_context_overflow(error: str | None) -> bool:
-    """Whether a completion's error means "the prompt did not fit", not a sampler failure."""
+    """Whether a completion's error means "the prompt did not fit", not a sampler failure: a
+    backend's own refusal (``CONTEXT_OVERFLOW_PREFIX``) or a server's 4xx that says so."""
     if not error:
         return False
     if error.startswith(CONTEXT_OVERFLOW_PREFIX):
         return True
-    from leader_eval.sampling.backends.openai_compat import is_context_overflow as http_overflow
-
-    return http_overflow(error)
+    return error.startswith("HTTP 4") and _HTTP_OVERFLOW_RE.search(error) is not None
 
 
-class BackendError(Exception):
-    """A failure of the sampler (network, server, SDK), never of the model's output."""
+def overflows(n_prompt: int | None, max_tokens: int, context_length: int | None) -> bool:
+    """Whether a prompt of ``n_prompt`` tokens plus ``max_tokens`` cannot fit ``context_length``
+    (never when either is unknown): such a sample is recorded as a context overflow, not sent."""
+    return bool(context_length and n_prompt is not None and n_prompt + max_tokens > context_length)
 
-    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None):
-        super().__init__(message)
-        self.retryable = retryable
-        self.retry_after = retry_after
+
+def overflow_reason(n_prompt: int | None, max_tokens: int, context_length: int | None) -> str:
+    """Why a prompt that ``overflows`` was not sent (a planned overflow sample's error)."""
+    return f"prompt {n_prompt} + max_tokens {max_tokens} tokens > context {context_length}"
+
+
+def overflow_error(n_prompt: int | None, max_tokens: int, context_length: int | None) -> str:
+    """The error of a completion refused because its prompt ``overflows`` (``is_context_overflow``)."""
+    return f"{CONTEXT_OVERFLOW_PREFIX} {overflow_reason(n_prompt, max_tokens, context_length)}"
 
 
 @runtime_checkable
@@ -123,6 +146,43 @@ class Backend(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Replayable(Protocol):
+    """A backend that serves a recorded run (``replay:RUN_DIR``) instead of sampling: a run on it
+    is planned as the recorded run sampled (``plan.apply_recorded``), never cached again and
+    written beside the evidence, not over it. Ask ``replayable(backend)``, not ``isinstance``:
+    the guard hides the backend it wraps."""
+
+    #: the recorded run directory
+    run_path: Path
+
+    def recorded(self) -> dict[str, Any]:
+        """The recorded run's manifest: its seed and sampling address the recorded samples."""
+        ...
+
+    def has_sample(self, case_id: str, seed: int) -> bool:
+        """Whether the recorded run finished the sample of ``case_id`` with ``seed``."""
+        ...
+
+    def episode_mode(self, case_id: str) -> str | None:
+        """The transcript mode the recorded run used for a case's episodes."""
+        ...
+
+
+def replayable(backend: Backend) -> Replayable | None:
+    """``backend`` (or the backend its guard wraps) as a ``Replayable``; None when it samples."""
+    inner = backend.inner if isinstance(backend, GuardedBackend) else backend
+    return inner if isinstance(inner, Replayable) else None
+
+
+def weights_identity(backend: Backend) -> str | None:
+    """What names a backend's weights for the sample cache and its run directory's name: a
+    GGUF's content hash, a ``tinker://`` checkpoint path, a ``--cache-id``; None for a server or a
+    base model name that can change behind the same name (never cached across runs)."""
+    identity: str | None = getattr(backend, "cache_identity", None)
+    return identity
 
 
 log = logging.getLogger(__name__)
@@ -315,6 +375,91 @@ async def _with_grace(coro: Any, n: int) -> Any:
             grace,
         )
         raise
+
+
+T = TypeVar("T")
+
+
+class AttemptError(Exception):
+    """One failed attempt of a backend's request, raised and caught inside the backend (never
+    past it): ``retryable`` says whether another attempt may succeed, ``retry_after`` how many
+    seconds the server asked to wait first."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """At most ``max_retries`` retries; before retry k+1 a wait of uniform(0, min(max_s, base_s * 2**k))
+    (exponential backoff with full jitter), or longer when the server asks (capped at ``max_s``)."""
+
+    max_retries: int
+    base_s: float
+    max_s: float
+
+    def backoff(self, retries: int, rng: random.Random) -> float:
+        return rng.uniform(0.0, min(self.max_s, self.base_s * (2**retries)))
+
+
+@dataclass(frozen=True)
+class GaveUp:
+    """A request given up on: its last failure's message (scrubbed of secrets) and why it was not
+    retried further (``suffix``: `` (after 2 retries)``, the deadline, or nothing)."""
+
+    message: str
+    suffix: str
+    retries: int
+
+    @property
+    def error(self) -> str:
+        return self.message + self.suffix
+
+
+async def retrying(
+    attempt: Callable[[int], Awaitable[T]],
+    should_retry: Callable[[Exception], AttemptError | None],
+    policy: RetryPolicy,
+    rng: random.Random,
+    *,
+    deadline: float | None = None,
+    deadline_s: float | None = None,
+    next_delay: Callable[[AttemptError, float], float] | None = None,
+    logger: logging.Logger = log,
+    label: str | None = None,
+) -> T | GaveUp:
+    """``await attempt(retries)`` until it returns, retrying what ``should_retry`` judges
+    retryable; an exception it does not judge (None) propagates.
+
+    ``deadline``: the ``time.monotonic()`` past which no retry starts (``deadline_s``: its length,
+    for the message); ``next_delay``: the backend's say on the wait (a fleet retries another
+    server at once); ``label``: the start of the debug line logged per retry."""
+    retries = 0
+    while True:
+        try:
+            return await attempt(retries)
+        except Exception as exc:  # CancelledError is a BaseException: an interrupt is never retried
+            failure = should_retry(exc)
+            if failure is None:
+                raise
+        message = scrub(str(failure))
+        delay = policy.backoff(retries, rng)
+        if failure.retry_after is not None:
+            delay = max(delay, min(failure.retry_after, policy.max_s))
+        if next_delay is not None:
+            delay = next_delay(failure, delay)
+        past_deadline = deadline is not None and time.monotonic() + delay >= deadline
+        if not failure.retryable or retries >= policy.max_retries or past_deadline:
+            suffix = f" (after {retries} retries)" if retries else ""
+            if failure.retryable and past_deadline and retries < policy.max_retries:
+                suffix = f" (sample deadline of {deadline_s:g} s reached after {retries} retries)"
+            return GaveUp(message, suffix, retries)
+        retries += 1
+        if label is not None:
+            logger.debug("%s attempt %d failed (%s); retrying in %.2f s", label, retries, message, delay)
+        await asyncio.sleep(delay)
 
 
 def guard(backend: Backend) -> Backend:

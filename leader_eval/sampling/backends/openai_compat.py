@@ -15,9 +15,10 @@ Two modes:
   ``reasoning_content`` are all kept.
 
 One request per seed (``n`` is not used: servers differ on it, and per-seed requests keep every
-sample's seed exact). A failed request is retried with exponential backoff and full jitter on
-429, 5xx, connection errors, timeouts and unreadable bodies, honouring ``Retry-After``; after
-``max_retries`` the sample comes back as ``Completion(error=...)``, never as an exception.
+sample's seed exact). A failed request is retried (``backends.base.retrying``: exponential backoff
+and full jitter, honouring ``Retry-After``) on 429, 5xx, connection errors, timeouts and
+unreadable bodies; after ``max_retries`` the sample comes back as ``Completion(error=...)``,
+never as an exception.
 
 Bounds against a hostile or broken server (each breach is that sample's error, never a crash):
 
@@ -62,7 +63,18 @@ import aiohttp
 from leader_eval import protocols, secrets
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
-from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams
+from leader_eval.sampling.backends.base import (
+    AttemptError,
+    Completion,
+    GaveUp,
+    RetryPolicy,
+    SampleRequest,
+    SamplingParams,
+    retrying,
+)
+from leader_eval.sampling.backends.base import (  # 0.2's path (docs/backends.md), for one release
+    is_context_overflow as is_context_overflow,
+)
 from leader_eval.suite.chat_template import render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
@@ -102,19 +114,9 @@ _STOP_REASONS: dict[str | None, Any] = {
     "length": "length",
     None: None,
 }
-#: llama.cpp, vLLM, SGLang and OpenAI phrasings of "the prompt does not fit"
-_OVERFLOW_RE = re.compile(
-    r"context (?:window|length)|maximum context|exceeds? (?:the )?(?:max|context)|too many tokens|prompt is too long",
-    re.IGNORECASE,
-)
 #: end-of-turn markers, most specific first; the first one found in a template leads special_tokens
 _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|eot|>", "</s>", "<|endoftext|>")
 _SPECIAL_RE = re.compile(r"<\|[^|<>\s]{1,40}\|>|<(?:s|/s|start_of_turn|end_of_turn|bos|eos)>|\[/?INST\]")
-
-
-def is_context_overflow(error: str | None) -> bool:
-    """Whether a ``Completion.error`` says the prompt did not fit the server's context."""
-    return error is not None and error.startswith("HTTP 4") and _OVERFLOW_RE.search(error) is not None
 
 
 def strip_credentials(url: str) -> str:
@@ -163,14 +165,12 @@ def protocol_from_template(template: str | None) -> str:
     return protocols.detect(chat_template=template)
 
 
-class _Failure(Exception):
-    """One failed attempt; ``retryable`` says whether another attempt may succeed."""
+class _Failure(AttemptError):
+    """One failed attempt, and which server of a fleet it went to (set by ``_post``)."""
 
     def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
-        super().__init__(message)
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.server: int | None = None  # which server of a fleet failed (set by _post)
+        super().__init__(message, retryable=retryable, retry_after=retry_after)
+        self.server: int | None = None
 
 
 class _Shape(Exception):
@@ -313,6 +313,7 @@ class OpenAICompatBackend:
         self.max_retries = max(0, int(max_retries))
         self.retry_base_s = float(retry_base_s)
         self.retry_max_s = float(retry_max_s)
+        self._retry = RetryPolicy(self.max_retries, self.retry_base_s, self.retry_max_s)
         self.logprobs = logprobs
         self.extra_body = dict(extra_body or {})
         if tool_choice is not None:
@@ -567,47 +568,49 @@ class OpenAICompatBackend:
         payload = _dumps(body)
         t0 = time.perf_counter()
         end = time.monotonic() + self.deadline_s
-        retries = 0
         avoid: set[int] = set()
-        while True:
+
+        async def attempt(retries: int) -> Completion:
+            limit = min(self.timeout_s, max(0.001, end - time.monotonic()))
+            # avoid is empty except on a fleet's retry (the plain call stays the same)
+            data = await (self._post(payload, limit, avoid) if avoid else self._post(payload, limit))
             try:
-                limit = min(self.timeout_s, max(0.001, end - time.monotonic()))
-                # avoid is empty except on a fleet's retry (the plain call stays the same)
-                data = await (self._post(payload, limit, avoid) if avoid else self._post(payload, limit))
-                try:
-                    out = self._completion(data)
-                except _Shape as exc:
-                    raise _Failure(f"malformed response: {exc}", retryable=False) from exc
-                out.timings = {"retries": retries, "total_s": round(time.perf_counter() - t0, 4)}
-                return out
-            except _Failure as fail:
-                message = self._scrub(str(fail))
-                delay = self._rng.uniform(0.0, min(self.retry_max_s, self.retry_base_s * (2**retries)))
-                if fail.retry_after is not None:
-                    delay = max(delay, min(fail.retry_after, self.retry_max_s))
-                if fail.retryable and fail.server is not None and len(self._urls) > 1:
-                    # a fleet: the next attempt goes to another server, at once if one is up
-                    avoid = {fail.server} if len(avoid | {fail.server}) >= len(self._urls) else avoid | {fail.server}
-                    if self._healthy(avoid):
-                        delay = 0.0
-                past_deadline = time.monotonic() + delay >= end
-                if not fail.retryable or retries >= self.max_retries or past_deadline:
-                    suffix = f" (after {retries} retries)" if retries else ""
-                    if fail.retryable and past_deadline and retries < self.max_retries:
-                        suffix = f" (sample deadline of {self.deadline_s:g} s reached after {retries} retries)"
-                    # the server's text reaches stderr: no escape sequence (leader_eval.inert)
-                    log.warning("openai backend: seed %d failed: %s%s", seed, inert(message), suffix)
-                    return Completion(
-                        text="",
-                        token_ids=[],
-                        stop_reason=None,
-                        error=message + suffix,
-                        timings={"retries": retries, "total_s": round(time.perf_counter() - t0, 4)},
-                    )
-                retries += 1
-                log.debug("openai backend: seed %d attempt %d failed (%s); retrying in %.2f s",
-                          seed, retries, message, delay)  # fmt: skip
-                await asyncio.sleep(delay)
+                out = self._completion(data)
+            except _Shape as exc:
+                raise _Failure(f"malformed response: {exc}", retryable=False) from exc
+            out.timings = {"retries": retries, "total_s": round(time.perf_counter() - t0, 4)}
+            return out
+
+        def next_delay(fail: AttemptError, delay: float) -> float:
+            nonlocal avoid
+            if isinstance(fail, _Failure) and fail.retryable and fail.server is not None and len(self._urls) > 1:
+                # a fleet: the next attempt goes to another server, at once if one is up
+                avoid = {fail.server} if len(avoid | {fail.server}) >= len(self._urls) else avoid | {fail.server}
+                if self._healthy(avoid):
+                    return 0.0
+            return delay
+
+        got = await retrying(
+            attempt, self.should_retry, self._retry, self._rng, deadline=end, deadline_s=self.deadline_s,
+            next_delay=next_delay, logger=log, label=f"openai backend: seed {seed}",
+        )  # fmt: skip
+        if not isinstance(got, GaveUp):
+            return got
+        # the server's text reaches stderr: no escape sequence (leader_eval.inert)
+        log.warning("openai backend: seed %d failed: %s%s", seed, inert(got.message), got.suffix)
+        return Completion(
+            text="",
+            token_ids=[],
+            stop_reason=None,
+            error=got.error,
+            timings={"retries": got.retries, "total_s": round(time.perf_counter() - t0, 4)},
+        )
+
+    @staticmethod
+    def should_retry(exc: Exception) -> AttemptError | None:
+        """A failed attempt as ``_post`` judged it (by status, transport error or body); any other
+        exception is not a failed attempt and propagates (the guard makes it the sample's error)."""
+        return exc if isinstance(exc, _Failure) else None
 
     def _healthy(self, avoid: set[int]) -> list[int]:
         now = time.monotonic()

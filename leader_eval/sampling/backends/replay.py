@@ -45,10 +45,8 @@ class ReplayBackend:
 
     def _add_episode_steps(self, path: Path) -> dict[str, str]:
         """Serve each recorded episode step (``steps.jsonl``) by its prompt and seed, like a sample."""
-        from leader_eval.sampling.episode import read_steps
-
         modes: dict[str, str] = {}
-        for (case_id, _), steps in read_steps(path).items():
+        for (case_id, _), steps in RunDir(path).read_steps().items():
             for r in steps:
                 prompt = r.get("prompt") or {}
                 rec = {"case_id": case_id, "text": prompt.get("text", ""), "messages": prompt.get("messages")}

@@ -23,9 +23,10 @@ the request's first seed (``seed_mode="request"``, the default); ``seed_mode="pe
 one request per seed instead (each sample's own seed, k prefills). docs/tinker.md discusses it.
 
 Failures: the SDK retries transient errors itself; whatever still escapes it (connection errors,
-timeouts, 408/409/425/429, 5xx, server-side request failures) is retried here with exponential
-backoff and full jitter up to ``max_retries``; after that, or on any other error (400, 401, 404,
-...), every seed of the request comes back as ``Completion(error=...)``, never as an exception.
+timeouts, 408/409/425/429, 5xx, server-side request failures) is retried here
+(``backends.base.retrying``: exponential backoff and full jitter) up to ``max_retries``; after
+that, or on any other error (400, 401, 404, ...), every seed of the request comes back as
+``Completion(error=...)``, never as an exception.
 The API key (``TINKER_API_KEY``, read by the SDK) is never stored, recorded or logged, and is
 scrubbed from error texts in case the service echoes it.
 """
@@ -51,7 +52,17 @@ import tinker
 from leader_eval import protocols, secrets
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
-from leader_eval.sampling.backends.base import Completion, SampleRequest, SamplingParams
+from leader_eval.sampling.backends.base import (
+    AttemptError,
+    Completion,
+    GaveUp,
+    RetryPolicy,
+    SampleRequest,
+    SamplingParams,
+    overflow_error,
+    overflows,
+    retrying,
+)
 from leader_eval.types import Prompt
 
 log = logging.getLogger(__name__)
@@ -200,12 +211,6 @@ def _scrub(text: str) -> str:
     return secrets.scrub(text)
 
 
-class _Failure(Exception):
-    def __init__(self, message: str, *, retryable: bool):
-        super().__init__(message)
-        self.retryable = retryable
-
-
 async def _settle(value: Any, timeout: float | None) -> Any:
     """The result of an SDK call: an ``APIFuture`` (awaitable, ``.result()``), a coroutine, or a value."""
     if inspect.isawaitable(value):
@@ -320,6 +325,7 @@ class TinkerBackend:
         self.max_retries = max(0, int(max_retries))
         self.retry_base_s = float(retry_base_s)
         self.retry_max_s = float(retry_max_s)
+        self._retry = RetryPolicy(self.max_retries, self.retry_base_s, self.retry_max_s)
         self.timeout_s = float(timeout_s)
         self.connect_timeout_s = float(connect_timeout_s)
         self.resolve_timeout_s = float(resolve_timeout_s)
@@ -341,7 +347,7 @@ class TinkerBackend:
         self._service_client: Any = None
         self._service_client_factory = service_client_factory or _default_service_client
         self._rest_client_factory = rest_client_factory or _default_rest_client
-        self._setup_error: _Failure | None = None
+        self._setup_error: AttemptError | None = None
         self._checked = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
@@ -513,23 +519,12 @@ class TinkerBackend:
         )
         self._bind_loop()
         t0 = time.perf_counter()
-        retries = 0
-        while True:
-            try:
-                client = await self._ensure_client()
-                break
-            except _Failure as fail:
-                if not fail.retryable or retries >= self.max_retries:
-                    suffix = f" (after {retries} retries)" if retries else ""
-                    elapsed = time.perf_counter() - t0
-                    return [self._failed(str(fail) + suffix, retries, elapsed, len(ids)) for _ in seeds]
-                await asyncio.sleep(self._backoff(retries))
-                retries += 1
-        if self.context_length and len(ids) + request.params.max_tokens > self.context_length:
-            message = (
-                f"context overflow: prompt {len(ids)} + max_tokens {request.params.max_tokens} tokens "
-                f"> context {self.context_length}"
-            )
+        client = await retrying(lambda _: self._ensure_client(), _setup_failure, self._retry, self._rng)
+        if isinstance(client, GaveUp):
+            elapsed = time.perf_counter() - t0
+            return [self._failed(client.error, client.retries, elapsed, len(ids)) for _ in seeds]
+        if overflows(len(ids), request.params.max_tokens, self.context_length):
+            message = overflow_error(len(ids), request.params.max_tokens, self.context_length)
             return [self._failed(message, 0, 0.0, len(ids)) for _ in seeds]
         model_input = tinker.ModelInput.from_ints(ids)
         groups = self._groups(seeds)
@@ -558,46 +553,38 @@ class TinkerBackend:
     ) -> list[Completion]:
         sdk_params = self._sdk_params(params, seeds[0])
         t0 = time.perf_counter()
-        retries = 0
-        while True:
-            try:
-                assert self._sem is not None
-                async with self._sem:
-                    response = await _settle(
-                        client.sample(prompt=model_input, num_samples=len(seeds), sampling_params=sdk_params),
-                        self.timeout_s,
-                    )
-                sequences = list(getattr(response, "sequences", None) or [])
-                if len(sequences) != len(seeds):
-                    raise _Failure(
-                        f"the service returned {len(sequences)} sequences for {len(seeds)} samples", retryable=True
-                    )
-                total = round(time.perf_counter() - t0, 4)
-                return [self._completion(seq, n_prompt, seeds[0], j, retries, total) for j, seq in enumerate(sequences)]
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if isinstance(exc, _Failure):
-                    message, retryable = str(exc), exc.retryable
-                elif isinstance(exc, asyncio.TimeoutError | TimeoutError):
-                    message, retryable = f"timeout after {self.timeout_s:g} s", True
-                else:
-                    message, retryable = error_text(exc), is_retryable(exc)
-                message = _scrub(message)
-                if not retryable or retries >= self.max_retries:
-                    suffix = f" (after {retries} retries)" if retries else ""
-                    # the service's text reaches stderr: no escape sequence (leader_eval.inert)
-                    log.warning("tinker backend: request seeded %d failed: %s%s", seeds[0], inert(message), suffix)
-                    elapsed = time.perf_counter() - t0
-                    return [self._failed(message + suffix, retries, elapsed, n_prompt) for _ in seeds]
-                delay = self._backoff(retries)
-                retries += 1
-                log.debug("tinker backend: attempt %d failed (%s); retrying in %.2f s", retries, message, delay)
-                await asyncio.sleep(delay)
 
-    def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with full jitter: uniform(0, min(max, base * 2**attempt))."""
-        return self._rng.uniform(0.0, min(self.retry_max_s, self.retry_base_s * (2**attempt)))
+        async def attempt(retries: int) -> list[Completion]:
+            assert self._sem is not None
+            async with self._sem:
+                response = await _settle(
+                    client.sample(prompt=model_input, num_samples=len(seeds), sampling_params=sdk_params),
+                    self.timeout_s,
+                )
+            sequences = list(getattr(response, "sequences", None) or [])
+            if len(sequences) != len(seeds):
+                raise AttemptError(
+                    f"the service returned {len(sequences)} sequences for {len(seeds)} samples", retryable=True
+                )
+            total = round(time.perf_counter() - t0, 4)
+            return [self._completion(seq, n_prompt, seeds[0], j, retries, total) for j, seq in enumerate(sequences)]
+
+        got = await retrying(attempt, self.should_retry, self._retry, self._rng, logger=log, label="tinker backend:")
+        if not isinstance(got, GaveUp):
+            return got
+        # the service's text reaches stderr: no escape sequence (leader_eval.inert)
+        log.warning("tinker backend: request seeded %d failed: %s%s", seeds[0], inert(got.message), got.suffix)
+        elapsed = time.perf_counter() - t0
+        return [self._failed(got.error, got.retries, elapsed, n_prompt) for _ in seeds]
+
+    def should_retry(self, exc: Exception) -> AttemptError:
+        """A failed sampling attempt judged: timeouts, transport failures, rate limits and server
+        errors may succeed on another attempt (``is_retryable``); anything else is final."""
+        if isinstance(exc, AttemptError):
+            return exc
+        if isinstance(exc, asyncio.TimeoutError | TimeoutError):
+            return AttemptError(f"timeout after {self.timeout_s:g} s", retryable=True)
+        return AttemptError(error_text(exc), retryable=is_retryable(exc))
 
     def _completion(
         self, seq: Any, n_prompt: int, request_seed: int, index: int, retries: int, total: float
@@ -708,7 +695,7 @@ class TinkerBackend:
                     retryable = False
                 else:
                     text, retryable = error_text(exc), is_retryable(exc)
-                fail = _Failure(
+                fail = AttemptError(
                     _scrub(f"could not create a Tinker sampling client for {self.model_id}: {text}"),
                     retryable=retryable,
                 )
@@ -807,6 +794,11 @@ class TinkerBackend:
                 await _settle(pending, _CLOSE_TIMEOUT_S)
         except Exception as exc:
             log.debug("tinker backend: closing the session failed: %s", _scrub(error_text(exc)))
+
+
+def _setup_failure(exc: Exception) -> AttemptError | None:
+    """A failed setup attempt (``_create_sampling_client`` judged it); anything else propagates."""
+    return exc if isinstance(exc, AttemptError) else None
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -131,8 +131,8 @@ def test_readiness_checks_know_which_process_owns_a_port(mock):
 def test_a_200_sample_run_through_faults_keeps_every_sample_and_counts_retries(mock, tmp_path):
     """The whole pipeline (runner, record store, summary), not only the backend, survives faults."""
     from leader_eval.runs.evaluate import run
+    from leader_eval.runs.options import RunOptions
     from leader_eval.sampling.backends.openai_compat import backend_from_spec
-    from leader_eval.sampling.runner import RunOptions
 
     suite = tmp_path / "s.yaml"
     cases = "\n".join(f"  - id: c{i}\n    vars: {{n: {i}}}\n    expect: {{require: ['hi']}}" for i in range(40))

@@ -51,8 +51,8 @@ def test_the_least_loaded_healthy_server_gets_the_next_request() -> None:
 def test_two_llama_servers_serve_one_run_and_killing_one_loses_no_sample(mini_suite: Path, tmp_path: Path) -> None:
     pytest.importorskip("uvicorn", reason="needs llama-cpp-python[server]")
     from leader_eval.runs.evaluate import run
+    from leader_eval.runs.options import RunOptions
     from leader_eval.sampling.backends.local import embedded_model_path
-    from leader_eval.sampling.runner import RunOptions
 
     gguf = embedded_model_path()
     with start_llama_server(gguf, n_ctx=2048) as a, start_llama_server(gguf, n_ctx=2048) as b:

@@ -26,7 +26,7 @@ from pathlib import Path
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.runs.evaluate import run
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 
 backend = resolve_backend("local:smollm2")
 started = threading.Event()

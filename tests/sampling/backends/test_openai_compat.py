@@ -14,11 +14,17 @@ import pytest
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.sampling.backends import resolve_backend
-from leader_eval.sampling.backends.base import Backend, Completion, GuardedBackend, SampleRequest, SamplingParams
+from leader_eval.sampling.backends.base import (
+    Backend,
+    Completion,
+    GuardedBackend,
+    SampleRequest,
+    SamplingParams,
+    is_context_overflow,
+)
 from leader_eval.sampling.backends.openai_compat import (
     OpenAICompatBackend,
     backend_from_spec,
-    is_context_overflow,
     parse_retry_after,
     protocol_from_template,
     special_tokens_from_template,

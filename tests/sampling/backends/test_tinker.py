@@ -389,7 +389,7 @@ import json, sys
 import tinker
 from leader_eval.sampling.backends.tinker import TinkerBackend
 from leader_eval.runs.evaluate import run
-from leader_eval.sampling.runner import RunOptions
+from leader_eval.runs.options import RunOptions
 port, tokenizer, suite, out = sys.argv[1:]
 built = []
 
@@ -639,7 +639,10 @@ def test_a_suite_samples_through_the_runner(
     tmp_path: Path,
     no_service_client: None,
 ) -> None:
-    from leader_eval.sampling.runner import RunOptions, derive_seed, plan_cases, sample_planned, select_cases
+    from leader_eval.runs.options import RunOptions
+    from leader_eval.sampling.keys import derive_seed
+    from leader_eval.sampling.plan import plan_cases, select_cases
+    from leader_eval.sampling.runner import sample_planned
     from leader_eval.store.run_store import RunDir
     from leader_eval.suite.load import load_suite
 

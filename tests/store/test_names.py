@@ -10,8 +10,9 @@ import pytest
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import run
+from leader_eval.runs.options import RunOptions
 from leader_eval.sampling.backends.base import Completion, SampleRequest
-from leader_eval.sampling.runner import RunOptions, default_out_dir, model_key
+from leader_eval.store.names import default_out_dir, model_key
 from leader_eval.suite.load import load_suite
 from leader_eval.types import Prompt
 
