@@ -502,6 +502,7 @@ def test_a_server_error_text_is_inert_in_the_backend_log_and_the_cli_output(
 
 def test_the_cli_error_line_is_inert(monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
     from leader_eval.cli import app as cli
+    from leader_eval.cli import lint as lint_command
     from leader_eval.errors import LeaderEvalError
 
     payload = hostile("escapes") + hostile("commands")
@@ -509,7 +510,7 @@ def test_the_cli_error_line_is_inert(monkeypatch, capsys: pytest.CaptureFixture[
     def fail(_args: object) -> int:
         raise LeaderEvalError(f"suite.yaml:3: the server said {payload}")
 
-    monkeypatch.setattr(cli, "cmd_lint", fail)
+    monkeypatch.setattr(lint_command, "run", fail)
     assert cli.main(["lint", "x.yaml"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: suite.yaml:3: the server said")
@@ -560,6 +561,7 @@ def test_every_line_the_cli_prints_is_guarded_even_from_a_print_site_that_forgot
     import sys as _sys
 
     from leader_eval.cli import app as cli
+    from leader_eval.cli import lint as lint_command
 
     payload = hostile(kind)
 
@@ -569,7 +571,7 @@ def test_every_line_the_cli_prints_is_guarded_even_from_a_print_site_that_forgot
         print(payload, file=_sys.stderr)
         return 0
 
-    monkeypatch.setattr(cli, "cmd_lint", careless)
+    monkeypatch.setattr(lint_command, "run", careless)
     assert cli.main(["lint", "x.yaml"]) == 0
     printed = capsys.readouterr()
     assert printed.out.startswith("note: a golden field (")

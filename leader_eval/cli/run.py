@@ -1,0 +1,93 @@
+"""``leader-eval run SUITE``: sample a suite on a model, score it and record the run; with ``--adaptive``,
+rounds of samples gated against the golden."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from leader_eval.cli.output import print_report_path, split_values
+from leader_eval.decide.adaptive import AdaptiveDesign, run_adaptive
+from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import inert
+from leader_eval.report import format_summary
+from leader_eval.report.gate import format_gate_table
+from leader_eval.runs import evaluate
+from leader_eval.runs.merge import shard_options
+from leader_eval.runs.options import run_options
+from leader_eval.scoring.aggregate import parse_prices
+from leader_eval.scoring.error_rule import error_verdict
+from leader_eval.suite.load import load_suite
+
+
+def run(args: argparse.Namespace) -> int:
+    # the sampling options are the shared table's (leader_eval.runs.options), as in the pytest plugin
+    options = run_options(
+        vars(args),
+        tags=split_values(args.tags),
+        case_ids=split_values(args.case),
+        limit=args.limit,
+        out=Path(args.out) if args.out else None,
+        progress=not args.quiet,
+    )
+    suite: object = args.suite
+    if args.suite_root:
+        suite = load_suite(args.suite, root=args.suite_root)
+    if args.prices:
+        prices = parse_prices(args.prices)
+        options = replace(options, extra_manifest={**options.extra_manifest, "prices": prices})
+    if args.shard:
+        options = shard_options(options, args.shard, suite)  # type: ignore[arg-type]
+    if args.adaptive or args.budget is not None or args.across_suites:
+        return _run_adaptive(args, suite, options)
+    try:
+        result = evaluate.run(suite, options)  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
+        return 130
+    print(format_summary(result))
+    print_report_path(result.path)
+    verdict = error_verdict(result.summary, args.max_error_rate)
+    if verdict.failed:
+        print(verdict.message(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> int:
+    """``run --adaptive --budget B``: rounds of samples gated against the golden (leader_eval.decide.adaptive)."""
+    if not (args.adaptive and args.budget is not None):
+        raise LeaderEvalError(
+            "--adaptive and --budget go together (e.g. --adaptive --budget 5), --across-suites needs both"
+        )
+    if getattr(args, "samples", None) is not None:
+        raise LeaderEvalError(
+            "--samples conflicts with --adaptive: the rounds set the samples per case, up to --budget"
+        )
+    design = AdaptiveDesign(budget=args.budget, alpha=args.alpha)
+    try:
+        res = run_adaptive(
+            suite,
+            options,
+            design,
+            golden_dir=args.golden,
+            max_error_rate=args.max_error_rate,
+            across_suites=args.across_suites,
+            baseline=args.baseline,
+        )
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
+        return 130
+    print(format_gate_table(res.gate))
+    stop = res.record["stopped"]
+    saved = res.record.get("cost_saved_estimate")
+    cost = f", cost saved ~{saved:.4g} {res.record.get('currency', '')}".rstrip() if saved is not None else ""
+    print(
+        f"adaptive: stopped at round {stop['round']} with {stop['samples_per_case']} of {design.budget} samples per "
+        f"case ({stop['why']}){cost}"
+    )
+    print(inert(res.gate.headline()))
+    print(f"run: {res.run.path}")
+    return res.gate.exit_status
