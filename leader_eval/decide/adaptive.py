@@ -45,7 +45,14 @@ from typing import Any
 
 import numpy as np
 
+from leader_eval.decide.gate import apply_error_rule, gate
+from leader_eval.decide.golden import check_golden_suite, golden_path, load_golden, parse_tolerances
 from leader_eval.errors import LeaderEvalError
+from leader_eval.runs.evaluate import run
+from leader_eval.stats.core import gate_statistic
+from leader_eval.stats.metrics import METRICS, gated_metrics
+from leader_eval.store.run_store import MANIFEST, SUMMARY, RunDir, run_dir_lock, write_json_atomic
+from leader_eval.suite.load import Suite, load_suite
 
 __all__ = [
     "AdaptiveDesign",
@@ -240,14 +247,12 @@ class SimCell:
 def family_size(golden_metrics: Iterable[str], run_metrics: Iterable[str]) -> int:
     """The size of the Holm family the gate tests a run on (``metrics.gated_metrics`` of the metrics
     both the golden and the run have): 8 on an episode suite, 5 on a single-turn one."""
-    from leader_eval.stats.metrics import gated_metrics
 
     return max(1, len(gated_metrics(set(golden_metrics) & set(run_metrics))))
 
 
 def _score_test() -> str:
     """The test the gate declares for the headline metric (``metrics.Metric.test``)."""
-    from leader_eval.stats.metrics import METRICS
 
     return METRICS["score"].test
 
@@ -281,7 +286,6 @@ def simulate(
     (``stats.gate_statistic`` with the headline metric's declared test; one metric in the family;
     a fail needs significance and a drop beyond ``tolerance``).
     """
-    from leader_eval.stats.core import gate_statistic
 
     rng = np.random.default_rng(seed)
     b = design.budget
@@ -351,7 +355,6 @@ def _trend_rows(gate_result: Any) -> dict[str, tuple[float, float, float, float]
 
 def _set_target(out: Any, n: int) -> None:
     """Raise the run's per-case target to ``n``: the same run, extended (its samples stay)."""
-    from leader_eval.store.run_store import RunDir, run_dir_lock
 
     with run_dir_lock(out):
         rundir = RunDir(out)
@@ -401,12 +404,6 @@ def run_adaptive(
     """
     from dataclasses import replace
     from pathlib import Path
-
-    from leader_eval.decide.gate import apply_error_rule, gate
-    from leader_eval.decide.golden import check_golden_suite, golden_path, load_golden, parse_tolerances
-    from leader_eval.runs.evaluate import run
-    from leader_eval.store.run_store import MANIFEST, SUMMARY, RunDir, write_json_atomic
-    from leader_eval.suite.load import Suite, load_suite
 
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     path = golden_path(golden_dir, suite.name, baseline)

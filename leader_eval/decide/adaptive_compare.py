@@ -35,9 +35,14 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from leader_eval.decide.adaptive import AdaptiveDesign, Look, conditional_power
+from leader_eval.decide.adaptive import AdaptiveDesign, Look, _score_test, _set_target, case_rates, conditional_power
+from leader_eval.decide.compare import compare_runs
 from leader_eval.errors import LeaderEvalError
-from leader_eval.store.run_store import ADAPTIVE_COMPARE, read_json_file
+from leader_eval.runs.evaluate import run
+from leader_eval.stats.core import gate_statistic
+from leader_eval.store.names import default_label
+from leader_eval.store.run_store import ADAPTIVE_COMPARE, RunDir, read_json_file, write_json_atomic
+from leader_eval.suite.load import Suite, load_suite
 
 __all__ = ["RECORD", "AdaptiveComparison", "compare_adaptive", "look_decision", "simulate_compare", "split_config"]
 
@@ -113,9 +118,6 @@ def simulate_compare(
     """
     import numpy as np
 
-    from leader_eval.decide.adaptive import _score_test, case_rates
-    from leader_eval.stats.core import gate_statistic
-
     rng = np.random.default_rng(seed)
     n_max = design.budget
     p, q = case_rates(rng, reps, n_cases, base, change, concentration)
@@ -183,12 +185,6 @@ def compare_adaptive(
     Both options' ``samples`` and ``out`` are set here. Raises ``LeaderEvalError`` when ``out``
     holds an adaptive comparison with other looks (choose another ``out``).
     """
-    from leader_eval.decide.adaptive import _set_target
-    from leader_eval.decide.compare import compare_runs
-    from leader_eval.runs.evaluate import run
-    from leader_eval.store.names import default_label
-    from leader_eval.store.run_store import RunDir, write_json_atomic
-    from leader_eval.suite.load import Suite, load_suite
 
     out = Path(out)
     path = out / RECORD

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.decide.golden import run_label
 from leader_eval.errors import LeaderEvalError
+from leader_eval.runs.evaluate import Run as RunType
+from leader_eval.runs.evaluate import read_run
 from leader_eval.scoring.aggregate import pass_k_values
 from leader_eval.stats.core import (
     Estimate,
@@ -265,8 +267,6 @@ def compare_runs(
 
 
 def _load(runs: Sequence[Run | str | Path]) -> list[Run]:
-    from leader_eval.runs.evaluate import Run as RunType
-    from leader_eval.runs.evaluate import read_run
 
     if len(runs) < 2:
         raise LeaderEvalError("compare needs at least two runs (RUN_A RUN_B [RUN_C ...])")

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.runs.evaluate import Run as RunType
+from leader_eval.runs.evaluate import read_run
 from leader_eval.stats.core import chi2_sf, clopper_pearson, holm_adjusted
 
 if TYPE_CHECKING:
@@ -89,8 +91,6 @@ def _identity(run: Run) -> str:
 
 def find_flaky(runs: Sequence[Run | str | Path], *, alpha: float = 0.05, confidence: float = 0.95) -> FlakyReport:
     """Flaky and overdispersed cases over runs of one checkpoint (see the module doc)."""
-    from leader_eval.runs.evaluate import Run as RunType
-    from leader_eval.runs.evaluate import read_run
 
     loaded = [r if isinstance(r, RunType) else read_run(r) for r in runs]
     if len(loaded) < 2:

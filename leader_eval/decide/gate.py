@@ -43,6 +43,7 @@ from leader_eval.decide.golden import (
 )
 from leader_eval.decide.plan import TARGET_POWER, power_guard
 from leader_eval.decide.quarantine import active_quarantine
+from leader_eval.runs.evaluate import planned_shortfall, read_run
 from leader_eval.scoring.aggregate import group_metrics
 from leader_eval.scoring.error_rule import error_verdict, is_stress_manifest
 from leader_eval.stats.core import (
@@ -567,7 +568,6 @@ def gate_run_dir(
     what was written). A missing golden fails unless ``allow_missing``. Exit status:
     ``result.exit_status`` (bad input raises ``LeaderEvalError``, exit 2).
     """
-    from leader_eval.runs.evaluate import read_run
 
     run = read_run(run_dir)
     tols = parse_tolerances(tolerances)
@@ -751,7 +751,6 @@ def _coverage_problem(run: Run, golden: Mapping[str, Any]) -> str | None:
     status = run.manifest.get("status")
     if status != "complete":
         return f"run is not complete (status {status!r}): an interrupted run cannot pass the gate"
-    from leader_eval.runs.evaluate import planned_shortfall
 
     short = planned_shortfall(run)
     if short:

@@ -33,8 +33,17 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from leader_eval.decide.checkpoints import recommend_checkpoint
+from leader_eval.decide.compare import compare_runs
+from leader_eval.errors import LeaderEvalError
 from leader_eval.report.text import leak_spans, segments, visible
-from leader_eval.store.run_store import REPORT, STRESS_JSON, cut_text, write_bytes_atomic
+from leader_eval.runs.evaluate import Run as RunType
+from leader_eval.runs.evaluate import read_run
+from leader_eval.stats.core import rate_ci, weighted_mean_ci
+from leader_eval.stats.metrics import METRICS
+from leader_eval.store.run_store import REPORT, STRESS_JSON, RunDir, cut_text, write_bytes_atomic
+from leader_eval.studies.stress import format_stress_table, read_stress
+from leader_eval.version import __version__ as version
 
 if TYPE_CHECKING:
     from leader_eval.decide.checkpoints import CheckpointRecommendation
@@ -76,7 +85,6 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "")
 
 
 def _summary_html(run: Run) -> str:
-    from leader_eval.stats.metrics import METRICS
 
     s = run.summary or {}
     o = s.get("overall")
@@ -427,7 +435,6 @@ def _run_island(run: Run) -> tuple[dict[str, Any], int]:
 
 
 def _read_prompts(run: Run) -> dict[str, dict[str, Any]]:
-    from leader_eval.store.run_store import RunDir
 
     try:
         return RunDir(Path(run.path)).read_prompts()
@@ -524,7 +531,6 @@ def _checkpoint_plot(rec: CheckpointRecommendation) -> str:
 
 
 def _stress_plot(result: Any) -> str:
-    from leader_eval.stats.core import rate_ci, weighted_mean_ci
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4), dpi=100)
@@ -575,7 +581,6 @@ def _stress_plot(result: Any) -> str:
 def _stress_html(run: Run) -> str:
     if not (Path(run.path) / STRESS_JSON).is_file():
         return ""
-    from leader_eval.studies.stress import format_stress_table, read_stress
 
     try:
         result = read_stress(run.path)
@@ -708,7 +713,6 @@ def _page(title: str, body: str, islands: Sequence[Any]) -> str:
     data = "".join(
         f'<script type="application/json" id="data-run-{i}">{_island(obj)}</script>' for i, obj in enumerate(islands)
     )
-    from leader_eval.version import __version__ as version
 
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -731,9 +735,6 @@ def render_report(
     title: str | None = None,
 ) -> str:
     """The report of one run, or of several (comparison, flips, checkpoints), as one HTML string."""
-    from leader_eval.errors import LeaderEvalError
-    from leader_eval.runs.evaluate import Run as RunType
-    from leader_eval.runs.evaluate import read_run
 
     if comparison is not None:
         # the comparison's own Run objects (its groups hold them) stand for ``runs``
@@ -747,9 +748,6 @@ def render_report(
     run_index = {id(r): i for i, r in enumerate(loaded)}
     parts: list[str] = []
     if len(loaded) > 1 or comparison is not None:
-        from leader_eval.decide.checkpoints import recommend_checkpoint
-        from leader_eval.decide.compare import compare_runs
-
         c = comparison or compare_runs(loaded, alpha=alpha, across_suites=across_suites)
         parts.append('<section id="comparison"><h2>Comparison</h2>' + _comparison_html(c, run_index) + "</section>")
         rec = recommend_checkpoint(c, order)
@@ -779,7 +777,6 @@ def render_report(
 
 def write_report(runs: Sequence[Run | str | Path], out: str | Path, **options: Any) -> Path:
     """Render and write atomically (a reader never sees half a report); returns the path."""
-    from leader_eval.errors import LeaderEvalError
 
     path = Path(out)
     if path.is_dir():

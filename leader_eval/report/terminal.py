@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.inert import inert, inert_lines
 from leader_eval.report.check_line import failed_check_line
+from leader_eval.report.episode_transcript import episode_transcript
+from leader_eval.scoring.aggregate import format_pass_k, format_usage
+from leader_eval.scoring.error_rule import format_first_error
 from leader_eval.stats.metrics import METRICS
 
 if TYPE_CHECKING:
@@ -65,7 +68,6 @@ def format_summary(run: Run) -> str:
         f"cases {o['n_cases']}  samples {o['n_samples']} (scored {o['n_scored']}, errors {o['n_errors']}, "
         f"context_overflow {o['n_context_overflow']})  hard fails {o['n_hard_fail']}",
     ]
-    from leader_eval.scoring.error_rule import format_first_error
 
     first_error = format_first_error(s.get("first_error"))
     if first_error:
@@ -89,7 +91,6 @@ def format_summary(run: Run) -> str:
             f"cache hits {st.get('cache_hits', 0)}, misses {st.get('cache_misses', 0)}"
             + (f"; {st['capped']} slots left unsampled by --max-samples" if st.get("capped") else "")
         )
-    from leader_eval.scoring.aggregate import format_pass_k, format_usage
 
     if o.get("pass_k"):  # reported, never gated (leader_eval.stats.metrics)
         lines.append("reported, not gated: " + format_pass_k(o["pass_k"]))
@@ -125,7 +126,6 @@ def highlight(text: str, spans: Sequence[tuple[int, int]]) -> str:
 
 
 def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, limit: int | None = None) -> str:
-    from leader_eval.report.episode_transcript import episode_transcript
 
     scores = {(s.case_id, s.index): s for s in run.scores}
     lines: list[str] = []

@@ -15,6 +15,8 @@ import argparse
 import math
 from collections.abc import Callable
 
+from leader_eval.bounded.limits import MAX_SAMPLES_PER_CASE
+from leader_eval.protocols import PROTOCOLS
 from leader_eval.store.names import name_component  # a run label or baseline name is the store's to check
 
 __all__ = [
@@ -60,7 +62,6 @@ def positive_int(text: str) -> int:
 def sample_count(text: str) -> int:
     """Samples per case: an integer from 1 to ``limits.MAX_SAMPLES_PER_CASE`` (a count past it
     would only end in running out of memory while the run is planned)."""
-    from leader_eval.bounded.limits import MAX_SAMPLES_PER_CASE
 
     value = positive_int(text)
     if value > MAX_SAMPLES_PER_CASE:
@@ -133,7 +134,6 @@ def int_list(item: Callable[[str], int] = positive_int) -> Callable[[str], list[
 
 def protocol_name(text: str) -> str:
     """One of the tool-call protocols the parser knows (checked before any model is contacted)."""
-    from leader_eval.protocols import PROTOCOLS
 
     if text not in PROTOCOLS:
         raise argparse.ArgumentTypeError(f"unknown protocol {text!r} (known: {', '.join(PROTOCOLS)})")

@@ -34,7 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.runs.evaluate import read_run, score_run
+from leader_eval.runs.manifest import recorded_suite_paths, suite_from_run_dir
+from leader_eval.sampling.keys import derive_seed, step_seed
+from leader_eval.scoring.aggregate import summarize, usage_summary
 from leader_eval.scoring.error_rule import first_sampler_error
+from leader_eval.store.out_dir import check_out_dir
 from leader_eval.store.run_store import (
     CASES,
     PROMPTS,
@@ -53,6 +58,7 @@ from leader_eval.store.run_store import (
     write_json_atomic,
     write_lines_atomic,
 )
+from leader_eval.suite.load import load_suite
 
 if TYPE_CHECKING:
     from leader_eval.runs.evaluate import Run
@@ -95,7 +101,6 @@ def shard_options(options: RunOptions, spec: str, suite: Suite | str | Path) -> 
     Requires an explicit seed; refuses ``--tags``/``--case``/``--limit`` (a shard is a slice of
     the whole suite, so that the shards' union is the suite and merge can find gaps). Without
     ``--out`` the run directory gets a ``__shardIofN`` suffix so shards never share one."""
-    from leader_eval.suite.load import load_suite
 
     index, count = parse_shard(spec)
     if options.seed is None:
@@ -194,10 +199,6 @@ def _check(shards: Sequence[_Shard]) -> list[str]:
 
 def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite | str | Path | None = None) -> Run:
     """Merge the shards of one run into ``out`` (a new or empty directory); see the module doc."""
-    from leader_eval.runs.evaluate import read_run, score_run
-    from leader_eval.runs.manifest import suite_from_run_dir
-    from leader_eval.store.out_dir import check_out_dir
-    from leader_eval.suite.load import load_suite
 
     if not run_dirs:
         raise ShardError("merge needs the shard run directories (RUN_DIR... --out DIR)")
@@ -330,7 +331,6 @@ class _ShardCheck:
             raise ShardError(f"{where}: sample {cid}#{index} was not planned ({self.planned[cid]} per case): refused")
 
     def records(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        from leader_eval.sampling.keys import derive_seed, step_seed
 
         shard = self.shard
         files = {name: _read_records(shard, name) for name in (SAMPLES, STEPS, PROMPTS)}
@@ -400,7 +400,6 @@ def _suite_for(
     """The suite to score the merged run with: the given one, else the recorded one (found from
     any working directory: ``runs.manifest.recorded_suite_paths``) if its content still hashes to the
     run's. None: merge the shards' scored records instead."""
-    from leader_eval.runs.manifest import recorded_suite_paths
 
     want = manifest["identity"]["suite_hash"]
     if suite is not None:
@@ -430,7 +429,6 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
     """Without the suite file: the shards' results and case records, in suite order, summarized.
 
     Each shard's records must be of its own cases, like its samples (``_union_records``)."""
-    from leader_eval.scoring.aggregate import summarize, usage_summary
 
     records: dict[str, dict[str, Any]] = {}
     results: list[tuple[str, int, str]] = []

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
+from leader_eval.bounded.limits import MAX_SAMPLES_PER_CASE
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.argtypes import (
     name_component,
@@ -32,6 +33,7 @@ from leader_eval.runs.argtypes import (
     protocol_name,
     sample_count,
 )
+from leader_eval.sampling.plan import check_protocol, is_finite_number, is_int
 
 
 class _PathField:
@@ -86,8 +88,6 @@ def check_run_options(options: RunOptions) -> None:
     """Refuse option values that would silently change the measurement (the library twin of the
     CLI's ``argtypes``): counts are integers in range, the temperature a finite number >= 0."""
     # planning (and the limits) load only when a run is checked, not with the pytest plugin
-    from leader_eval.bounded.limits import MAX_SAMPLES_PER_CASE
-    from leader_eval.sampling.plan import check_protocol, is_finite_number, is_int
 
     counts = {
         "samples": (options.samples, 1),

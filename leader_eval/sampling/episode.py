@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from leader_eval.protocols import parse_output
 from leader_eval.protocols.model_info import ModelInfo
 from leader_eval.sampling.backends.base import (
     Completion,
@@ -66,7 +67,6 @@ def parse_step(
     api_tool_calls: list[dict[str, Any]] | None,
 ) -> ParseResult:
     """The one place episodes parse an output (the single-turn scorer's parser)."""
-    from leader_eval.protocols import parse_output
 
     return parse_output(
         text, protocol, eot_tokens=eot_tokens, reasoning_tags=reasoning_tags, api_tool_calls=api_tool_calls

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from leader_eval.bounded.limits import MAX_RUN_SAMPLES
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
+from leader_eval.protocols import PROTOCOLS  # the parsers load only when a protocol is named
 from leader_eval.sampling.backends.base import Backend, SamplingParams, overflows
 from leader_eval.sampling.keys import derive_seed
 from leader_eval.suite.load import Case, Suite
@@ -84,7 +85,6 @@ def resolve_protocol(option: str | None, suite: Suite, backend: Backend) -> str:
 
 def check_protocol(protocol: str | None, *, where: str) -> None:
     """Refuse a protocol the parser does not know before anything is sampled."""
-    from leader_eval.protocols import PROTOCOLS  # the parsers load only when a protocol is named
 
     if protocol is not None and protocol not in PROTOCOLS:
         raise LeaderEvalError(f"{where}: unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from leader_eval.errors import LeaderEvalError
 from leader_eval.scoring.episode import episode_case_metrics
 from leader_eval.scoring.scorer import SampleScore
 from leader_eval.stats import metrics as metric_defs
@@ -240,7 +241,6 @@ def usage_summary(samples: Sequence[Any], prices: Mapping[str, Any] | None = Non
 
 def parse_prices(text: str) -> dict[str, Any]:
     """``"0.2,0.8"`` or ``"0.2,0.8,EUR"`` (per million prompt, completion tokens) -> prices."""
-    from leader_eval.errors import LeaderEvalError
 
     parts = [p.strip() for p in str(text).split(",")]
     try:

@@ -31,6 +31,7 @@ from typing import Any
 
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.scoring.scorer import ModelInfo, SampleScore, case_scorer
+from leader_eval.stats.metrics import EPISODE_METRICS
 from leader_eval.store.run_store import STEPS
 from leader_eval.types import Sample, ToolCall
 
@@ -296,7 +297,6 @@ def episode_data(score: SampleScore) -> dict[str, Any] | None:
 def episode_case_metrics(scores: Sequence[SampleScore]) -> dict[str, Any]:
     """Per-case values of the episode metrics (``metrics.EPISODE_METRICS``) over the case's scored
     episodes, each with ``n_<name>``, the episodes behind it; empty for a case without episodes."""
-    from leader_eval.stats.metrics import EPISODE_METRICS
 
     out: dict[str, Any] = {}
     for name, spec in EPISODE_METRICS.items():

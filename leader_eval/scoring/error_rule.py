@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leader_eval.inert import inert
+from leader_eval.secrets import scrub
 
 DEFAULT_MAX_ERROR_RATE = 0.0
 #: the first sampler error is shown in the run summary cut to this many characters
@@ -138,7 +139,6 @@ def first_sampler_error(samples: Iterable[Any]) -> dict[str, Any] | None:
 
 def printable_error(text: Any) -> str:
     """``text`` as one printable line: secrets scrubbed, then ``inert`` (the one neutraliser)."""
-    from leader_eval.secrets import scrub
 
     shown = inert(scrub(str(text or "unknown error")))
     return shown if len(shown) <= MAX_ERROR_TEXT else shown[: MAX_ERROR_TEXT - 3] + "..."

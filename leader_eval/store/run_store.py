@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import Any
 
 from leader_eval.errors import RunDirError
+from leader_eval.store.formats import check_format
 from leader_eval.types import Sample
 
 try:  # orjson (a dependency of tinker) parses a record ~5-9x faster than json
@@ -895,7 +896,6 @@ class RunDir:
         problem = _manifest_problem(data)
         if problem:
             raise RunDirError(f"{shown(mp)}:1: not a leader-eval manifest: {problem}")
-        from leader_eval.store.formats import check_format
 
         check_format(mp, data, "run")  # an unknown layout: one line saying what to do
         return dict(data)

@@ -30,8 +30,19 @@ import yaml
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
+from leader_eval.runs.evaluate import run as run_suite
 from leader_eval.runs.options import RunOptions, check_run_options
+from leader_eval.sampling.backends import resolve_backend
 from leader_eval.sampling.plan import resolve_context_length, select_cases
+from leader_eval.store.run_store import (
+    STRESS_JSON,
+    STRESS_PNG,
+    STRESS_TXT,
+    read_json_file,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_lines_atomic,
+)
 from leader_eval.suite.load import Case, Suite, load_suite
 from leader_eval.suite.render import render_messages
 from leader_eval.types import Prompt
@@ -466,7 +477,6 @@ class StressResult:
 def read_stress(run_dir: str | Path) -> StressResult:
     """A stress result as recorded in a run directory's stress.json (to re-render table or plot)."""
     path = Path(run_dir)
-    from leader_eval.store.run_store import STRESS_JSON, STRESS_PNG, read_json_file
 
     d = read_json_file(path / STRESS_JSON, STRESS_JSON)
     names = {f.name for f in dataclasses.fields(Variant)}
@@ -530,8 +540,6 @@ def stress(
     cache: bool = True,
 ) -> StressResult:
     """Sweep the chosen cases over prompt lengths; write stress.json and stress.png in the run dir."""
-    from leader_eval.runs.evaluate import run as run_suite
-    from leader_eval.sampling.backends import resolve_backend
 
     # every value checked before a model loads (the same rules as ``leader-eval run``)
     check_run_options(RunOptions(samples=samples, seed=seed, context_length=context_length,
@@ -600,7 +608,6 @@ def stress(
         run=result_run,
     )
     _summarize(result, {c.id: c.weight for c in cases})
-    from leader_eval.store.run_store import STRESS_JSON, STRESS_PNG, STRESS_TXT, write_json_atomic, write_lines_atomic
 
     result.json_path = result_run.path / STRESS_JSON
     write_json_atomic(result.json_path, result.to_dict(), indent=2, sort_keys=False)
@@ -756,8 +763,6 @@ def write_plot(result: StressResult, path: Path) -> Path:
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     import io
-
-    from leader_eval.store.run_store import write_bytes_atomic
 
     buf = io.BytesIO()
     fig.savefig(buf, format=path.suffix.lstrip(".") or "png")
