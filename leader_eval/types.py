@@ -6,6 +6,7 @@ store), through pytest-xdist's serializer (``user_properties``) and back without
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -225,3 +226,16 @@ class Sample:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Sample:
         return cls(**d)
+
+
+# JSON values read from options and run files: a bool is an int to Python, never to us
+
+
+def is_int(v: Any) -> bool:
+    """An ``int`` that is not a ``bool``."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_finite_number(v: Any) -> bool:
+    """A finite ``int`` or ``float`` that is not a ``bool``."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)

@@ -23,6 +23,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from leader_eval.errors import LeaderEvalError
 from leader_eval.protocols import anthropic_xml, hermes, json_call, kimi_k2, llama3_json, openai, pythonic
 from leader_eval.protocols._base import ToolCallProtocol
 from leader_eval.protocols._scan import (
@@ -70,6 +71,12 @@ PROTOCOLS: tuple[str, ...] = tuple(REGISTRY)
 #: a template that takes tools but shows no protocol's marker: Hermes/Qwen's convention, the
 #: most common one among open-weight chat templates
 _TOOLS_DEFAULT = "hermes"
+
+
+def check_protocol(protocol: str | None, *, where: str) -> None:
+    """Refuse a protocol the parser does not know before anything is sampled."""
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise LeaderEvalError(f"{where}: unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
 
 
 def get(name: str) -> ToolCallProtocol:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError, RunDirError
+from leader_eval.protocols import check_protocol
 from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
 from leader_eval.runs.options import RunOptions, check_run_options
 from leader_eval.sampling.backends import resolve_backend
@@ -18,7 +19,6 @@ from leader_eval.sampling.backends.base import Backend, replayable
 from leader_eval.sampling.keys import backend_model_key, new_run_seed
 from leader_eval.sampling.plan import (
     apply_recorded,
-    check_protocol,
     check_run_size,
     plan_cases,
     resolve_protocol,

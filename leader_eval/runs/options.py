@@ -23,6 +23,7 @@ from typing import Any, overload
 
 from leader_eval.bounded.limits import MAX_SAMPLES_PER_CASE
 from leader_eval.errors import LeaderEvalError
+from leader_eval.protocols import check_protocol
 from leader_eval.runs.argtypes import (
     name_component,
     non_negative_float,
@@ -33,7 +34,7 @@ from leader_eval.runs.argtypes import (
     protocol_name,
     sample_count,
 )
-from leader_eval.sampling.plan import check_protocol, is_finite_number, is_int
+from leader_eval.types import is_finite_number, is_int
 
 
 class _PathField:

@@ -8,7 +8,6 @@ planned as the recorded run sampled (``apply_recorded``) or refused.
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 from array import array
 from collections.abc import Callable, Sequence
@@ -17,11 +16,12 @@ from typing import Any, Protocol
 
 from leader_eval.bounded.limits import MAX_RUN_SAMPLES
 from leader_eval.errors import LeaderEvalError, RunDirError, SuiteError
-from leader_eval.protocols import PROTOCOLS  # the parsers load only when a protocol is named
+from leader_eval.protocols import check_protocol
 from leader_eval.sampling.backends.base import Backend, SamplingParams, overflows
 from leader_eval.sampling.keys import derive_seed
 from leader_eval.suite.load import Case, Suite
 from leader_eval.suite.render import RenderedCase, render_case
+from leader_eval.types import is_finite_number, is_int
 
 
 class PlanOptions(Protocol):
@@ -45,16 +45,6 @@ class PlannedCase:
     overflow: bool
     context_length: int | None = None
     suite: Suite | None = None  # an episode case renders each step from its suite
-
-
-def is_int(v: Any) -> bool:
-    """An ``int`` that is not a ``bool``."""
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def is_finite_number(v: Any) -> bool:
-    """A finite ``int`` or ``float`` that is not a ``bool``."""
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def select_cases(
@@ -81,13 +71,6 @@ def resolve_protocol(option: str | None, suite: Suite, backend: Backend) -> str:
     protocol = option or suite.protocol or backend.default_protocol
     check_protocol(protocol, where=str(suite.path) if not option else "--protocol")
     return protocol
-
-
-def check_protocol(protocol: str | None, *, where: str) -> None:
-    """Refuse a protocol the parser does not know before anything is sampled."""
-
-    if protocol is not None and protocol not in PROTOCOLS:
-        raise LeaderEvalError(f"{where}: unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
 
 
 def resolve_context_length(option: int | None, suite: Suite, backend: Backend) -> int | None:

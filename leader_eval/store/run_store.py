@@ -37,7 +37,7 @@ from typing import Any
 
 from leader_eval.errors import RunDirError
 from leader_eval.store.formats import check_format
-from leader_eval.types import Sample
+from leader_eval.types import Sample, is_int
 
 try:  # orjson (a dependency of tinker) parses a record ~5-9x faster than json
     from orjson import loads as _fast_loads
@@ -791,12 +791,8 @@ def _is_addressable(rec: dict[str, Any]) -> bool:
     )
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _is_count(v: Any) -> bool:
-    return _is_int(v) and v >= 0
+    return is_int(v) and v >= 0
 
 
 def _is_sample_record(rec: dict[str, Any]) -> bool:
@@ -812,8 +808,8 @@ def _is_sample_record(rec: dict[str, Any]) -> bool:
         and isinstance(rec.get("timings", {}), dict)
         and isinstance(rec.get("api_tool_calls"), list | None)
         and isinstance(rec.get("stop_reason"), str | None)
-        and _is_int(rec.get("prompt_tokens", 0))
-        and _is_int(rec.get("completion_tokens", 0))
+        and is_int(rec.get("prompt_tokens", 0))
+        and is_int(rec.get("completion_tokens", 0))
     )
 
 
