@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import json
 import os
 import pstats
@@ -221,10 +222,12 @@ OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": 
 
 
 def build_scorer(suite_path: Path, protocol: str | None = None) -> Any:
-    """The case scorer of whichever leader_eval is first on sys.path (this tree or a baseline)."""
-    from leader_eval.scoring.scorer import ModelInfo, case_scorer
-    from leader_eval.suite.load import load_suite
-    from leader_eval.suite.render import render_messages
+    """The case scorer of whichever leader_eval is first on sys.path (this tree or a baseline, of the
+    0.3 layout or the flat one before it)."""
+    scorer_module = _first_module("leader_eval.scoring.scorer", "leader_eval.score")
+    ModelInfo, case_scorer = scorer_module.ModelInfo, scorer_module.case_scorer
+    load_suite = _first_module("leader_eval.suite.load", "leader_eval.suite").load_suite
+    render_messages = _first_module("leader_eval.suite.render", "leader_eval.render").render_messages
 
     suite = load_suite(suite_path)
     case = suite.cases[0]
@@ -233,6 +236,17 @@ def build_scorer(suite_path: Path, protocol: str | None = None) -> Any:
     prompt += "<|im_start|>assistant\n"
     model = ModelInfo(special_tokens=SPECIAL_TOKENS, eot_tokens=EOT_TOKENS)
     return case_scorer(suite, case, protocol or suite.protocol or "json", model, messages, prompt)
+
+
+def _first_module(*names: str) -> Any:
+    """The first of ``names`` that imports: the module's home in this layout (issue 21 moved them)."""
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name is None or not name.startswith(err.name):
+                raise
+    raise ModuleNotFoundError(names[-1])
 
 
 def _sample(i: int, text: str, stop: str, case_id: str) -> Any:
@@ -313,7 +327,9 @@ def _extract(ref: str, into: Path) -> Path:
     tree = into / "tree"
     with tarfile.open(tar_path) as tar:
         tar.extractall(tree, filter="data")
-    pyx = tree / "leader_eval" / "_ngrams.pyx"
+    # the compiled counter's home: leader_eval/checks/ since 0.3, the package's top before
+    homes = (tree / "leader_eval" / "checks" / "_ngrams.pyx", tree / "leader_eval" / "_ngrams.pyx")
+    pyx = next((p for p in homes if p.exists()), homes[0])
     if pyx.exists():  # built apart from the tree: Cython's command would read its pyproject.toml
         build = into / "ngrams-build"
         build.mkdir()
@@ -361,7 +377,7 @@ def main() -> int:
         print(json.dumps(worker(args)))
         return 0
 
-    pyx = ROOT / "leader_eval" / "_ngrams.pyx"
+    pyx = ROOT / "leader_eval" / "checks" / "_ngrams.pyx"
     built = list(pyx.parent.glob("_ngrams.*.so"))
     if pyx.exists() and (not built or max(b.stat().st_mtime for b in built) < pyx.stat().st_mtime):
         print("warning: leader_eval/checks/_ngrams is not built or older than its .pyx: pip install -e . first")

@@ -41,13 +41,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from leader_eval.protocols.model_info import ModelInfo
     from leader_eval.runs.evaluate import read_run, run
     from leader_eval.runs.options import RunOptions
     from leader_eval.scoring.api import load_suite, score_output
     from leader_eval.scoring.scorer import SampleScore
     from leader_eval.suite.load import Suite
-    from leader_eval.types import CheckResult, Finding, Reason, ToolCall
+    from leader_eval.types import CheckResult, Finding, ModelInfo, Reason, ToolCall
 
 _LAZY = {
     "run": "leader_eval.runs.evaluate",
@@ -55,7 +54,7 @@ _LAZY = {
     "RunOptions": "leader_eval.runs.options",
     "load_suite": "leader_eval.scoring.api",
     "score_output": "leader_eval.scoring.api",
-    "ModelInfo": "leader_eval.protocols.model_info",
+    "ModelInfo": "leader_eval.types",
     "SampleScore": "leader_eval.scoring.scorer",
     "Suite": "leader_eval.suite.load",
     "CheckResult": "leader_eval.types",

@@ -7,6 +7,7 @@ store), through pytest-xdist's serializer (``user_properties``) and back without
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -226,6 +227,37 @@ class Sample:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Sample:
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What parsing and scoring need to know about the model that produced the samples.
+
+    ``eot_tokens`` are the model's end-of-turn tokens, as its backend reports them (the first of
+    ``special_tokens`` in a run manifest). Parsing, leak detection and the empty check all read
+    ``end_of_turn``: these tokens and the common end tokens (``END_OF_TURN_TOKENS``) that are
+    among the model's special tokens; the common list itself when the model declares nothing.
+    """
+
+    special_tokens: tuple[str, ...] = ()
+    eot_tokens: tuple[str, ...] = ()
+    reasoning_tags: tuple[str, str] | None = None
+
+    @property
+    def end_of_turn(self) -> tuple[str, ...]:
+        if not self.eot_tokens and not self.special_tokens:
+            return END_OF_TURN_TOKENS
+        # a common end-of-turn/end-of-text token that is one of the model's own special tokens
+        # ends its turn too (SmolLM2 stops at <|endoftext|> as at <|im_end|>)
+        extra = tuple(t for t in END_OF_TURN_TOKENS if t in self.special_tokens and t not in self.eot_tokens)
+        return (*self.eot_tokens, *extra)
+
+    @classmethod
+    def from_manifest(cls, model: Mapping[str, Any]) -> ModelInfo:
+        special = tuple(model.get("special_tokens", ()))
+        eot = tuple(model.get("eot_tokens", special[:1]))
+        tags = model.get("reasoning_tags")
+        return cls(special, eot, (str(tags[0]), str(tags[1])) if tags else None)
 
 
 # JSON values read from options and run files: a bool is an int to Python, never to us

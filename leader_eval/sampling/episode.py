@@ -32,7 +32,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.protocols import parse_output
-from leader_eval.protocols.model_info import ModelInfo
 from leader_eval.sampling.backends.base import (
     Completion,
     SampleRequest,
@@ -47,7 +46,7 @@ from leader_eval.sampling.slots import SlotSink, completion_to_sample, gather_or
 from leader_eval.store.run_store import RecordLog, RunDir, dumps, prompt_sha256, step_record_key
 from leader_eval.suite.episode_spec import EPISODE_VAR, EpisodeSpec
 from leader_eval.suite.render import find_placeholders, render_messages, template_variables
-from leader_eval.types import Prompt, Sample
+from leader_eval.types import ModelInfo, Prompt, Sample
 
 if TYPE_CHECKING:
     from leader_eval.protocols import ParseResult

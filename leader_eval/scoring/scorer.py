@@ -29,10 +29,9 @@ from leader_eval.checks.degeneration import (
 from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import REGISTRY, ParseResult, parse_output
-from leader_eval.protocols.model_info import ModelInfo
 from leader_eval.suite.load import Case, Suite
 from leader_eval.suite.render import template_variables, tools_json
-from leader_eval.types import CheckResult, Finding, Reason, Sample, ToolCall
+from leader_eval.types import CheckResult, Finding, ModelInfo, Reason, Sample, ToolCall
 
 #: checks in the order that decides a failing sample's primary reason
 CHECK_ORDER = (
