@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -166,6 +166,15 @@ class CaseScorer:
         self.require = [compile_suite_regex(p) for p in self.case.expect.get("require", ())]
         self.goal = _goal_of(self.case)
         self.hard = set(self.case.hard_fail)
+        expects_calls = bool(self.case.expect.get("calls") or self.case.expect.get("no_call"))
+        # the case's checks, in the order each may read what the ones before it found
+        self.checks: tuple[Check, ...] = (
+            check_output_shape,
+            check_format,
+            *((check_calls,) if expects_calls else ()),
+            check_leakage,
+            *((check_require,) if self.require else ()),
+        )
 
     def score(self, sample: Sample) -> SampleScore:
         if sample.outcome != "ok":
@@ -183,14 +192,6 @@ class CaseScorer:
                 0.0,
                 checks=[CheckResult(sample.outcome, False, None, sample.error or "").to_dict()],
             )
-        checks: dict[str, CheckResult] = {}
-        for c in check_degeneration(
-            sample.text, stop_reason=sample.stop_reason, prompt_text=self.prompt_text, cfg=self.degen_cfg
-        ):
-            if c.check == "empty" and not c.passed and sample.api_tool_calls:
-                # the usual chat-API answer: tool_calls with no content text is not an empty output
-                c = CheckResult("empty", True, detail="no content text; the API returned tool_calls")
-            checks[c.check] = c
         parsed = parse_output(
             sample.text,
             self.protocol,
@@ -198,56 +199,10 @@ class CaseScorer:
             reasoning_tags=self.model.reasoning_tags,
             api_tool_calls=sample.api_tool_calls,
         )
-        if (
-            parsed.reasoning is not None
-            and checks["empty"].passed
-            and not parsed.calls
-            and not sample.api_tool_calls
-            and is_empty(parsed.visible_text, self.degen_cfg)
-        ):
-            # a declared reasoning block and nothing after it: the room sees nothing
-            checks["empty"] = CheckResult("empty", False, Reason.EMPTY, "only a reasoning block", hard=True)
-            for name in ("repetition", "restates_prompt"):
-                checks[name] = CheckResult(name, True, detail="empty: not judged")
-        if checks["repetition"].passed and checks["empty"].passed:
-            checks["repetition"] = _argument_repetition(parsed, self.degen_cfg) or checks["repetition"]
-        expect_no_call = bool(self.case.expect.get("no_call"))
-        checks["format"] = _format_check(parsed, expect_no_call)
-        if self.case.expect.get("calls") or expect_no_call:
-            for c in match_calls(
-                parsed.calls, self.case.expect, self.tools, goal=self.goal, validators=self.validators
-            ):
-                checks[c.check] = c
-        findings = self._leaks(parsed)
-        if checks["format"].reason == Reason.NO_CALL and _attempt_after_leaks(parsed, findings):
-            # "<think>...</think>{'tool': ..." is a failed attempt behind a leak, not prose
-            checks["format"] = CheckResult("format", False, Reason.UNPARSEABLE, parsed.error or "")
-        if checks["format"].reason == Reason.UNPARSEABLE:
-            findings = _without_failed_attempt(findings, parsed)
-        checks["leakage"] = CheckResult(
-            "leakage",
-            not findings,
-            min((f.reason for f in findings), key=_leak_rank) if findings else None,
-            "; ".join(f"{f.reason}: {f.text!r} at {f.where}[{f.start}:{f.end}]" for f in findings[:5]),
-            findings=tuple(findings),
-        )
-        if self.require:
-            visible = parsed.visible_text + "\n" + "\n".join(_strings_of_calls(parsed.calls))
-            missing: list[str] = []
-            timed_out = ""
-            for p in self.require:
-                try:
-                    if not p.search(visible):
-                        missing.append(p.pattern)
-                except RegexTimeout as exc:  # never a pass: counted as not matched
-                    missing.append(p.pattern)
-                    timed_out = timed_out or f" ({exc}: counted as not matched)"
-            checks["require"] = CheckResult(
-                "require",
-                not missing,
-                Reason.WRONG_VALUE if missing else None,
-                f"visible text does not match {missing[0]!r}{timed_out}" if missing else "",
-            )
+        scoring = Scoring(sample, parsed)
+        for check in self.checks:
+            check(self, scoring)
+        checks, findings = scoring.checks, scoring.findings
         ordered = [checks[name] for name in CHECK_ORDER if name in checks]
         if len(ordered) < len(checks):
             ordered += [c for name, c in checks.items() if name not in _IN_CHECK_ORDER]
@@ -295,6 +250,101 @@ class CaseScorer:
             for path, text in _string_leaves(call.arguments, f"call[{i}].arguments"):
                 found += find_leaks(text, self.arg_leak_cfg, where=path)
         return found
+
+
+@dataclass
+class Scoring:
+    """One sample's scoring in progress: what the checks before a check found."""
+
+    sample: Sample
+    parsed: ParseResult
+    checks: dict[str, CheckResult] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+#: One step of a case's scoring (``CaseScorer.checks``): it reads the sample, its parse and the
+#: results of the checks before it, and records its own ``CheckResult``s in ``Scoring.checks``.
+Check = Callable[[CaseScorer, Scoring], None]
+
+
+def check_output_shape(scorer: CaseScorer, s: Scoring) -> None:
+    """Empty, truncated, repetition, restates_prompt (checks.degeneration), judged on the raw text
+    and then on what the parse shows: a reasoning block with nothing after it is empty; a call's
+    repeated argument text is repetition."""
+    sample, parsed, checks = s.sample, s.parsed, s.checks
+    for c in check_degeneration(
+        sample.text, stop_reason=sample.stop_reason, prompt_text=scorer.prompt_text, cfg=scorer.degen_cfg
+    ):
+        if c.check == "empty" and not c.passed and sample.api_tool_calls:
+            # the usual chat-API answer: tool_calls with no content text is not an empty output
+            c = CheckResult("empty", True, detail="no content text; the API returned tool_calls")
+        checks[c.check] = c
+    if (
+        parsed.reasoning is not None
+        and checks["empty"].passed
+        and not parsed.calls
+        and not sample.api_tool_calls
+        and is_empty(parsed.visible_text, scorer.degen_cfg)
+    ):
+        # a declared reasoning block and nothing after it: the room sees nothing
+        checks["empty"] = CheckResult("empty", False, Reason.EMPTY, "only a reasoning block", hard=True)
+        for name in ("repetition", "restates_prompt"):
+            checks[name] = CheckResult(name, True, detail="empty: not judged")
+    if checks["repetition"].passed and checks["empty"].passed:
+        checks["repetition"] = _argument_repetition(parsed, scorer.degen_cfg) or checks["repetition"]
+
+
+def check_format(scorer: CaseScorer, s: Scoring) -> None:
+    s.checks["format"] = _format_check(s.parsed, bool(scorer.case.expect.get("no_call")))
+
+
+def check_calls(scorer: CaseScorer, s: Scoring) -> None:
+    """tool_choice, arguments_schema, arguments (checks.toolcall), for a case that expects calls or none."""
+    for c in match_calls(
+        s.parsed.calls, scorer.case.expect, scorer.tools, goal=scorer.goal, validators=scorer.validators
+    ):
+        s.checks[c.check] = c
+
+
+def check_leakage(scorer: CaseScorer, s: Scoring) -> None:
+    """Leaks in the visible text and in every call argument (checks.leakage); a failed call attempt
+    behind a leak is unparseable, not prose, and its own markup is not counted twice."""
+    parsed, checks = s.parsed, s.checks
+    findings = scorer._leaks(parsed)
+    if checks["format"].reason == Reason.NO_CALL and _attempt_after_leaks(parsed, findings):
+        # "<think>...</think>{'tool': ..." is a failed attempt behind a leak, not prose
+        checks["format"] = CheckResult("format", False, Reason.UNPARSEABLE, parsed.error or "")
+    if checks["format"].reason == Reason.UNPARSEABLE:
+        findings = _without_failed_attempt(findings, parsed)
+    checks["leakage"] = CheckResult(
+        "leakage",
+        not findings,
+        min((f.reason for f in findings), key=_leak_rank) if findings else None,
+        "; ".join(f"{f.reason}: {f.text!r} at {f.where}[{f.start}:{f.end}]" for f in findings[:5]),
+        findings=tuple(findings),
+    )
+    s.findings = findings
+
+
+def check_require(scorer: CaseScorer, s: Scoring) -> None:
+    """The case's ``require`` patterns, over the visible text and the calls' string arguments."""
+    parsed = s.parsed
+    visible = parsed.visible_text + "\n" + "\n".join(_strings_of_calls(parsed.calls))
+    missing: list[str] = []
+    timed_out = ""
+    for p in scorer.require:
+        try:
+            if not p.search(visible):
+                missing.append(p.pattern)
+        except RegexTimeout as exc:  # never a pass: counted as not matched
+            missing.append(p.pattern)
+            timed_out = timed_out or f" ({exc}: counted as not matched)"
+    s.checks["require"] = CheckResult(
+        "require",
+        not missing,
+        Reason.WRONG_VALUE if missing else None,
+        f"visible text does not match {missing[0]!r}{timed_out}" if missing else "",
+    )
 
 
 def _call_dict(call: ToolCall) -> dict[str, Any]:
