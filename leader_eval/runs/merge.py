@@ -33,8 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from leader_eval.scoring.error_rule import first_sampler_error
 from leader_eval.errors import LeaderEvalError
+from leader_eval.runs.evaluate import Run, read_run, score_run
+from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.run_store import (
     CASES,
     PROMPTS,
@@ -53,11 +54,10 @@ from leader_eval.store.run_store import (
     write_json_atomic,
     write_lines_atomic,
 )
+from leader_eval.suite.load import Suite, load_suite
 
 if TYPE_CHECKING:
-    from leader_eval.runs.evaluate import Run
     from leader_eval.sampling.runner import RunOptions
-    from leader_eval.suite.load import Suite
 
 __all__ = ["merge_runs", "parse_shard", "shard_case_ids", "shard_options"]
 
@@ -95,8 +95,6 @@ def shard_options(options: RunOptions, spec: str, suite: Suite | str | Path) -> 
     Requires an explicit seed; refuses ``--tags``/``--case``/``--limit`` (a shard is a slice of
     the whole suite, so that the shards' union is the suite and merge can find gaps). Without
     ``--out`` the run directory gets a ``__shardIofN`` suffix so shards never share one."""
-    from leader_eval.suite.load import load_suite
-
     index, count = parse_shard(spec)
     if options.seed is None:
         raise ShardError("--shard needs an explicit --seed: the shards must draw the samples of one run")
@@ -194,9 +192,7 @@ def _check(shards: Sequence[_Shard]) -> list[str]:
 
 def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite | str | Path | None = None) -> Run:
     """Merge the shards of one run into ``out`` (a new or empty directory); see the module doc."""
-    from leader_eval.runs.evaluate import read_run, score_run
     from leader_eval.sampling.runner import check_out_dir, suite_from_run_dir
-    from leader_eval.suite.load import load_suite
 
     if not run_dirs:
         raise ShardError("merge needs the shard run directories (RUN_DIR... --out DIR)")
@@ -420,7 +416,7 @@ def _suite_for(
 
 @dataclass(frozen=True)
 class _SuiteName:
-    """What ``aggregate.summarize`` needs of a suite when the suite file is not at hand."""
+    """What ``aggregate.build_summary`` needs of a suite when the suite file is not at hand."""
 
     name: str
     pass_k: tuple[int, ...]
@@ -430,8 +426,6 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
     """Without the suite file: the shards' results and case records, in suite order, summarized.
 
     Each shard's records must be of its own cases, like its samples (``_union_records``)."""
-    from leader_eval.scoring.aggregate import summarize, usage_summary
-
     records: dict[str, dict[str, Any]] = {}
     results: list[tuple[str, int, str]] = []
     retries = 0
@@ -469,19 +463,16 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
     write_lines_atomic(out / RESULTS, (line for _, _, line in sorted(results, key=lambda r: (r[0], r[1]))))
     write_json_atomic(out / CASES, case_results)
     info = shards[0].manifest["shard"]
-    summary = summarize(_SuiteName(manifest["identity"]["suite"], tuple(info.get("pass_k") or ())), case_results)  # type: ignore[arg-type]
-    summary["run_id"] = manifest["run_id"]
-    summary["model_id"] = manifest["identity"]["model_id"]
-    summary["label"] = manifest.get("label")
-    summary["tokens"] = {
-        "prompt": sum(int(r.get("prompt_tokens") or 0) for r in case_results),
-        "completion": sum(int(r.get("completion_tokens") or 0) for r in case_results),
-        "per_case": {r["case_id"]: [r.get("prompt_tokens", 0), r.get("completion_tokens", 0)] for r in case_results},
-    }
-    summary["retries"] = retries
-    samples = RunDir(out).read_samples()
-    summary["usage"] = usage_summary(samples, manifest.get("prices"))
-    first_error = first_sampler_error(samples)
-    if first_error is not None:  # as score_run writes it
-        summary["first_error"] = first_error
+    summary = build_summary(
+        _SuiteName(manifest["identity"]["suite"], tuple(info.get("pass_k") or ())),
+        case_results,
+        manifest=manifest,
+        samples=RunDir(out).read_samples(),
+        prices=manifest.get("prices"),
+        token_totals=(
+            sum(int(r.get("prompt_tokens") or 0) for r in case_results),
+            sum(int(r.get("completion_tokens") or 0) for r in case_results),
+        ),
+        retries=retries,
+    ).to_json()
     write_json_atomic(out / SUMMARY, summary)
