@@ -151,9 +151,7 @@ def run(
         rundir = open_run_dir(out, manifest)
         live = LiveScores(suite, rundir.path)  # scores each sample while the others are in flight
         try:
-            stats = asyncio.run(
-                _sample_and_close(rundir, backend, planned, run_seed, options, _then(on_sample, live.on_sample))
-            )
+            stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample, live))
             result = score_run(rundir, suite, live=live)
         except BaseException as exc:
             _mark_unfinished(rundir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", exc)
@@ -230,23 +228,31 @@ async def _sample_and_close(
     run_seed: int,
     options: RunOptions,
     on_sample: Callable[[Sample], None] | None,
+    live: LiveScores,
 ) -> SamplingStats:
     # replay serves its own record; caching it again would only duplicate it
     use_cache = options.cache and not hasattr(backend, "recorded")
+    scoring = asyncio.create_task(live.drain())  # scores while the other requests are in flight
     try:
-        return await sample_planned(
+        stats = await sample_planned(
             rundir,
             backend,
             planned,
             run_seed,
             concurrency=options.concurrency,
             progress=options.progress,
-            on_sample=on_sample,
+            on_sample=_then(on_sample, live.on_sample),
             cache=SampleCache() if use_cache else None,
             max_samples=options.max_samples,
         )
+    except BaseException:
+        scoring.cancel()  # the records are on disk: score_run derives everything again on resume
+        raise
     finally:
         await backend.aclose()
+    live.close()
+    await scoring  # the last samples' share
+    return stats
 
 
 def run_seed_and_label(suite: Suite, options: RunOptions, backend: Backend) -> tuple[int, str]:

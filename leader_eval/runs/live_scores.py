@@ -1,11 +1,15 @@
-"""Scoring while sampling: each sample the sampler records is scored at once, its line of
+"""Scoring while sampling: each sample the sampler records is scored, its line of
 ``results.jsonl`` encoded and, once a case has all its planned samples, the case aggregated, while
 the other requests are still in flight. ``score_run`` then only scores what was not scored here
 and writes the files in their usual order, so the work after the last response shrinks to the
 last samples' share.
 
 Sampling and scoring never import each other: ``evaluate.run`` joins them here, through the
-sampler's per-sample callback, which it calls after the sample's record is on disk.
+sampler's per-sample callback, which it calls after the sample's record is on disk. The callback
+only queues the sample; ``drain``, a task on the sampler's event loop, scores the queued samples
+a few per turn of the loop (``TURN_S``), so a response is never held up long behind scoring:
+requests go out first and scoring fills the time the loop would spend waiting for the network.
+
 ``samples.jsonl`` stays the evidence and every file it derives is re-derived from it: a crash
 loses nothing scored here (it is derived again on resume), and ``score_run`` reuses a score only
 for a sample that reads back from disk equal to the one scored, with the same manifest and case
@@ -19,7 +23,10 @@ scored here).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +36,10 @@ from leader_eval.scoring.scorer import CaseScorer, ModelInfo, SampleScore, case_
 from leader_eval.store.run_store import RunDir, capped_line
 from leader_eval.suite.load import Case, Suite
 from leader_eval.types import Sample
+
+#: the most time one turn of the event loop spends scoring (~10 samples): short against a
+#: request's latency, long against the loop's own cost of a turn (~30 us)
+TURN_S = 0.002
 
 
 class LiveScores:
@@ -51,8 +62,40 @@ class LiveScores:
         #: case id -> its record (``aggregate.case_result``) and the scores it was computed over
         self.case_records: dict[str, tuple[dict[str, Any], list[SampleScore]]] = {}
         self._started = False
+        self._queue: deque[Sample] = deque()
+        self._more: asyncio.Event | None = None
+        self._closed = False
 
     def on_sample(self, sample: Sample) -> None:
+        """Queue a recorded sample for ``drain`` (or score it at once when no drain runs)."""
+        if self._more is None:
+            self.score(sample)
+            return
+        self._queue.append(sample)
+        self._more.set()
+
+    async def drain(self) -> None:
+        """Score the queued samples, ``TURN_S`` of them at most per turn of the event loop, until
+        ``close``."""
+        self._more = asyncio.Event()
+        while True:
+            while self._queue:
+                end = time.perf_counter() + TURN_S
+                while self._queue and time.perf_counter() < end:
+                    self.score(self._queue.popleft())
+                await asyncio.sleep(0)  # let the loop send and receive before the next ones
+            if self._closed:
+                return
+            self._more.clear()
+            await self._more.wait()
+
+    def close(self) -> None:
+        """No more samples: ``drain`` returns once the queue is empty."""
+        self._closed = True
+        if self._more is not None:
+            self._more.set()
+
+    def score(self, sample: Sample) -> None:
         """Score one recorded sample. Never raises for a sample that fails to score: ``score_run``
         scores it again after sampling and reports what it reports today."""
         case = self._cases.get(sample.case_id)

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.runs.evaluate import Run, read_run, score_run
 from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.run_store import (
     CASES,
@@ -54,10 +53,11 @@ from leader_eval.store.run_store import (
     write_json_atomic,
     write_lines_atomic,
 )
-from leader_eval.suite.load import Suite, load_suite
 
 if TYPE_CHECKING:
+    from leader_eval.runs.evaluate import Run
     from leader_eval.sampling.runner import RunOptions
+    from leader_eval.suite.load import Suite
 
 __all__ = ["merge_runs", "parse_shard", "shard_case_ids", "shard_options"]
 
@@ -95,6 +95,8 @@ def shard_options(options: RunOptions, spec: str, suite: Suite | str | Path) -> 
     Requires an explicit seed; refuses ``--tags``/``--case``/``--limit`` (a shard is a slice of
     the whole suite, so that the shards' union is the suite and merge can find gaps). Without
     ``--out`` the run directory gets a ``__shardIofN`` suffix so shards never share one."""
+    from leader_eval.suite.load import load_suite
+
     index, count = parse_shard(spec)
     if options.seed is None:
         raise ShardError("--shard needs an explicit --seed: the shards must draw the samples of one run")
@@ -192,7 +194,9 @@ def _check(shards: Sequence[_Shard]) -> list[str]:
 
 def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite | str | Path | None = None) -> Run:
     """Merge the shards of one run into ``out`` (a new or empty directory); see the module doc."""
+    from leader_eval.runs.evaluate import read_run, score_run
     from leader_eval.sampling.runner import check_out_dir, suite_from_run_dir
+    from leader_eval.suite.load import load_suite
 
     if not run_dirs:
         raise ShardError("merge needs the shard run directories (RUN_DIR... --out DIR)")
