@@ -6,9 +6,10 @@ last samples' share.
 
 Sampling and scoring never import each other: ``evaluate.run`` joins them here, through the
 sampler's per-sample callback, which it calls after the sample's record is on disk. The callback
-only queues the sample; ``drain``, a task on the sampler's event loop, scores the queued samples
-a few per turn of the loop (``TURN_S``), so a response is never held up long behind scoring:
-requests go out first and scoring fills the time the loop would spend waiting for the network.
+only queues the sample; ``drain``, a task on the sampler's event loop, scores what has arrived
+every ``POLL_S``, a few samples per turn of the loop (``TURN_S``), so a response is never held
+up long behind scoring: requests go out first and scoring fills the time the loop would spend
+waiting for the network.
 
 ``samples.jsonl`` stays the evidence and every file it derives is re-derived from it: a crash
 loses nothing scored here (it is derived again on resume), and ``score_run`` reuses a score only
@@ -37,6 +38,9 @@ from leader_eval.store.run_store import RunDir, capped_line
 from leader_eval.suite.load import Case, Suite
 from leader_eval.types import Sample
 
+#: how often ``drain`` looks for samples to score: waking for each sample cost the loop more
+#: than scoring it
+POLL_S = 0.01
 #: the most time one turn of the event loop spends scoring (~10 samples): short against a
 #: request's latency, long against the loop's own cost of a turn (~30 us)
 TURN_S = 0.002
@@ -63,37 +67,35 @@ class LiveScores:
         self.case_records: dict[str, tuple[dict[str, Any], list[SampleScore]]] = {}
         self._started = False
         self._queue: deque[Sample] = deque()
-        self._more: asyncio.Event | None = None
-        self._closed = False
+        self._closing: asyncio.Event | None = None
 
     def on_sample(self, sample: Sample) -> None:
         """Queue a recorded sample for ``drain`` (or score it at once when no drain runs)."""
-        if self._more is None:
+        if self._closing is None:
             self.score(sample)
-            return
-        self._queue.append(sample)
-        self._more.set()
+        else:
+            self._queue.append(sample)
 
     async def drain(self) -> None:
-        """Score the queued samples, ``TURN_S`` of them at most per turn of the event loop, until
-        ``close``."""
-        self._more = asyncio.Event()
+        """Score the queued samples until ``close``: every ``POLL_S``, what has arrived, at most
+        ``TURN_S`` of it per turn of the event loop."""
+        self._closing = asyncio.Event()
         while True:
-            while self._queue:
-                end = time.perf_counter() + TURN_S
-                while self._queue and time.perf_counter() < end:
-                    self.score(self._queue.popleft())
+            end = time.perf_counter() + TURN_S
+            while self._queue and time.perf_counter() < end:
+                self.score(self._queue.popleft())
+            if self._queue:
                 await asyncio.sleep(0)  # let the loop send and receive before the next ones
-            if self._closed:
+            elif self._closing.is_set():
                 return
-            self._more.clear()
-            await self._more.wait()
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), POLL_S)
 
     def close(self) -> None:
         """No more samples: ``drain`` returns once the queue is empty."""
-        self._closed = True
-        if self._more is not None:
-            self._more.set()
+        if self._closing is not None:
+            self._closing.set()
 
     def score(self, sample: Sample) -> None:
         """Score one recorded sample. Never raises for a sample that fails to score: ``score_run``
@@ -113,6 +115,7 @@ class LiveScores:
         scores = self._by_case.setdefault(case.id, [])
         scores.append(score)
         if len(scores) == self.planned.get(case.id):
+            self._scorers.pop(case.id, None)  # the case is done: its compiled checks can go
             scores.sort(key=lambda s: s.index)
             with contextlib.suppress(Exception):  # aggregated again by score_run, as above
                 self.case_records[case.id] = (case_result(case, scores), list(scores))
