@@ -67,26 +67,25 @@ class LiveScores:
         self.case_records: dict[str, tuple[dict[str, Any], list[SampleScore]]] = {}
         self._started = False
         self._queue: deque[Sample] = deque()
-        self._closing: asyncio.Event | None = None
+        self._closed = False
+        self._closing = asyncio.Event()  # bound to the loop that first waits on it
 
     def on_sample(self, sample: Sample) -> None:
-        """Queue a recorded sample for ``drain`` (or score it at once when no drain runs)."""
-        if self._closing is None:
-            self.score(sample)
-        else:
-            self._queue.append(sample)
+        """Queue a recorded sample for ``drain``."""
+        self._queue.append(sample)
 
     async def drain(self) -> None:
         """Score the queued samples until ``close``: every ``POLL_S``, what has arrived, at most
-        ``TURN_S`` of it per turn of the event loop."""
-        self._closing = asyncio.Event()
+        ``TURN_S`` of it per turn of the event loop. Returns once closed and the queue is empty
+        (``close`` may come first: a run whose samples were all recorded samples nothing and
+        never yields to this task before it is closed)."""
         while True:
             end = time.perf_counter() + TURN_S
             while self._queue and time.perf_counter() < end:
                 self.score(self._queue.popleft())
             if self._queue:
                 await asyncio.sleep(0)  # let the loop send and receive before the next ones
-            elif self._closing.is_set():
+            elif self._closed:
                 return
             else:
                 with contextlib.suppress(TimeoutError):
@@ -94,8 +93,8 @@ class LiveScores:
 
     def close(self) -> None:
         """No more samples: ``drain`` returns once the queue is empty."""
-        if self._closing is not None:
-            self._closing.set()
+        self._closed = True
+        self._closing.set()
 
     def score(self, sample: Sample) -> None:
         """Score one recorded sample. Never raises for a sample that fails to score: ``score_run``
