@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from leader_eval.runs.argtypes import name_component, sample_count
-from leader_eval.sampling.backends import resolve_backend
-from leader_eval.sampling.backends.base import Completion, SampleRequest
+from leader_eval.bounded.limits import MAX_RUN_SAMPLES, MAX_SAMPLES_PER_CASE
 from leader_eval.cli.app import main
 from leader_eval.errors import LeaderEvalError, SuiteError
+from leader_eval.runs.argtypes import name_component, sample_count
 from leader_eval.runs.evaluate import run
-from leader_eval.bounded.limits import MAX_RUN_SAMPLES, MAX_SAMPLES_PER_CASE
 from leader_eval.runs.options import SAMPLING_BY_DEST
+from leader_eval.sampling.backends import resolve_backend
+from leader_eval.sampling.backends.base import Completion, SampleRequest
 from leader_eval.sampling.runner import RunOptions
 from leader_eval.suite.load import load_suite
 from leader_eval.types import Prompt
