@@ -82,7 +82,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 @pytest.fixture(scope="session")
 def leader_eval(pytestconfig: pytest.Config) -> Any:
-    """Sample and score cases written in Python: ``leader_eval.runs.evaluate(request, SUITE, CASE_ID)``."""
+    """Sample and score cases written in Python: ``leader_eval.evaluate(request, SUITE, CASE_ID)``."""
     from leader_eval.pytest_plugin.items import LeaderEvalFixture
 
     return LeaderEvalFixture(pytestconfig)

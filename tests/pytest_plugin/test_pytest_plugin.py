@@ -183,7 +183,7 @@ def test_python_written_case_feeds_the_same_gate(pytester: pytest.Pytester, reco
     pytester.makepyfile(
         test_py_cases=f"""
         def test_goal_case(leader_eval, request):
-            record = leader_eval.runs.evaluate(request, {str(pytester.path / "mini.yaml")!r}, "goal")
+            record = leader_eval.evaluate(request, {str(pytester.path / "mini.yaml")!r}, "goal")
             assert record["case_id"] == "goal" and record["n_scored"] == 3
         """
     )

@@ -162,7 +162,7 @@ def test_python_written_cases_run_only_in_their_shard(pytester: pytest.Pytester)
 
         @pytest.mark.parametrize("case_id", ["greets_team", "states_goal"])
         def test_case(leader_eval, request, case_id):
-            assert leader_eval.runs.evaluate(request, "mini.yaml", case_id)["case_id"] == case_id
+            assert leader_eval.evaluate(request, "mini.yaml", case_id)["case_id"] == case_id
         """
     )
     args = [f"--le-model=replay:{DATA / 'run'}", "--le-samples=1", "--le-seed=1", "-p", "no:cacheprovider", "-rs"]
