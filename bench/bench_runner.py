@@ -6,6 +6,7 @@
     python bench/bench_runner.py --via api,cli            # also through `leader-eval run` (the CLI)
     python bench/bench_runner.py --port 8765              # a mock already running (e.g. the peers kit's)
     python bench/bench_runner.py --once --base-url http://127.0.0.1:8765/v1   # one run, one JSON line
+    python bench/bench_runner.py --tree before=/tmp/main-copy --tree after=.   # two trees side by side
 
 What is measured is what the peers kit (``../shared/peers``) measures for inspect-ai and
 promptfoo: a whole harness process (interpreter start, imports, suite loading and validation,
@@ -23,6 +24,14 @@ reply that contains ``hi`` and no tool call, ``samples`` samples per case. 2,000
 like-for-like comparison (the peers send 2,000 distinct one-line samples); fewer cases with
 more samples each is the usual shape of a leader-eval suite (k samples per case for pass^k and
 confidence intervals) and costs less per sample (one render and one scorer per case).
+
+``--tree LABEL=PATH`` (repeatable): measure the harness of each source tree (its own
+``bench/bench_runner.py --once`` and CLI, ``PYTHONPATH`` and working directory the tree), every
+configuration of every tree interleaved rep by rep in one run, against one mock and one floor:
+a before/after comparison that load drift cannot bias. Without it, this tree alone. Each tree's
+package is byte-compiled first (``compileall``; ``--no-compile`` skips it), as an installed
+package is: where ``PYTHONDONTWRITEBYTECODE`` is set and a tree has no ``__pycache__``, every
+child would otherwise compile the whole package from source (~0.15 s of CPU per run).
 
 ``--via api``: ``evaluate.run`` with an ``OpenAICompatBackend`` in chat mode (the peers also
 POST ``/v1/chat/completions``), ``max_concurrency`` = C. ``--via cli``: ``leader-eval run SUITE
@@ -113,14 +122,14 @@ def _http(url: str, method: str = "GET") -> Any:
         return json.loads(r.read())
 
 
-def run_child(cmd: list[str], root_url: str, env: dict[str, str]) -> dict[str, Any]:
+def run_child(cmd: list[str], root_url: str, env: dict[str, str], cwd: Path = ROOT) -> dict[str, Any]:
     """Run ``cmd``; its own rusage via ``wait4`` (CPU, peak RSS), wall time, and the server's view."""
     _http(root_url + "/reset", "POST")
     srv_cpu0 = _http(root_url + "/stats")["cpu_s"]
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=env, cwd=cwd)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -149,19 +158,54 @@ def run_child(cmd: list[str], root_url: str, env: dict[str, str]) -> dict[str, A
     return rec
 
 
-def summarize(name: str, recs: list[dict[str, Any]], n: int, ideal: float) -> str:
-    def med(key: str) -> float:
-        return statistics.median(float(r[key]) for r in recs)
+def summarize(
+    name: str, recs: list[dict[str, Any]], n: int, ideal: float, floor: list[dict[str, Any]] | None = None
+) -> str:
+    def med(key: str, rows: list[dict[str, Any]] = recs) -> float:
+        return statistics.median(float(r[key]) for r in rows)
 
     wall, span, cpu, rss = med("wall_s"), med("server_span_s"), med("cpu_s"), med("rss_mb")
+    walls = ", ".join(f"{r['wall_s'] / ideal:.2f}" for r in recs)
     reps = ", ".join(f"{r['server_span_s']:.2f}" for r in recs)
     cpus = ", ".join(f"{r['cpu_s'] / n * 1000:.2f}" for r in recs)
     loads = ", ".join(f"{r['load1_before']:.1f}" for r in recs)
     inflight = max(r["server_max_inflight"] for r in recs)
+    # the issue's acceptance reads against the floor of the same run: wall/ideal minus the
+    # floor's, CPU per sample as a multiple of the floor's
+    vs = f"{(wall - med('wall_s', floor)) / ideal:+.2f} | {cpu / med('cpu_s', floor):.2f}x" if floor else "- | -"
     return (
         f"| {name} | {wall:.2f} | {wall / ideal:.2f} | {span:.2f} | {span / ideal:.2f} | {cpu:.2f} | "
-        f"{cpu / n * 1000:.2f} | {rss:.0f} | {inflight} | {reps} | {cpus} | {loads} |"
+        f"{cpu / n * 1000:.2f} | {vs} | {rss:.0f} | {inflight} | {walls} | {reps} | {cpus} | {loads} |"
     )
+
+
+def _trees(specs: list[str] | None) -> list[tuple[str, Path]]:
+    """``LABEL=PATH`` specs as (label, tree); none: this tree, unlabelled."""
+    if not specs:
+        return [("", ROOT)]
+    out = []
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        tree = Path(path).resolve()
+        if not sep or not label or not (tree / "leader_eval").is_dir():
+            raise SystemExit(f"--tree {spec!r}: expected LABEL=PATH of a source tree holding leader_eval/")
+        out.append((label, tree))
+    return out
+
+
+def _harness_cmd(via: str, tree: Path, suite: Path, out: Path, base_url: str, c: int) -> list[str]:
+    """The child command for ``via`` in ``tree`` (its own ``--once`` and CLI, either layout)."""
+    if via == "api":
+        own = tree / "bench" / "bench_runner.py"
+        script = own if own.is_file() else Path(__file__).resolve()
+        return [sys.executable, str(script), "--once", "--base-url", base_url,
+                "--suite", str(suite), "--out", str(out), "-c", str(c)]  # fmt: skip
+    if via == "cli":
+        cli = "leader_eval.cli.app" if (tree / "leader_eval" / "cli" / "app.py").is_file() else "leader_eval.cli"
+        return [sys.executable, "-m", cli, "run", str(suite), "--model", f"openai:{base_url}#x",
+                "--api-mode", "chat", "--api-key-env", "BENCH_NO_KEY", "--concurrency", str(c),
+                "--no-cache", "-q", "--seed", "1", "--out", str(out)]  # fmt: skip
+    raise SystemExit(f"--via: unknown {via!r} (api, cli)")
 
 
 def main() -> int:
@@ -174,6 +218,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--via", default="api", help="comma-separated: api (evaluate.run), cli (leader-eval run)")
     ap.add_argument("--floor", help="the peers kit's baseline_client.py: also run its aiohttp floor")
+    ap.add_argument("--tree", action="append", metavar="LABEL=PATH", help="a source tree to measure (repeatable)")
+    ap.add_argument("--no-compile", action="store_true", help="do not byte-compile the trees first")
     ap.add_argument("--json", help="append every run as one JSON line to this file")
     ap.add_argument("--once", action="store_true", help="child mode: one run via the API, one JSON line")
     ap.add_argument("--base-url", help="(--once) the server's /v1 URL")
@@ -203,38 +249,36 @@ def main() -> int:
     base_url = root_url + "/v1"
     n, c = a.cases * a.samples, a.concurrency
     ideal = n / c * a.latency_ms / 1000.0
-    env = dict(os.environ, LEADER_EVAL_CACHE_DIR="off", PYTHONPATH=str(ROOT))
+    trees = _trees(a.tree)
+    if not a.no_compile:
+        for _, tree in trees:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "leader_eval")], check=True)
     try:
         with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
             suite, out = write_suite(Path(tmp) / "suite.yaml", a.cases, a.samples), Path(tmp) / "run"
-            configs: list[tuple[str, list[str]]] = []
+            # (name, command, working directory and PYTHONPATH)
+            configs: list[tuple[str, list[str], Path]] = []
+            floor_name = "baseline-aiohttp (peers' floor)"
             if a.floor:
                 floor = [sys.executable, a.floor, "--lib", "aiohttp", "--base-url", base_url,
                          "-n", str(n), "-c", str(c)]  # fmt: skip
-                configs.append(("baseline-aiohttp (peers' floor)", floor))
-            for via in a.via.split(","):
-                name = f"leader-eval {via} {a.cases}x{a.samples}"
-                if via == "api":
-                    cmd = [sys.executable, str(Path(__file__).resolve()), "--once", "--base-url", base_url,
-                           "--suite", str(suite), "--out", str(out), "-c", str(c)]  # fmt: skip
-                elif via == "cli":
-                    cmd = [sys.executable, "-m", "leader_eval.cli.app", "run", str(suite),
-                           "--model", f"openai:{base_url}#x",
-                           "--api-mode", "chat", "--api-key-env", "BENCH_NO_KEY", "--concurrency", str(c),
-                           "--no-cache", "-q", "--seed", "1", "--out", str(out)]  # fmt: skip
-                else:
-                    ap.error(f"--via: unknown {via!r} (api, cli)")
-                configs.append((name, cmd))
+                configs.append((floor_name, floor, ROOT))
+            for label, tree in trees:
+                for via in a.via.split(","):
+                    name = " ".join(x for x in ("leader-eval", label, via, f"{a.cases}x{a.samples}") if x)
+                    configs.append((name, _harness_cmd(via, tree, suite, out, base_url, c), tree))
             print(
                 f"N={n} C={c} latency={a.latency_ms:g} ms ideal={ideal:.3f} s; "
-                f"load average {os.getloadavg()}; {os.cpu_count()} CPUs",
+                f"load average {os.getloadavg()}; {os.cpu_count()} CPUs; "
+                + "; ".join(f"{label or 'tree'} {tree}" for label, tree in trees),
                 flush=True,
             )
-            results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in configs}
+            results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in configs}
             for rep in range(a.reps):
-                for name, cmd in configs:
+                for name, cmd, cwd in configs:
                     shutil.rmtree(out, ignore_errors=True)
-                    rec = run_child(cmd, root_url, env)
+                    env = dict(os.environ, LEADER_EVAL_CACHE_DIR="off", PYTHONPATH=str(cwd))
+                    rec = run_child(cmd, root_url, env, cwd)
                     rec.update(name=name, rep=rep, n=n, c=c, lat_ms=a.latency_ms)
                     print(json.dumps(rec), flush=True)
                     if a.json:
@@ -245,12 +289,14 @@ def main() -> int:
                         return 1
                     results[name].append(rec)
             print(
-                "| harness | wall s | wall/ideal | server span s | span/ideal | CPU s | CPU ms/sample | peak RSS MB "
-                "| max in-flight | span per rep | CPU ms/sample per rep | load1 before each rep |"
+                "| harness | wall s | wall/ideal | server span s | span/ideal | CPU s | CPU ms/sample "
+                "| wall/ideal - floor's | CPU x floor's | peak RSS MB | max in-flight | wall/ideal per rep "
+                "| span per rep | CPU ms/sample per rep | load1 before each rep |"
             )
-            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            floor_recs = results.get(floor_name)
             for name, recs in results.items():
-                print(summarize(name, recs, n, ideal))
+                print(summarize(name, recs, n, ideal, floor_recs if name != floor_name else None))
     finally:
         if server is not None:
             server.stop()

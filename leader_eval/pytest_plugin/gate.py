@@ -29,7 +29,7 @@ from leader_eval.inert import inert
 from leader_eval.inert import markdown as md_text
 from leader_eval.report.gate import format_gate_table, gate_markdown
 from leader_eval.runs.evaluate import Run
-from leader_eval.scoring.aggregate import summarize
+from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.names import default_label
 from leader_eval.store.run_store import REPORT, SESSION_SUMMARY, RunDir, write_json_atomic
 from leader_eval.suite.load import load_suite
@@ -71,7 +71,7 @@ def session_run(suite_name: str, state: PluginState) -> tuple[Run, list[str]]:
         problems.append("run incomplete: sampling did not finish")
     order = {c.id: i for i, c in enumerate(suite.cases)}
     results = sorted(records.values(), key=lambda r: order.get(r["case_id"], len(order)))
-    summary = summarize(suite, results)
+    summary = build_summary(suite, results).to_json()  # the suite's metrics: no run totals
     if problems:
         manifest = {**manifest, "status": "incomplete"}
     return Run(run_dir or Path("."), manifest, [], [], list(results), summary), problems

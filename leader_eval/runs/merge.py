@@ -37,8 +37,7 @@ from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import read_run, score_run
 from leader_eval.runs.manifest import recorded_suite_paths, suite_from_run_dir
 from leader_eval.sampling.keys import derive_seed, step_seed
-from leader_eval.scoring.aggregate import summarize, usage_summary
-from leader_eval.scoring.error_rule import first_sampler_error
+from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.out_dir import check_out_dir
 from leader_eval.store.run_store import (
     CASES,
@@ -419,7 +418,7 @@ def _suite_for(
 
 @dataclass(frozen=True)
 class _SuiteName:
-    """What ``aggregate.summarize`` needs of a suite when the suite file is not at hand."""
+    """What ``aggregate.build_summary`` needs of a suite when the suite file is not at hand."""
 
     name: str
     pass_k: tuple[int, ...]
@@ -429,7 +428,6 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
     """Without the suite file: the shards' results and case records, in suite order, summarized.
 
     Each shard's records must be of its own cases, like its samples (``_union_records``)."""
-
     records: dict[str, dict[str, Any]] = {}
     results: list[tuple[str, int, str]] = []
     retries = 0
@@ -467,19 +465,16 @@ def _merge_scored(shards: Sequence[_Shard], suite_ids: Sequence[str], out: Path,
     write_lines_atomic(out / RESULTS, (line for _, _, line in sorted(results, key=lambda r: (r[0], r[1]))))
     write_json_atomic(out / CASES, case_results)
     info = shards[0].manifest["shard"]
-    summary = summarize(_SuiteName(manifest["identity"]["suite"], tuple(info.get("pass_k") or ())), case_results)  # type: ignore[arg-type]
-    summary["run_id"] = manifest["run_id"]
-    summary["model_id"] = manifest["identity"]["model_id"]
-    summary["label"] = manifest.get("label")
-    summary["tokens"] = {
-        "prompt": sum(int(r.get("prompt_tokens") or 0) for r in case_results),
-        "completion": sum(int(r.get("completion_tokens") or 0) for r in case_results),
-        "per_case": {r["case_id"]: [r.get("prompt_tokens", 0), r.get("completion_tokens", 0)] for r in case_results},
-    }
-    summary["retries"] = retries
-    samples = RunDir(out).read_samples()
-    summary["usage"] = usage_summary(samples, manifest.get("prices"))
-    first_error = first_sampler_error(samples)
-    if first_error is not None:  # as score_run writes it
-        summary["first_error"] = first_error
+    summary = build_summary(
+        _SuiteName(manifest["identity"]["suite"], tuple(info.get("pass_k") or ())),
+        case_results,
+        manifest=manifest,
+        samples=RunDir(out).read_samples(),
+        prices=manifest.get("prices"),
+        token_totals=(
+            sum(int(r.get("prompt_tokens") or 0) for r in case_results),
+            sum(int(r.get("completion_tokens") or 0) for r in case_results),
+        ),
+        retries=retries,
+    ).to_json()
     write_json_atomic(out / SUMMARY, summary)

@@ -10,17 +10,20 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.scoring.episode import episode_case_metrics
+from leader_eval.scoring.error_rule import first_sampler_error
 from leader_eval.scoring.scorer import SampleScore
 from leader_eval.stats import metrics as metric_defs
 from leader_eval.stats.core import Estimate, rate_ci, weighted_mean_ci
 from leader_eval.stats.metrics import Metric, pass_at, pass_hat
+from leader_eval.store.records import RunTotals, Summary
 from leader_eval.suite.load import Case, Suite
+from leader_eval.types import Sample
 
 #: metric name -> (per-sample value, higher is better, description): a view of ``metrics.METRICS``
 #: kept for readers of the old table; new code reads ``metrics.METRICS``
@@ -30,36 +33,40 @@ METRICS: dict[str, tuple[str, bool, str]] = {
 
 
 def case_results(cases: Sequence[Case], scores: Sequence[SampleScore]) -> list[dict[str, Any]]:
+    """Each case's record (``case_result``) over its scores, in the order of ``cases``."""
     by_case: dict[str, list[SampleScore]] = defaultdict(list)
     for s in scores:
         by_case[s.case_id].append(s)
-    out = []
-    for case in cases:
-        ss = by_case.get(case.id, [])
-        scored = [s for s in ss if s.scored]
-        reasons: dict[str, int] = defaultdict(int)
-        for s in scored:
-            if not s.passed and s.reason:
-                reasons[s.reason] += 1
-        rec: dict[str, Any] = {
-            "case_id": case.id,
-            "line": case.line,
-            "tags": list(case.tags),
-            "weight": case.weight,
-            "split": case.split,
-            "n_samples": len(ss),
-            "n_scored": len(scored),
-            "n_errors": sum(s.outcome == "error" for s in ss),
-            "n_context_overflow": sum(s.outcome == "context_overflow" for s in ss),
-            "n_passed": sum(s.passed for s in scored),
-            "n_hard_fail": sum(s.hard_fail for s in scored),
-            "reasons": dict(sorted(reasons.items())),
-        }
-        for name, spec in metric_defs.METRICS.items():
-            rec[name] = spec.case_value(scored)
-        rec.update(episode_case_metrics(scored))  # multi-turn cases only (leader_eval.scoring.episode)
-        out.append(rec)
-    return out
+    return [case_result(case, by_case.get(case.id, [])) for case in cases]
+
+
+def case_result(case: Case, ss: Sequence[SampleScore]) -> dict[str, Any]:
+    """One case's record (a line of ``cases.json`` but its token counts) over its samples' scores
+    in index order: a function of that case alone, so a run can aggregate a case as soon as its
+    last sample is scored."""
+    scored = [s for s in ss if s.scored]
+    reasons: dict[str, int] = defaultdict(int)
+    for s in scored:
+        if not s.passed and s.reason:
+            reasons[s.reason] += 1
+    rec: dict[str, Any] = {
+        "case_id": case.id,
+        "line": case.line,
+        "tags": list(case.tags),
+        "weight": case.weight,
+        "split": case.split,
+        "n_samples": len(ss),
+        "n_scored": len(scored),
+        "n_errors": sum(s.outcome == "error" for s in ss),
+        "n_context_overflow": sum(s.outcome == "context_overflow" for s in ss),
+        "n_passed": sum(s.passed for s in scored),
+        "n_hard_fail": sum(s.hard_fail for s in scored),
+        "reasons": dict(sorted(reasons.items())),
+    }
+    for name, spec in metric_defs.METRICS.items():
+        rec[name] = spec.case_value(scored)
+    rec.update(episode_case_metrics(scored))  # multi-turn cases only (leader_eval.scoring.episode)
+    return rec
 
 
 def _one_case(spec: Metric, r: Mapping[str, Any], value: float) -> Estimate:
@@ -169,7 +176,18 @@ def group_metrics(results: Sequence[Mapping[str, Any]], *, seed: int = 0, ks: Se
     }
 
 
-def summarize(suite: Suite, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+class SuiteName(Protocol):
+    """What ``summarize`` needs of a suite: its name and its ``pass_k`` list (``merge`` has only
+    what the shards recorded of a suite whose file is not at hand)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def pass_k(self) -> Sequence[int]: ...
+
+
+def summarize(suite: Suite | SuiteName, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Suite metrics overall, per tag, and per split (held-out vs in-distribution) when both exist.
 
     Each group also reports pass@k and pass^k (``pass_k``) for the suite's ``pass_k`` list, else
@@ -186,6 +204,52 @@ def summarize(suite: Suite, results: Sequence[Mapping[str, Any]]) -> dict[str, A
             "in_distribution": group_metrics(indist, ks=ks),
         }
     return summary
+
+
+def build_summary(
+    suite: Suite | SuiteName,
+    cases: Sequence[Mapping[str, Any]],
+    *,
+    manifest: Mapping[str, Any] | None = None,
+    samples: Sequence[Sample] = (),
+    prices: Mapping[str, Any] | None = None,
+    token_totals: tuple[int, int] | None = None,
+    retries: int | None = None,
+    unreadable: Mapping[str, Sequence[int]] | None = None,
+) -> Summary:
+    """``summary.json``: the one author of it (a run's scoring, ``merge`` without the suite file,
+    a pytest session's aggregate of case records).
+
+    ``cases`` are the case records (``case_results`` with each case's ``prompt_tokens`` and
+    ``completion_tokens``). Without ``manifest`` the summary is the suite's metrics alone (a
+    pytest session). With it, the run's totals: its id, model and label from the manifest; token
+    totals (``token_totals``, else summed over ``samples``) and per case; the backends' retries
+    (``retries``, else summed over the samples' timings); usage and cost (``usage_summary`` with
+    ``prices``); the first sampler error; and the lines that could not be read."""
+    metrics = summarize(suite, cases)
+    out = Summary(metrics["suite"], metrics["overall"], metrics["by_tag"], metrics.get("by_split"))
+    if manifest is None:
+        return out
+    if token_totals is None:
+        token_totals = (sum(s.prompt_tokens for s in samples), sum(s.completion_tokens for s in samples))
+    out.run = RunTotals(
+        run_id=manifest.get("run_id"),
+        model_id=manifest["identity"]["model_id"],
+        label=manifest.get("label"),
+        tokens={
+            "prompt": token_totals[0],
+            "completion": token_totals[1],
+            "per_case": {r["case_id"]: [r.get("prompt_tokens", 0), r.get("completion_tokens", 0)] for r in cases},
+        },
+        retries=int(sum(s.timings.get("retries", 0) for s in samples)) if retries is None else retries,
+        usage=usage_summary(samples, prices),
+    )
+    if unreadable:
+        # counted where the run's readers look: show lists them (FILE:LINE was logged as read)
+        out.unreadable = {name: list(lines[:1000]) for name, lines in sorted(unreadable.items())}
+    # the cause of a failed run, on screen (error_rule.first_sampler_error)
+    out.first_error = first_sampler_error(samples)
+    return out
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float] | None:

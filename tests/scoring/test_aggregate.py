@@ -1,14 +1,17 @@
-"""What a run cost: latency and token quantiles in every summary, and a cost estimate with prices."""
+"""What a run cost: latency and token quantiles in every summary, and a cost estimate with prices;
+the one summary builder."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from leader_eval.errors import LeaderEvalError, SuiteError
-from leader_eval.scoring.aggregate import parse_prices, usage_summary
+from leader_eval.scoring.aggregate import build_summary, case_results, parse_prices, summarize, usage_summary
+from leader_eval.scoring.scorer import SampleScore
 from leader_eval.suite.load import load_suite
 from leader_eval.types import Sample
 from tests.conftest import MINIMAL_SUITE
@@ -65,3 +68,40 @@ def test_prices_from_the_command_and_the_suite_are_checked(tmp_path: Path) -> No
     )
     with pytest.raises(SuiteError, match="prompt_per_million"):
         load_suite(p)
+
+
+def _score(case_id: str, index: int, passed: bool) -> SampleScore:
+    return SampleScore(
+        case_id, index, "ok", passed, False, None if passed else "wrong_tool", True, True, passed, False, 1.0
+    )
+
+
+def test_one_builder_for_a_run_summary_and_a_session_summary(tmp_path: Path) -> None:
+    p = tmp_path / "mini.yaml"
+    p.write_text(MINIMAL_SUITE)
+    suite = load_suite(p)
+    cases = case_results(suite.cases, [_score("hello", 0, True), _score("hello", 1, False), _score("goal", 0, True)])
+    for rec in cases:
+        rec["prompt_tokens"], rec["completion_tokens"] = 10, 2
+    samples = [_sample(0, 1.0, 10, 2), _sample(1, 2.0, 10, 2, outcome="error")]
+    samples[1].error = "HTTP 500"
+    # a pytest session aggregates case records alone: the suite's metrics, no run totals
+    same = json.dumps(build_summary(suite, cases).to_json(), sort_keys=True)  # NaN != NaN: compare the text
+    assert same == json.dumps(summarize(suite, cases), sort_keys=True)
+    manifest = {"run_id": "r1", "identity": {"model_id": "m"}, "label": "main"}
+    summary = build_summary(
+        suite, cases, manifest=manifest, samples=samples, unreadable={"samples.jsonl": range(1, 2000)}
+    )
+    got = summary.to_json()
+    assert {k: got[k] for k in ("run_id", "model_id", "label", "retries")} == {
+        "run_id": "r1",
+        "model_id": "m",
+        "label": "main",
+        "retries": 0,
+    }
+    assert got["tokens"] == {"prompt": 20, "completion": 4, "per_case": {"hello": [10, 2], "goal": [10, 2]}}
+    assert got["usage"] == usage_summary(samples) and got["first_error"]["error"] == "HTTP 500"
+    assert got["unreadable"]["samples.jsonl"] == list(range(1, 1001))
+    # merge without the suite file: totals from the case records, retries from the shards
+    merged = build_summary(suite, cases, manifest=manifest, samples=samples, token_totals=(7, 1), retries=3).to_json()
+    assert merged["tokens"]["prompt"] == 7 and merged["retries"] == 3 and "unreadable" not in merged

@@ -42,13 +42,13 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def test_no_module_names_a_run_file_outside_the_registry() -> None:
-    """Every string in the package's code that names a run file is in store/: the rest imports
+    """Every string in the package's code that names a run file is in store/run_store.py: the rest imports
     the names (docstrings and comments may mention them)."""
     names = sorted(RUN_FILES, key=len, reverse=True)
     pattern = re.compile("|".join(rf"(?<![\w.-]){re.escape(n)}(?![\w-])" for n in names))
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.is_relative_to(PACKAGE / "store"):
+        if path == PACKAGE / "store" / "run_store.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docs = _docstrings(tree)
@@ -57,7 +57,7 @@ def test_no_module_names_a_run_file_outside_the_registry() -> None:
                 m = pattern.search(node.value)
                 if m:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {m.group(0)}")
-    assert not found, "run files named outside leader_eval/store/:\n" + "\n".join(found)
+    assert not found, "run files named outside leader_eval/store/run_store.py:\n" + "\n".join(found)
 
 
 def test_the_registry_lists_every_file_a_run_directory_holds() -> None:

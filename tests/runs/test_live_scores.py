@@ -1,0 +1,113 @@
+"""Scoring while sampling (``runs/live_scores.py``): what ``evaluate.run`` writes is what scoring
+the run directory again writes, byte for byte, whichever samples were scored while sampling."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leader_eval.runs import evaluate
+from leader_eval.runs.evaluate import run, score_run
+from leader_eval.runs.live_scores import LiveScores
+from leader_eval.runs.options import RunOptions
+from leader_eval.store.run_store import CASES, RESULTS, SUMMARY, RunDir
+from leader_eval.suite.load import load_suite
+from tests.conftest import MINIMAL_SUITE
+from tests.support.scripted import ScriptedBackend, call
+
+DERIVED = (RESULTS, CASES, SUMMARY)
+OUTPUTS = [
+    call("send_message_to_chat", message="hello team, our goal is to build a bridge"),
+    "not a call",
+    call("send_message_to_chat", message="hi"),
+]
+
+
+def _derived(path: Path) -> dict[str, bytes]:
+    return {name: (path / name).read_bytes() for name in DERIVED}
+
+
+def _rescored(run_dir: Path, suite: Path, tmp_path: Path) -> dict[str, bytes]:
+    """The derived files of ``run_dir`` scored again from its records alone."""
+    copy = tmp_path / "rescored"
+    shutil.copytree(run_dir, copy)
+    for name in DERIVED:
+        (copy / name).unlink()
+    score_run(RunDir(copy), load_suite(suite))
+    return _derived(copy)
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    p = tmp_path / "mini.yaml"
+    p.write_text(MINIMAL_SUITE.replace("samples: 2", "samples: 5"))
+    return p
+
+
+def _options(tmp_path: Path) -> RunOptions:
+    return RunOptions(model="scripted:test", seed=3, out=tmp_path / "run", progress=False, cache=False)
+
+
+def test_every_sample_is_scored_while_sampling_and_the_files_are_the_rescored_ones(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    after: list[int] = []
+    score_samples = evaluate.score_samples
+
+    def counted(suite: Any, samples: Any, *args: Any) -> Any:
+        after.append(len(samples))
+        return score_samples(suite, samples, *args)
+
+    monkeypatch.setattr(evaluate, "score_samples", counted)
+    result = run(suite, _options(tmp_path), backend=ScriptedBackend(OUTPUTS))
+    assert after == [0]  # nothing left to score once sampling ended
+    assert len(result.scores) == 10 and {s.passed for s in result.scores} == {True, False}
+    assert _derived(result.path) == _rescored(result.path, suite, tmp_path)
+
+
+def test_a_sample_that_reads_back_otherwise_is_scored_again(suite: Path, tmp_path: Path) -> None:
+    result = run(suite, _options(tmp_path), backend=ScriptedBackend(OUTPUTS))
+    live = LiveScores(load_suite(suite), result.path)
+    for smp in result.samples:  # scored with another output than the one on disk
+        live.score(replace(smp, text="not a call") if smp.index == 0 else smp)
+    assert len(live.scored) == 10
+    assert sum(live.score_of(s) is None for s in result.samples) == 2  # index 0 of both cases
+    loaded = load_suite(suite)
+    assert live.case_record(loaded.cases[0], []) is None
+    expected = _derived(result.path)
+    score_run(RunDir(result.path), loaded, live=live)
+    assert _derived(result.path) == expected
+
+
+def test_a_sample_that_fails_to_score_while_sampling_is_scored_after(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("scorer bug")
+
+    monkeypatch.setattr("leader_eval.runs.live_scores.case_scorer", broken)
+    result = run(suite, _options(tmp_path), backend=ScriptedBackend(OUTPUTS))
+    assert len(result.scores) == 10
+    assert _derived(result.path) == _rescored(result.path, suite, tmp_path)
+
+
+def test_a_resumed_run_scores_its_earlier_samples_after_sampling(suite: Path, tmp_path: Path) -> None:
+    options = _options(tmp_path)
+    first = run(suite, replace(options, max_samples=4), backend=ScriptedBackend(OUTPUTS))
+    assert len(first.samples) == 4 and first.manifest["status"] == "capped"
+    resumed = run(suite, options, backend=ScriptedBackend(OUTPUTS))
+    assert len(resumed.samples) == 10 and resumed.manifest["status"] == "complete"
+    assert _derived(resumed.path) == _rescored(resumed.path, suite, tmp_path)
+
+
+def test_a_run_with_every_sample_recorded_samples_and_scores_nothing_new(suite: Path, tmp_path: Path) -> None:
+    first = run(suite, _options(tmp_path), backend=ScriptedBackend(OUTPUTS))
+    expected = _derived(first.path)
+    backend = ScriptedBackend(OUTPUTS)
+    again = run(suite, _options(tmp_path), backend=backend)  # resumes a complete run: never yields to drain
+    assert backend.requests == 0 and again.stats is not None and again.stats.reused == 10
+    assert _derived(again.path) == expected
