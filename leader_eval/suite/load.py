@@ -136,6 +136,20 @@ class _Errors:
         raise SuiteErrors(ordered)
 
 
+class _Regexes:
+    """The suite regexes of one load, each pattern checked once: a suite repeats the same few
+    patterns across its cases, and whether a pattern is refused depends on the pattern alone."""
+
+    def __init__(self) -> None:
+        self.ok: set[str] = set()
+
+    def check(self, path: Path, line: int, pattern: str) -> None:
+        if pattern in self.ok:
+            return
+        check_suite_regex(path, line, pattern)
+        self.ok.add(pattern)
+
+
 def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int], errors: _Errors) -> set[int] | None:
     """Record every schema error (one per place); return the indices of the cases they lie in,
     or None when one lies outside the cases (then nothing else can be checked)."""
@@ -178,6 +192,7 @@ def _build(
 ) -> Suite:
     """The suite from schema-valid ``data`` (cases in ``skip`` failed the schema and are left
     out); each error is recorded in ``errors`` and checking goes on past it."""
+    regexes = _Regexes()
     tools: list[Tool] = []
     tool_names: set[str] = set()
     for i, t in enumerate(data["tools"]):
@@ -221,7 +236,7 @@ def _build(
         seen[c["id"]] = line
         expect = c.get("expect", {})
         for j, call in enumerate(expect.get("calls", [])):
-            _check_expected_call(path, lines, errors, (i, j), c["id"], call, by_name, tool_names, schemas)
+            _check_expected_call(path, lines, errors, regexes, (i, j), c["id"], call, by_name, tool_names, schemas)
         if expect.get("no_call") and expect.get("calls"):
             errors.found.append(
                 SuiteError(
@@ -231,7 +246,7 @@ def _build(
         for key in ("forbid", "require"):
             for j, pattern in enumerate(expect.get(key, [])):
                 with errors.collect():
-                    check_suite_regex(path, line_of(lines, ("cases", i, "expect", key, j)), pattern)
+                    regexes.check(path, line_of(lines, ("cases", i, "expect", key, j)), pattern)
         raw_index.append(i)
         cases.append(
             Case(
@@ -251,11 +266,11 @@ def _build(
     leakage = data.get("leakage", {})
     for j, pattern in enumerate(leakage.get("forbid", [])):
         with errors.collect():
-            check_suite_regex(path, line_of(lines, ("leakage", "forbid", j)), pattern)
+            regexes.check(path, line_of(lines, ("leakage", "forbid", j)), pattern)
     render = data.get("render", {})
     for j, pattern in enumerate(render.get("placeholder_patterns", [])):
         with errors.collect():
-            check_suite_regex(path, line_of(lines, ("render", "placeholder_patterns", j)), pattern)
+            regexes.check(path, line_of(lines, ("render", "placeholder_patterns", j)), pattern)
 
     suite = Suite(
         name=data["name"],
@@ -294,6 +309,7 @@ def _check_expected_call(
     path: Path,
     lines: dict[JsonPath, int],
     errors: _Errors,
+    regexes: _Regexes,
     at: tuple[int, int],
     case_id: str,
     call: dict[str, Any],
@@ -325,7 +341,7 @@ def _check_expected_call(
     for arg, constraint in call.get("args", {}).items():
         with errors.collect():
             if isinstance(constraint, dict) and isinstance(constraint.get("regex"), str):
-                check_suite_regex(path, line_of(lines, (*here, "args", arg, "regex")), constraint["regex"])
+                regexes.check(path, line_of(lines, (*here, "args", arg, "regex")), constraint["regex"])
             if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
                 raise SuiteError(
                     path,

@@ -64,6 +64,10 @@ def _scaffold_env() -> BoundedSandbox:
 
 _ENV = _scaffold_env()
 
+# compiled once: ``re.finditer(str, ...)`` looks each one up in re's cache on every call
+_PLACEHOLDER_RES = tuple(re.compile(p) for p in PLACEHOLDER_PATTERNS)
+_SLOTS_RE = _PLACEHOLDER_RES[-1]
+
 
 def scaffold_env() -> BoundedSandbox:
     """The strict sandboxed environment scaffolds render in (shared, so its template cache is too)."""
@@ -187,12 +191,11 @@ def find_placeholders(text: str, extra: list[str] | tuple[str, ...] = (), allowe
     """Leftover template syntax and placeholder markers in ``text`` (``re.Match``-like: ``start()``,
     ``end()``, ``group()``)."""
     found: list[Any] = []
-    for pattern in PLACEHOLDER_PATTERNS:
-        found.extend(m for m in re.finditer(pattern, text) if m.group(0) not in allowed)
+    for rx in _PLACEHOLDER_RES:
+        found.extend(m for m in rx.finditer(text) if m.group(0) not in allowed)
     # the bracketed slot in words (the last pattern) as the leak detector reads it: a filled
     # form label ("[Team Role] Scout") is none
-    slots = PLACEHOLDER_PATTERNS[-1]
-    found = [m for m in found if m.re.pattern != slots or not is_filled_label(text, m.start(), m.end())]
+    found = [m for m in found if m.re is not _SLOTS_RE or not is_filled_label(text, m.start(), m.end())]
     for pattern in extra:  # a suite's own patterns run with a time bound (bounded/regex.py)
         found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
     return sorted(found, key=lambda m: m.start())

@@ -35,6 +35,8 @@ JsonPath = tuple[str | int, ...]
 _TAG = "tag:yaml.org,2002:"
 _SEQ_TAGS = {None, "!", _TAG + "seq"}
 _MAP_TAGS = {None, "!", _TAG + "map"}
+_STR = _TAG + "str"
+_NULL = _TAG + "null"
 
 
 @dataclass
@@ -66,6 +68,7 @@ class _Builder:
         self.aliases = 0
         self.result: Any = None
         self.done = False
+        self.anchored = 0  # open collections with an anchor: the only ones whose counts are read
         self.constructor = yaml.SafeLoader("")
 
     def fail(self, line: int, message: str) -> SuiteError:
@@ -76,9 +79,10 @@ class _Builder:
     def count(self, line: int, nodes: int, chars: int) -> None:
         self.nodes += nodes
         self.chars += chars
-        for frame in self.stack:
-            frame.nodes += nodes
-            frame.chars += chars
+        if self.anchored:
+            for frame in self.stack:
+                frame.nodes += nodes
+                frame.chars += chars
         if self.nodes > MAX_YAML_NODES:
             raise self.fail(line, f"YAML expands to over {MAX_YAML_NODES:,} nodes (an alias bomb, or too many cases)")
         if self.chars > MAX_YAML_EXPANDED_CHARS:
@@ -143,20 +147,20 @@ class _Builder:
             self.place_key(value, tag, line)
             self.count(line, 1, len(ev.value))
             return
-        self.lines[self.child_path(line)] = line
+        # ``place`` records the value's line (for a mapping value, its key's)
         self.count(line, 1, len(ev.value))
         if ev.anchor:
             self.anchors[ev.anchor] = (value, 1, len(ev.value))
         self.place(value, line)
 
     def construct(self, tag: str, ev: yaml.ScalarEvent, line: int) -> Any:
+        if tag == _STR:
+            return ev.value
+        if tag == _NULL:
+            return None
         node = yaml.ScalarNode(tag, ev.value)
         c = self.constructor
         try:
-            if tag == _TAG + "str":
-                return ev.value
-            if tag == _TAG + "null":
-                return None
             if tag == _TAG + "bool":
                 return c.construct_yaml_bool(node)
             if tag == _TAG + "int":
@@ -188,11 +192,14 @@ class _Builder:
         path = self.child_path(line)
         self.lines[path] = line
         self.count(line, 1, 0)
+        if ev.anchor:
+            self.anchored += 1
         self.stack.append(_Open(kind(), path, ev.anchor, line, nodes=1))
 
     def end(self, ev: yaml.Event) -> None:
         frame = self.stack.pop()
         if frame.anchor:
+            self.anchored -= 1
             self.anchors[frame.anchor] = (frame.value, frame.nodes, frame.chars)
         self.place(frame.value, frame.line)
 
@@ -208,7 +215,6 @@ class _Builder:
         if ev.anchor not in self.anchors:
             raise self.fail(line, f"undefined YAML alias *{ev.anchor}")
         value, nodes, chars = self.anchors[ev.anchor]
-        self.lines[self.child_path(line)] = line
         self.count(line, nodes, chars)
         self.place(value, line)
 
