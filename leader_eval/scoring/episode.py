@@ -300,8 +300,11 @@ def episode_case_metrics(scores: Sequence[SampleScore]) -> dict[str, Any]:
     episodes, each with ``n_<name>``, the episodes behind it; empty for a case without episodes."""
 
     out: dict[str, Any] = {}
+    scored = [s for s in scores if s.scored]
+    if not any(episode_data(s) is not None for s in scored):
+        return out  # single-turn samples: no episode metric has a value (one scan, not one per metric)
     for name, spec in EPISODE_METRICS.items():
-        values = spec.episode_values([s for s in scores if s.scored])
+        values = spec.episode_values(scored)
         if values:
             out[name] = sum(values) / len(values)
             out[f"n_{name}"] = len(values)

@@ -114,7 +114,7 @@ class SampleScore:
         return sorted({f["reason"] for f in self.leaks}, key=_leak_rank)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return dict(self.__dict__)  # a shallow copy, in field order
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SampleScore:
