@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.scoring.aggregate import case_result
-from leader_eval.scoring.scorer import CaseScorer, ModelInfo, SampleScore, case_scorer
+from leader_eval.scoring.scorer import CaseScorer, ModelInfo, SampleScore, SuiteScoring, case_scorer
 from leader_eval.store.run_store import RunDir, capped_line
 from leader_eval.suite.load import Case, Suite
 from leader_eval.types import Sample
@@ -60,6 +60,7 @@ class LiveScores:
         self._model_info: ModelInfo | None = None
         self._cases = {c.id: c for c in suite.cases if c.episode is None}
         self._scorers: dict[str, CaseScorer] = {}
+        self._shared: SuiteScoring | None = None  # what every case's scorer shares
         #: (case id, index) -> the sample as scored, its score and its results line
         self.scored: dict[tuple[str, int], tuple[Sample, SampleScore, str]] = {}
         self._by_case: dict[str, list[SampleScore]] = {}
@@ -126,8 +127,16 @@ class LiveScores:
                 self._start()
             assert self.protocol is not None and self._model_info is not None
             p = self.prompts.get(case.id, {})
+            if self._shared is None:
+                self._shared = SuiteScoring(self.suite, self.protocol, self._model_info)
             scorer = case_scorer(
-                self.suite, case, self.protocol, self._model_info, p.get("messages", []), p.get("text", "")
+                self.suite,
+                case,
+                self.protocol,
+                self._model_info,
+                p.get("messages", []),
+                p.get("text", ""),
+                self._shared,
             )
             self._scorers[case.id] = scorer
         return scorer

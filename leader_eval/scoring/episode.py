@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.checks.toolcall import match_calls
-from leader_eval.scoring.scorer import ModelInfo, SampleScore, case_scorer
+from leader_eval.scoring.scorer import ModelInfo, SampleScore, SuiteScoring, case_scorer
 from leader_eval.stats.metrics import EPISODE_METRICS
 from leader_eval.store.run_store import STEPS
 from leader_eval.types import Sample, ToolCall
@@ -124,10 +124,11 @@ def score_episode(
     # per-step checks: the single-turn scorer without call expectations
     step_case = replace(case, expect={k: v for k, v in case.expect.items() if k == "forbid"})
     step_scores: list[SampleScore] = []
+    shared = SuiteScoring(suite, protocol, model)  # every step's scorer shares the suite's parts
     for r in steps:
         sample = Sample(**{k: r[k] for k in Sample.__dataclass_fields__ if k in r})
         p = r.get("prompt") or {}
-        scorer = case_scorer(suite, step_case, protocol, model, p.get("messages", []), p.get("text", ""))
+        scorer = case_scorer(suite, step_case, protocol, model, p.get("messages", []), p.get("text", ""), shared)
         step_scores.append(scorer.score(sample))
     calls = [
         {**c, "step": int(r["step"]), "ok": res["ok"]}
@@ -299,8 +300,11 @@ def episode_case_metrics(scores: Sequence[SampleScore]) -> dict[str, Any]:
     episodes, each with ``n_<name>``, the episodes behind it; empty for a case without episodes."""
 
     out: dict[str, Any] = {}
+    scored = [s for s in scores if s.scored]
+    if not any(episode_data(s) is not None for s in scored):
+        return out  # single-turn samples: no episode metric has a value (one scan, not one per metric)
     for name, spec in EPISODE_METRICS.items():
-        values = spec.episode_values([s for s in scores if s.scored])
+        values = spec.episode_values(scored)
         if values:
             out[name] = sum(values) / len(values)
             out[f"n_{name}"] = len(values)

@@ -15,7 +15,7 @@ import copy
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from leader_eval.bounded.regex import RegexTimeout, compile_suite_regex
@@ -26,7 +26,7 @@ from leader_eval.checks.degeneration import (
     is_empty,
     repetition_passes,
 )
-from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
+from leader_eval.checks.leakage import CompiledLeakConfig, LeakConfig, compile_leak_config, find_leaks
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import REGISTRY, ParseResult, parse_output
 from leader_eval.suite.load import Case, Suite
@@ -114,16 +114,92 @@ class SampleScore:
         return sorted({f["reason"] for f in self.leaks}, key=_leak_rank)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return dict(self.__dict__)  # a shallow copy, in field order
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SampleScore:
         return cls(**d)
 
 
+class SuiteScoring:
+    """What every case of one suite shares, for one protocol and model: derived once, on first
+    use, and read by each ``CaseScorer`` (a 2,000-case run built these 2,000 times). A part that
+    fails to build is not cached: each case that reads it raises as it would alone."""
+
+    def __init__(self, suite: Suite, protocol: str, model: ModelInfo) -> None:
+        self.suite, self.protocol, self.model = suite, protocol, model
+        self.eot_tokens = model.end_of_turn
+        #: (the case's own forbid patterns, its scaffold texts) -> its leak configs (text, arguments)
+        self._leak_cfgs: dict[tuple[Any, ...], tuple[CompiledLeakConfig, CompiledLeakConfig]] = {}
+
+    @cached_property
+    def tools_json(self) -> str:
+        return tools_json(self.suite)
+
+    @cached_property
+    def _leak_base(self) -> LeakConfig:
+        """The suite's leak rules without a case's forbid patterns and scaffold texts."""
+        leakage, render = self.suite.leakage, self.suite.render
+        return LeakConfig(
+            special_tokens=self.model.special_tokens,
+            eot_tokens=self.eot_tokens,
+            reasoning_tags=self.model.reasoning_tags,
+            markers=tuple(leakage.get("markers", ("[NO CHAT]",))),
+            allowed_markers=tuple(leakage.get("allowed_markers", ())),
+            placeholder_patterns=tuple(render.get("placeholder_patterns", ())),
+            placeholder_names=_variable_names(self.suite),
+            allowed_placeholders=tuple(render.get("allowed_placeholders", ())),
+            forbid=tuple(leakage.get("forbid", ())),
+            tool_names=tuple(t.name for t in self.suite.tools),
+        )
+
+    def leak_configs(
+        self, case: Case, scaffold_texts: tuple[str, ...]
+    ) -> tuple[CompiledLeakConfig, CompiledLeakConfig]:
+        """The case's leak config for its visible text, and for its calls' arguments (where the
+        end-of-turn token is never "at the end of the output")."""
+        case_forbid = tuple(case.expect.get("forbid", ()))
+        key = (case_forbid, scaffold_texts)
+        hit = self._leak_cfgs.get(key)
+        if hit is None:
+            base = self._leak_base
+            leak_cfg = compile_leak_config(
+                replace(base, forbid=(*base.forbid, *case_forbid), scaffold_texts=scaffold_texts)
+            )
+            arg_cfg = compile_leak_config(replace(leak_cfg.config, eot_tokens=(), reasoning_tags=None))
+            hit = self._leak_cfgs[key] = (leak_cfg, arg_cfg)
+        return hit
+
+    @cached_property
+    def degen_cfg(self) -> DegenerationConfig:
+        rep = self.suite.checks.get("repetition", {})
+        restate = self.suite.checks.get("restate", {})
+        return DegenerationConfig(
+            **{k: v for k, v in rep.items() if k in DegenerationConfig.__dataclass_fields__ and k != "eot_tokens"},
+            **({"max_prompt_overlap": restate["max_prompt_overlap"]} if "max_prompt_overlap" in restate else {}),
+            eot_tokens=self.eot_tokens,
+        )
+
+    @cached_property
+    def tools(self) -> dict[str, Any]:
+        return {t.name: t.parameters for t in self.suite.tools}
+
+    @cached_property
+    def validators(self) -> dict[str, Any] | None:
+        # the suite's validators hold the $ref targets loaded with it, and never fetch
+        schemas = getattr(self.suite, "tool_schemas", None)
+        return {name: schemas.validator(name) for name in self.tools} if schemas is not None else None
+
+    def case_scorer(self, case: Case, messages: Sequence[Mapping[str, Any]], prompt_text: str) -> CaseScorer:
+        system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        scaffold = _scaffold_texts_cached(system, self.tools_json)
+        return CaseScorer(self.suite, case, self.protocol, self.model, prompt_text, scaffold, self)
+
+
 @dataclass
 class CaseScorer:
-    """Everything compiled once per case (regexes, leak tables, schemas), reused for its samples."""
+    """Everything compiled once per case (regexes, leak tables, schemas), reused for its samples;
+    what the whole suite shares comes from ``shared`` (built here when not given)."""
 
     suite: Suite
     case: Case
@@ -131,38 +207,17 @@ class CaseScorer:
     model: ModelInfo
     prompt_text: str
     scaffold_texts: tuple[str, ...]
+    shared: SuiteScoring | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        leakage = self.suite.leakage
-        self.eot_tokens = self.model.end_of_turn
-        self.leak_cfg = compile_leak_config(
-            LeakConfig(
-                special_tokens=self.model.special_tokens,
-                eot_tokens=self.eot_tokens,
-                reasoning_tags=self.model.reasoning_tags,
-                markers=tuple(leakage.get("markers", ("[NO CHAT]",))),
-                allowed_markers=tuple(leakage.get("allowed_markers", ())),
-                placeholder_patterns=tuple(self.suite.render.get("placeholder_patterns", ())),
-                placeholder_names=_variable_names(self.suite),
-                allowed_placeholders=tuple(self.suite.render.get("allowed_placeholders", ())),
-                forbid=(*leakage.get("forbid", ()), *self.case.expect.get("forbid", ())),
-                scaffold_texts=self.scaffold_texts,
-                tool_names=tuple(t.name for t in self.suite.tools),
-            )
-        )
-        # inside a call's arguments the end-of-turn token is never "at the end of the output"
-        self.arg_leak_cfg = compile_leak_config(replace(self.leak_cfg.config, eot_tokens=(), reasoning_tags=None))
-        rep = self.suite.checks.get("repetition", {})
-        restate = self.suite.checks.get("restate", {})
-        self.degen_cfg = DegenerationConfig(
-            **{k: v for k, v in rep.items() if k in DegenerationConfig.__dataclass_fields__ and k != "eot_tokens"},
-            **({"max_prompt_overlap": restate["max_prompt_overlap"]} if "max_prompt_overlap" in restate else {}),
-            eot_tokens=self.eot_tokens,
-        )
-        self.tools = {t.name: t.parameters for t in self.suite.tools}
-        # the suite's validators hold the $ref targets loaded with it, and never fetch
-        schemas = getattr(self.suite, "tool_schemas", None)
-        self.validators = {name: schemas.validator(name) for name in self.tools} if schemas is not None else None
+        shared = self.shared
+        if shared is None or shared.suite is not self.suite or _other_model(shared.model, self.model):
+            shared = self.shared = SuiteScoring(self.suite, self.protocol, self.model)
+        self.eot_tokens = shared.eot_tokens
+        self.leak_cfg, self.arg_leak_cfg = shared.leak_configs(self.case, self.scaffold_texts)
+        self.degen_cfg = shared.degen_cfg
+        self.tools = shared.tools
+        self.validators = shared.validators
         self.require = [compile_suite_regex(p) for p in self.case.expect.get("require", ())]
         self.goal = _goal_of(self.case)
         self.hard = set(self.case.hard_fail)
@@ -524,6 +579,10 @@ def _strings_of_calls(calls: Sequence[ToolCall]) -> list[str]:
     return [t for c in calls for _, t in _string_leaves(c.arguments, "")]
 
 
+def _other_model(a: ModelInfo, b: ModelInfo) -> bool:
+    return a is not b and a != b
+
+
 @lru_cache(maxsize=64)
 def _scaffold_texts_cached(system: str, tools: str) -> tuple[str, ...]:
     return tuple(t for t in (system, tools) if t)
@@ -538,10 +597,18 @@ def _variable_names(suite: Suite) -> tuple[str, ...]:
 
 
 def case_scorer(
-    suite: Suite, case: Case, protocol: str, model: ModelInfo, messages: Sequence[Mapping[str, Any]], prompt_text: str
+    suite: Suite,
+    case: Case,
+    protocol: str,
+    model: ModelInfo,
+    messages: Sequence[Mapping[str, Any]],
+    prompt_text: str,
+    shared: SuiteScoring | None = None,
 ) -> CaseScorer:
-    system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
-    return CaseScorer(suite, case, protocol, model, prompt_text, _scaffold_texts_cached(system, tools_json(suite)))
+    """The case's scorer; pass one ``SuiteScoring`` of the suite to every case of a run."""
+    if shared is None or shared.suite is not suite or shared.protocol != protocol or _other_model(shared.model, model):
+        shared = SuiteScoring(suite, protocol, model)
+    return shared.case_scorer(case, messages, prompt_text)
 
 
 def score_samples(
@@ -554,6 +621,7 @@ def score_samples(
     """Score every sample of a run (the ``score`` pipeline stage)."""
     by_id = {c.id: c for c in suite.cases}
     scorers: dict[str, CaseScorer] = {}
+    shared: SuiteScoring | None = None
     out = []
     for s in sorted(samples, key=lambda s: (s.case_id, s.index)):
         case = by_id.get(s.case_id)
@@ -561,6 +629,7 @@ def score_samples(
             continue
         if s.case_id not in scorers:
             p = prompts.get(s.case_id, {})
-            scorers[s.case_id] = case_scorer(suite, case, protocol, model, p.get("messages", []), p.get("text", ""))
+            shared = shared or SuiteScoring(suite, protocol, model)
+            scorers[s.case_id] = shared.case_scorer(case, p.get("messages", []), p.get("text", ""))
         out.append(scorers[s.case_id].score(s))
     return out
