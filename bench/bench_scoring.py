@@ -224,10 +224,17 @@ OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": 
 def build_scorer(suite_path: Path, protocol: str | None = None) -> Any:
     """The case scorer of whichever leader_eval is first on sys.path (this tree or a baseline, of the
     0.3 layout or the flat one before it)."""
-    scorer_module = _first_module("leader_eval.scoring.scorer", "leader_eval.score")
+    import leader_eval
+
+    # the 0.3 layout (issue 21) or the flat one before it, told by the tree itself: the venv's
+    # editable install would otherwise answer a name the tree lacks from this repository
+    layout_03 = (Path(leader_eval.__file__).parent / "scoring").is_dir()
+    scorer_module = importlib.import_module("leader_eval.scoring.scorer" if layout_03 else "leader_eval.score")
     ModelInfo, case_scorer = scorer_module.ModelInfo, scorer_module.case_scorer
-    load_suite = _first_module("leader_eval.suite.load", "leader_eval.suite").load_suite
-    render_messages = _first_module("leader_eval.suite.render", "leader_eval.render").render_messages
+    load_suite = importlib.import_module("leader_eval.suite.load" if layout_03 else "leader_eval.suite").load_suite
+    render_messages = importlib.import_module(
+        "leader_eval.suite.render" if layout_03 else "leader_eval.render"
+    ).render_messages
 
     suite = load_suite(suite_path)
     case = suite.cases[0]
@@ -236,17 +243,6 @@ def build_scorer(suite_path: Path, protocol: str | None = None) -> Any:
     prompt += "<|im_start|>assistant\n"
     model = ModelInfo(special_tokens=SPECIAL_TOKENS, eot_tokens=EOT_TOKENS)
     return case_scorer(suite, case, protocol or suite.protocol or "json", model, messages, prompt)
-
-
-def _first_module(*names: str) -> Any:
-    """The first of ``names`` that imports: the module's home in this layout (issue 21 moved them)."""
-    for name in names:
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name is None or not name.startswith(err.name):
-                raise
-    raise ModuleNotFoundError(names[-1])
 
 
 def _sample(i: int, text: str, stop: str, case_id: str) -> Any:
