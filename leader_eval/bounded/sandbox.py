@@ -639,26 +639,37 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 # --------------------------------------------------------------------------- time, memory, work
 
 
-# [pid, fd] of /proc/self/statm, kept open: opening it for every render was ~15% of rendering a
-# one-line prompt. A forked child reopens it (its /proc/self is another process's), and so does a
-# read that fails (the descriptor closed under us).
+# [pid, fd, st_dev, st_ino] of /proc/self/statm, kept open: opening it for every render was ~15%
+# of rendering a one-line prompt. The descriptor is used only while it is still that file (code
+# in the process may close the number and open another file under it: read, that file would feed
+# the memory bound stale numbers, so it would stop bounding) and only in the process that opened
+# it (a forked child's /proc/self is another process). Otherwise the file is opened again.
 _statm: list[int] = []
 
 
+def _same_file(fd: int, dev: int, ino: int) -> bool:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (dev, ino)
+
+
 def _rss() -> int:
-    if _statm and _statm[0] == os.getpid():
+    if _statm and _statm[0] == os.getpid() and _same_file(*_statm[1:]):
         try:
             return _rss_from(_statm[1])
         except (OSError, ValueError, IndexError, AttributeError):
             pass
     try:
         fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        st = os.fstat(fd)
     except (OSError, AttributeError):
         return 0
-    if _statm and _statm[0] != os.getpid():
+    if _statm and _statm[0] != os.getpid() and _same_file(*_statm[1:]):
         with suppress(OSError):
-            os.close(_statm[1])  # the parent's, inherited across a fork (a failed one may be another file's now)
-    _statm[:] = [os.getpid(), fd]
+            os.close(_statm[1])  # the parent's, inherited across a fork; any other file is not ours
+    _statm[:] = [os.getpid(), fd, st.st_dev, st.st_ino]
     try:
         return _rss_from(fd)
     except (OSError, ValueError, IndexError, AttributeError):
@@ -666,7 +677,10 @@ def _rss() -> int:
 
 
 def _rss_from(fd: int) -> int:
-    return int(os.pread(fd, 256, 0).split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    fields = os.pread(fd, 256, 0).split()
+    if len(fields) != 7 or not all(f.isdigit() for f in fields):  # statm's seven page counts, or not statm
+        raise ValueError("not /proc/self/statm")
+    return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 _TEMPLATE_FILE = "<template>"

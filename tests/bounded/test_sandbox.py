@@ -329,3 +329,29 @@ def test_the_reports_provenance_render_has_the_same_bounds(tmp_path: Path, monke
     assert _ProvenanceRenderer(suite, set()).render(suite.cases[0]) is None
     ok = load_suite(_suite(tmp_path, "{{ 'a' ~ 'b' }}"))
     assert _ProvenanceRenderer(ok, set()).render(ok.cases[0]) is not None
+
+
+def test_the_memory_probe_reads_its_own_file_even_when_its_descriptor_number_is_reused(tmp_path: Path) -> None:
+    """The render budget's memory probe keeps /proc/self/statm open; if other code in the process
+    closes that descriptor and a file of numbers takes its number, the probe must not read that
+    file (its numbers never grow: the memory bound would stop bounding)."""
+    import os
+
+    if not Path("/proc/self/statm").exists():
+        pytest.skip("no /proc here: the probe reports 0 and the time bound alone applies")
+    sandbox._rss()
+    kept = sandbox._statm[1]
+    os.close(kept)
+    impostor = tmp_path / "numbers"
+    impostor.write_text("1 2 3 4 5 6 7\n")
+    fd = os.open(impostor, os.O_RDONLY)
+    if fd != kept:  # put the impostor under the kept number
+        os.dup2(fd, kept)
+        os.close(fd)
+    try:
+        before = sandbox._rss()
+        block = bytearray(64 * 2**20)
+        block[::4096] = b"\1" * len(block[::4096])  # touch every page: resident
+        assert sandbox._rss() - before >= 48 * 2**20
+    finally:
+        os.close(kept)
