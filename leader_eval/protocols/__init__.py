@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ from leader_eval.protocols._scan import (
     Scan,
     skip_ws,
 )
+from leader_eval.protocols._values import TextValue, type_arguments
 from leader_eval.protocols.openai import api_calls
 from leader_eval.types import ToolCall
 
@@ -47,6 +49,7 @@ __all__ = [
     "REGISTRY",
     "TOO_MANY_CALLS_ERROR",
     "ParseResult",
+    "TextValue",
     "ToolCallProtocol",
     "detect",
     "get",
@@ -207,6 +210,14 @@ def _body_end(text: str, lo: int, eot_tokens: tuple[str, ...]) -> int:
             return hi
 
 
+def _typed(calls: list[ToolCall], schemas: Mapping[str, Any] | None) -> list[ToolCall]:
+    out = []
+    for c in calls:
+        args = type_arguments(c.arguments, schemas.get(c.name) if schemas else None)
+        out.append(c if args is c.arguments else ToolCall(c.name, args, c.protocol, c.span, c.raw))
+    return out
+
+
 def _contained(span: tuple[int, int] | None, starts: list[int], spans: list[tuple[int, int]]) -> bool:
     """Is ``span`` inside one of ``spans`` (sorted, disjoint; ``starts`` their starts)?"""
     if span is None:
@@ -222,8 +233,13 @@ def parse_output(
     eot_tokens: tuple[str, ...] = (),
     reasoning_tags: tuple[str, str] | None = None,
     api_tool_calls: list[dict[str, Any]] | None = None,
+    tool_schemas: Mapping[str, Any] | None = None,
 ) -> ParseResult:
-    """Parse one raw output under ``protocol``; never raises on any text."""
+    """Parse one raw output under ``protocol``; never raises on any text.
+
+    ``tool_schemas`` (tool name -> its ``parameters`` schema) types the values a format carries
+    as text (``TextValue``, see ``_values.py``); without it they are JSON where the whole text is
+    a JSON value, else text."""
     spec = REGISTRY.get(protocol) or get(protocol)  # an unknown protocol is the caller's error
     if type(text) is str:
         pass
@@ -263,10 +279,11 @@ def parse_output(
     # only when a lenient scan runs (a strict success of a text protocol runs none)
     scan = Scan(text, body_lo, memo) if error is not None or spec.strict is None else None
     if error is None:
+        calls = _typed(calls, tool_schemas)
         lenient = list(calls)
     else:
         assert scan is not None
-        lenient = _lenient(protocol, scan, api_tool_calls)
+        lenient = _typed(_lenient(protocol, scan, api_tool_calls), tool_schemas)
     if error == NO_CALL_ERROR and lenient:
         error = NOT_ALONE_ERROR
 

@@ -10,7 +10,6 @@ from typing import Any
 
 from leader_eval.protocols._base import StrictOut, ToolCallProtocol
 from leader_eval.protocols._scan import (
-    DECODER,
     MAX_CALLS,
     NO_CALL_ERROR,
     TOO_MANY_CALLS_ERROR,
@@ -24,6 +23,7 @@ from leader_eval.protocols._scan import (
     object_arguments,
     skip_ws,
 )
+from leader_eval.protocols._values import TextValue
 from leader_eval.types import ToolCall
 
 _TU_OPEN, _TU_CLOSE = "<tool_use>", "</tool_use>"
@@ -32,18 +32,11 @@ _INVOKE_OPEN = re.compile(r"""<invoke\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s
 _INVOKE_CLOSE = "</invoke>"
 _PARAM_OPEN = re.compile(r"""<parameter\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>""")
 _PARAM_CLOSE = "</parameter>"
-_JSONISH_START = frozenset('{["-0123456789tfn')
 
 
 def _xml_value(raw: str) -> Any:
-    """A <parameter> body: JSON when the whole (stripped) body is a JSON value, else the text."""
-    s = raw.strip()
-    if s and s[0] in _JSONISH_START:
-        try:
-            return DECODER.decode(s)
-        except (ValueError, RecursionError, MemoryError):
-            pass
-    return raw
+    """A <parameter> body is text: ``parse_output`` types it by the tool's schema."""
+    return TextValue(raw)
 
 
 def _tool_use_block(

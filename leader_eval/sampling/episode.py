@@ -64,11 +64,17 @@ def parse_step(
     eot_tokens: tuple[str, ...],
     reasoning_tags: tuple[str, str] | None,
     api_tool_calls: list[dict[str, Any]] | None,
+    tool_schemas: Mapping[str, Any] | None = None,
 ) -> ParseResult:
     """The one place episodes parse an output (the single-turn scorer's parser)."""
 
     return parse_output(
-        text, protocol, eot_tokens=eot_tokens, reasoning_tags=reasoning_tags, api_tool_calls=api_tool_calls
+        text,
+        protocol,
+        eot_tokens=eot_tokens,
+        reasoning_tags=reasoning_tags,
+        api_tool_calls=api_tool_calls,
+        tool_schemas=tool_schemas,
     )
 
 
@@ -225,6 +231,7 @@ class EpisodeRunner:
             eot_tokens=self.info.eot_tokens,
             reasoning_tags=self.info.reasoning_tags,
             api_tool_calls=api_tool_calls,
+            tool_schemas={t.name: t.parameters for t in self.suite.tools},
         )
 
     def _end(self, k: int, results: Sequence[ToolResult]) -> str | None:

@@ -253,6 +253,7 @@ class CaseScorer:
             eot_tokens=self.eot_tokens,
             reasoning_tags=self.model.reasoning_tags,
             api_tool_calls=sample.api_tool_calls,
+            tool_schemas=self.tools,
         )
         scoring = Scoring(sample, parsed)
         for check in self.checks:

@@ -1,0 +1,130 @@
+"""Parameter values a format carries as text, typed by the tool's schema.
+
+XML-style formats (Qwen3-Coder's ``<parameter=x>``, GLM's ``<arg_value>``, MiniMax's and DSML's
+``<parameter name="x">``, ...) write every scalar as text: ``42`` and ``"42"`` render alike, so the
+text alone cannot say which the model meant. Their parsers return such values as ``TextValue``
+(a ``str``) and ``parse_output`` types them by the called tool's JSON Schema, the way vLLM's and
+SGLang's parsers for these formats do: a ``string`` parameter keeps the text, an ``integer`` one
+takes an integer literal, ``object``/``array`` take JSON. What the schema cannot decide is left
+as text and so judged as a string (a union of ``string`` and a non-string type, or no schema for
+the parameter and text that is not JSON): the schema check then reports the mismatch instead of
+the parser guessing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["TextValue", "type_arguments"]
+
+_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,4300})")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,4300})(?:\.[0-9]{1,4300})?(?:[eE][+-]?[0-9]{1,4})?")
+_TRUE = frozenset(("true", "True"))  # templates that render Python values write True/False/None
+_FALSE = frozenset(("false", "False"))
+_NULL = frozenset(("null", "None"))
+_DECODER = json.JSONDecoder()
+
+
+class TextValue(str):
+    """A parameter value the format wrote as text, not yet typed by a schema."""
+
+    __slots__ = ()
+
+
+def _types(schema: Any) -> tuple[str, ...]:
+    if not isinstance(schema, Mapping):
+        return ()
+    t = schema.get("type")
+    if isinstance(t, str):
+        return (t,)
+    if isinstance(t, list):
+        return tuple(x for x in t if isinstance(x, str))
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return tuple(sorted({_json_type(v) for v in schema["enum"]}))
+    if "const" in schema:
+        return (_json_type(schema["const"]),)
+    return ()
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def _json(text: str) -> tuple[bool, Any]:
+    try:
+        return True, _DECODER.decode(text)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _as(kind: str, text: str) -> tuple[bool, Any]:
+    """Can ``text`` be read as a value of JSON type ``kind``? (ok, value)"""
+    s = text.strip()
+    if kind == "integer":
+        return (True, int(s)) if _INT.fullmatch(s) else (False, None)
+    if kind == "number":
+        if _NUMBER.fullmatch(s):
+            return True, int(s) if _INT.fullmatch(s) else float(s)
+        return False, None
+    if kind == "boolean":
+        return (True, True) if s in _TRUE else (True, False) if s in _FALSE else (False, None)
+    if kind == "null":
+        return (True, None) if s in _NULL else (False, None)
+    if kind in ("object", "array"):
+        ok, value = _json(s)
+        return (True, value) if ok and _json_type(value) == kind else (False, None)
+    return False, None
+
+
+def type_value(value: Any, schema: Any) -> Any:
+    """``value`` typed by ``schema`` where it is a ``TextValue``; anything else unchanged."""
+    if not isinstance(value, TextValue):
+        return value
+    kinds = _types(schema)
+    text = str(value)
+    if not kinds:
+        # No type to go by: JSON when the whole text is a JSON value, else the text.
+        ok, decoded = _json(text.strip()) if text.strip() else (False, None)
+        return decoded if ok else text
+    if "string" in kinds:
+        # A string parameter keeps its text exactly, even when it reads as a number: the format
+        # cannot say otherwise, and a union with string is judged as the string.
+        return text
+    for kind in kinds:
+        ok, typed = _as(kind, text)
+        if ok:
+            return typed
+    return text  # not readable as the declared type: the schema check reports it
+
+
+def _has_text(value: Any) -> bool:
+    if isinstance(value, TextValue):
+        return True
+    if isinstance(value, dict):
+        return any(_has_text(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_text(v) for v in value)
+    return False
+
+
+def type_arguments(arguments: dict[str, Any], parameters: Any) -> dict[str, Any]:
+    """The call's arguments with every ``TextValue`` typed by the tool's ``parameters`` schema
+    (top-level properties; a parameter the schema does not name is typed as JSON-or-text)."""
+    if not any(_has_text(v) for v in arguments.values()):
+        return arguments
+    props = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    props = props if isinstance(props, Mapping) else {}
+    return {k: type_value(v, props.get(k)) for k, v in arguments.items()}

@@ -1,0 +1,145 @@
+"""Every real chat template's tool calls parse back, strictly, under ``detect()``'s protocol.
+
+For every template in fixtures/chat_templates/ that writes tool calls into the assistant turn,
+one call and two parallel calls (arguments of every JSON type, strings with quotes, newlines,
+Unicode and markup-like text) are rendered through the project's renderer
+(``tests/support/template_calls.py``) and parsed under the protocol ``detect`` picks for the
+template: the calls come back equal, values typed by the tool's schema; the same text with prose
+before or after fails strict parsing. ``NATIVE`` is the family table (docs/protocols.md): which
+protocol each template speaks, so a fallback that happens to parse cannot pass for the native one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leader_eval.errors import ChatTemplateError
+from leader_eval.protocols import detect, parse_output
+from leader_eval.types import END_OF_TURN_TOKENS
+from tests.support.template_calls import (
+    CORPUS,
+    ONE_CALL,
+    PARALLEL_CALLS,
+    SCHEMAS,
+    TEMPLATES,
+    assistant_output,
+    end_of_turn,
+    renders_calls,
+)
+
+#: template stem -> the protocol it speaks natively (every template that renders tool calls)
+NATIVE: dict[str, str] = {
+    "Bielik-11B-v3.0-Instruct": "hermes",
+    "MiMo-VL": "hermes",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use": "hermes",
+    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use": "hermes",
+    "Qwen-QwQ-32B": "hermes",
+    "Qwen-Qwen2.5-7B-Instruct": "hermes",
+    "Qwen-Qwen3-0.6B": "hermes",
+    "Reka-Edge": "hermes",
+    "ibm-granite-granite-4.0": "hermes",
+    "ibm-granite-granite-4.1": "hermes",
+    "meta-llama-Llama-3.1-8B-Instruct": "llama3_json",
+    "meta-llama-Llama-3.2-3B-Instruct": "llama3_json",
+    "meta-llama-Llama-3.3-70B-Instruct": "llama3_json",
+    "moonshotai-Kimi-K2": "kimi_k2",
+}
+
+#: (template stem, which calls) -> why the template cannot express them (documented per format
+#: in docs/protocols.md); the test asserts the exclusion still holds
+EXCLUDED: dict[tuple[str, str], str] = {
+    (f"meta-llama-Llama-{v}-Instruct", "parallel"): "Llama 3.x templates refuse parallel calls"
+    for v in ("3.1-8B", "3.2-3B", "3.3-70B")
+}
+
+#: reasoning tags a template's assistant turn may start with (a model declares its own; these are
+#: the ones the fixture templates write)
+REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"),)
+
+#: templates whose native protocol is being built (issue 22): expected to fail until it lands
+PENDING: frozenset[str] = frozenset(
+    p.stem
+    for p in TEMPLATES
+    if p.stem not in NATIVE
+    and p.stem
+    not in {
+        "HuggingFaceTB-SmolLM2-135M-Instruct",
+        "HuggingFaceTB-SmolLM3-3B",
+        "llama-cpp-rwkv-world",
+        "microsoft-Phi-3.5-mini-instruct",
+    }
+)
+WITH_CALLS = [p for p in TEMPLATES if renders_calls(p)]
+_PENDING = pytest.mark.xfail(reason="native protocol not built yet (issue 22)", strict=True)
+
+
+def _cases(paths: list[Path], *, pending_too: bool) -> list[Any]:
+    return [
+        pytest.param(p, kind, id=f"{p.stem}-{kind}", marks=[_PENDING] if p.stem in PENDING else [])
+        for p in paths
+        for kind in ("one", "parallel")
+        if (pending_too or p.stem not in PENDING) and (p.stem, kind) not in EXCLUDED
+    ]
+
+
+@pytest.mark.parametrize(("stem", "kind"), sorted(EXCLUDED))
+def test_what_a_template_cannot_express_stays_excluded(stem: str, kind: str) -> None:
+    with pytest.raises(ChatTemplateError):
+        assistant_output(CORPUS / f"{stem}.jinja", _expected(kind))
+
+
+def _expected(kind: str) -> list[tuple[str, dict[str, Any]]]:
+    return ONE_CALL if kind == "one" else PARALLEL_CALLS
+
+
+def _tags(text: str) -> tuple[str, str] | None:
+    return next((t for t in REASONING_TAGS if t[1] in text), None)
+
+
+def _parse(path: Path, text: str) -> Any:
+    protocol = detect(chat_template=path.read_text(encoding="utf-8"))
+    return parse_output(
+        text,
+        protocol,
+        eot_tokens=(*end_of_turn(path), *END_OF_TURN_TOKENS),
+        reasoning_tags=_tags(text),
+        tool_schemas=SCHEMAS,
+    )
+
+
+def test_every_template_with_a_tool_format_has_its_native_protocol_named() -> None:
+    assert len(WITH_CALLS) >= 56
+    assert sorted(NATIVE) == sorted(p.stem for p in WITH_CALLS if p.stem not in PENDING)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, id=p.stem, marks=[pytest.mark.xfail(reason="issue 22")] if p.stem in PENDING else [])
+        for p in TEMPLATES
+    ],
+)
+def test_detect_picks_the_native_protocol(path: Path) -> None:
+    expected = NATIVE.get(path.stem, "json")
+    assert detect(chat_template=path.read_text(encoding="utf-8")) == expected
+
+
+@pytest.mark.parametrize(("path", "kind"), _cases(WITH_CALLS, pending_too=True))
+def test_rendered_calls_parse_back_strictly(path: Path, kind: str) -> None:
+    text = assistant_output(path, _expected(kind))
+    result = _parse(path, text)
+    assert result.strict_ok, f"{result.protocol}: {result.error}\n{text!r}"
+    assert [(c.name, c.arguments) for c in result.calls] == _expected(kind)
+
+
+@pytest.mark.parametrize(("path", "kind"), _cases(WITH_CALLS, pending_too=False))
+def test_prose_around_the_calls_fails_strict(path: Path, kind: str) -> None:
+    text = assistant_output(path, _expected(kind))
+    before = _parse(path, "Sure, here you go. " + text)
+    assert not before.strict_ok
+    assert before.lenient_calls, "the lenient diagnostic still finds the calls"
+    after = _parse(path, text.rstrip() + " Done, anything else?")
+    assert not after.strict_ok
