@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -44,3 +45,26 @@ class SuiteErrors(SuiteError):
         more = len(self.errors) - 1
         hint = f" (and {more} more error{'s' if more > 1 else ''}: leader-eval lint lists them all)" if more else ""
         super().__init__(first.path, first.line, first.message + hint)
+
+
+class OptionError(LeaderEvalError):
+    """A problem with options of the shared option table (``leader_eval.runs.options``), named in
+    the caller's spelling: the message names them as command-line flags (``--chat-template``);
+    ``spelled("--le-")`` names them as the pytest plugin's options (``--le-chat-template``). Never
+    a Python keyword. ``options``: the dests the message names (``chat_template``).
+    """
+
+    def __init__(self, message: str, *options: str):
+        self.options = options
+        super().__init__(message)
+
+    def spelled(self, prefix: str) -> str:
+        names = "|".join(re.escape(o.replace("_", "-")) for o in self.options)
+        if not names:
+            return str(self)
+        return re.sub(rf"(?<![\w-])--({names})(?![\w-])", lambda m: prefix + m.group(1), str(self))
+
+
+def spelled(err: BaseException, prefix: str) -> str:
+    """``err``'s message with its options in ``prefix`` spelling (``--le-`` in pytest)."""
+    return err.spelled(prefix) if isinstance(err, OptionError) else str(err)

@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     li = sub.add_parser("lint", help="validate suites, render every case, count prompt tokens")
     li.add_argument("suite", nargs="+", help="suite files, directories (every *.yaml under them) or globs")
-    li.add_argument("--model", default="local:smollm2", help="model whose chat template and tokenizer count tokens")
+    add_sampling_arguments(li)  # run's table: --model (whose chat template and tokenizer count tokens) and its options
     li.add_argument("--no-tokens", action="store_true", help="skip the chat template and token counts")
     li.add_argument("-v", "--verbose", action="store_true", help="list every case with its line")
     li.add_argument("--suite-root", help="folder every file the suite references must lie in (docs/security.md)")
@@ -216,20 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
         "stress", help="grow the event log to long prompts; score vs prompt length, context overflow apart"
     )
     st.add_argument("suite", help="suite YAML file")
-    st.add_argument(
-        "--model", default="local:smollm2", help="local:smollm2 | gguf:PATH | openai:URL#MODEL | tinker://..."
-    )
+    add_sampling_arguments(st)  # exactly run's model, backend and sampling options
     st.add_argument("--tokens", type=positive_int, default=40000, help="largest prompt length, in the model's tokens")
     st.add_argument(
         "--steps", action="append", type=int_list(), help="prompt lengths, e.g. 4000,8000,16000,32000,40000"
     )
     st.add_argument("--cases", action="append", help="case ids (default: the suite's stress cases)")
     st.add_argument("--depths", action="append", help="where the deciding fact goes: start,middle,end")
-    st.add_argument("--samples", type=sample_count, help="samples per case and length (default: the suite's)")
-    st.add_argument("--seed", type=int, help="run seed (default: fresh, recorded in the manifest)")
     st.add_argument("--out", help="run directory of the sweep")
-    st.add_argument("--context-length", type=positive_int, help="override the model's context length")
-    _add_max_error_rate(st)
     st.set_defaults(command_module="stress")
 
     ca = sub.add_parser("cache", help="the content-addressed sample cache: info | prune")

@@ -10,13 +10,20 @@ from pathlib import Path
 
 from leader_eval.inert import inert
 from leader_eval.report import table
+from leader_eval.runs.options import run_options
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.suite.lint import MAX_PRINTED_ERRORS, lint_file
 
 
 def run(args: argparse.Namespace) -> int:
     paths, status = _suite_paths(args.suite)
-    backend = resolve_backend(args.model) if not args.no_tokens and paths else None
+    # the model is named with run's option table, so its backend options (--template-gguf, ...) apply
+    options = run_options(vars(args))
+    backend = (
+        resolve_backend(options.model, context_length=options.context_length, **options.backend_options)
+        if not args.no_tokens and paths
+        else None
+    )
     for path in paths:
         # every error of the file, each on its own line (leader_eval.suite.lint)
         result = lint_file(path, root=args.suite_root, backend=backend)

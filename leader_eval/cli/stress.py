@@ -7,22 +7,21 @@ import sys
 from pathlib import Path
 
 from leader_eval.cli.output import print_report_path, split_values
+from leader_eval.runs.options import run_options
 from leader_eval.scoring.error_rule import error_verdict
 from leader_eval.studies.stress import format_stress_table, stress
 
 
 def run(args: argparse.Namespace) -> int:
+    # the sampling and backend options are run's table (leader_eval.runs.options)
+    options = run_options(vars(args), out=Path(args.out) if args.out else None)
     result = stress(
         args.suite,
-        model=args.model,
+        options=options,
         tokens=args.tokens,
         steps=[n for group in args.steps or [] for n in group] or None,
         case_ids=split_values(args.cases) or None,
-        samples=args.samples,
-        seed=args.seed,
-        out=Path(args.out) if args.out else None,
         depths=split_values(args.depths) or None,
-        context_length=args.context_length,
     )
     print(format_stress_table(result))
     if result.out:

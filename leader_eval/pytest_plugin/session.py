@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from leader_eval.errors import LeaderEvalError
+from leader_eval.errors import LeaderEvalError, spelled
 from leader_eval.inert import inert, junit_json
 from leader_eval.pytest_plugin import ci
 from leader_eval.pytest_plugin.items import CaseItem, SuiteFile, resolve_backend
@@ -124,7 +124,7 @@ class EvalSession:
 
     def _check_setup(self) -> None:
         """Resolve the model and check tolerances once a case will run: usage errors, exit 4."""
-        from leader_eval.pytest_plugin.config import plugin_message
+        from leader_eval.pytest_plugin.config import PREFIX, plugin_message
 
         o = self.state.options
         try:
@@ -133,7 +133,8 @@ class EvalSession:
             parse_tolerances(o.tolerances)
             backend = resolve_backend(o.sampling)
         except LeaderEvalError as err:
-            text = str(err)  # the backends name the CLI's option; in pytest it is --le-model
+            # the backends name the CLI's options; in pytest they are --le-*
+            text = spelled(err, PREFIX)
             raise pytest.UsageError(plugin_message(text) if text.startswith("--model") else text) from None
         problem = preflight(backend)
         if problem:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from leader_eval.bounded.limits import MAX_SAMPLES_PER_CASE
-from leader_eval.errors import LeaderEvalError
+from leader_eval.errors import LeaderEvalError, OptionError
 from leader_eval.protocols import check_protocol
 from leader_eval.runs.argtypes import (
     name_component,
@@ -250,7 +250,7 @@ def backend_options(values: Mapping[str, Any]) -> dict[str, Any]:
             try:
                 out["chat_template"] = path.read_text(encoding="utf-8")
             except (OSError, UnicodeError) as exc:
-                raise LeaderEvalError(f"--chat-template {path}: cannot read: {exc}") from None
+                raise OptionError(f"--chat-template {path}: cannot read: {exc}", "chat_template") from None
         if values.get("max_response_bytes") is not None:
             out["max_response_bytes"] = values["max_response_bytes"]
     if values.get("request_timeout") is not None and model.startswith(("openai:", "tinker")):

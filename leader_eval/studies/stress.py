@@ -521,6 +521,7 @@ def _is_count(value: object) -> bool:
 def stress(
     suite_path: str | Path | Suite,
     *,
+    options: RunOptions | None = None,
     model: str = "local:smollm2",
     tokens: int = 40000,
     steps: Sequence[int] | None = None,
@@ -539,11 +540,21 @@ def stress(
     plot: bool = True,
     cache: bool = True,
 ) -> StressResult:
-    """Sweep the chosen cases over prompt lengths; write stress.json and stress.png in the run dir."""
+    """Sweep the chosen cases over prompt lengths; write stress.json and stress.png in the run dir.
 
+    ``options`` is ``leader-eval run``'s option table (model, backend and sampling options, as
+    ``runs.options.run_options`` builds it from the CLI or the plugin); without it the keyword
+    arguments build one. Its case selection (``tags``, ``case_ids``, ``limit``) is the sweep's
+    own: ``case_ids`` here."""
+
+    if options is None:
+        options = RunOptions(
+            model=model, samples=samples, seed=seed, out=Path(out) if out else None,
+            context_length=context_length, max_tokens=max_tokens, temperature=temperature,
+            progress=progress, label=label, cache=cache,
+        )  # fmt: skip
     # every value checked before a model loads (the same rules as ``leader-eval run``)
-    check_run_options(RunOptions(samples=samples, seed=seed, context_length=context_length,
-                                 max_tokens=max_tokens, temperature=temperature))  # fmt: skip
+    check_run_options(options)
     resolve_steps(tokens, steps)
     suite = suite_path if isinstance(suite_path, Suite) else load_suite(suite_path)
     if case_ids:
@@ -555,7 +566,10 @@ def stress(
                 f"{suite.path}: no case has stress: {{enabled: true}}; name cases with --cases ID,..."
             )
     step_list = resolve_steps(tokens, steps)
-    backend = backend or resolve_backend(model, context_length=context_length)
+    backend = backend or resolve_backend(
+        options.model, context_length=options.context_length, **options.backend_options
+    )
+    seed = options.seed
     fseed = filler_seed if filler_seed is not None else (seed if seed is not None else 0)
     variants = build_variants(suite, cases, backend, step_list, depths=tuple(depths or DEPTHS), seed=fseed)
     runnable = [v for v in variants if v.status != "shorter_than_case"]
@@ -566,22 +580,19 @@ def stress(
     derived = dataclasses.replace(
         suite, name=f"{suite.name}-stress", cases=tuple(v.case for v in runnable if v.case), content_hash=f"sha256:{h}"
     )
-    options = RunOptions(
-        model=model,
-        samples=samples,
-        seed=seed,
-        out=Path(out) if out else None,
-        context_length=context_length,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        progress=progress,
-        label=label,
-        cache=cache,
+    options = dataclasses.replace(
+        options,
+        tags=(),
+        case_ids=(),
+        limit=None,
         extra_manifest={
+            **options.extra_manifest,
             "stress": {"steps": step_list, "filler_seed": fseed, "filler_digest": filler_data().digest,
-                       "source_suite": suite.name, "source_hash": suite.content_hash}
+                       "source_suite": suite.name, "source_hash": suite.content_hash},
         },
     )  # fmt: skip
+    context_length = options.context_length
+    samples = options.samples
     ctx = resolve_context_length(context_length, suite, backend)
     result_run = run_suite(derived, options, backend=backend)
     by_id = {c["case_id"]: c for c in result_run.cases}

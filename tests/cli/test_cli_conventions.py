@@ -43,9 +43,14 @@ def test_every_option_of_every_command_has_help() -> None:
     assert missing == []
 
 
-def test_run_and_the_pytest_plugin_share_the_sampling_table() -> None:
-    run = _subparsers(build_parser())["run"]
-    by_flag = {s: a for a in run._actions for s in a.option_strings}
+#: every command that samples or builds a model's backend takes exactly run's option table
+SAMPLING_COMMANDS = ("run", "stress", "lint", "compare-adaptive")
+
+
+@pytest.mark.parametrize("command", SAMPLING_COMMANDS)
+def test_every_sampling_command_takes_runs_option_table(command: str) -> None:
+    sub = _subparsers(build_parser())[command]
+    by_flag = {s: a for a in sub._actions for s in a.option_strings}
     for opt in SAMPLING_OPTIONS:
         action = by_flag[f"--{opt.name}"]
         expected = opt.argparse_kwargs()
@@ -53,6 +58,19 @@ def test_run_and_the_pytest_plugin_share_the_sampling_table() -> None:
         assert action.default == expected.get("default", False if opt.flag else None)
         assert action.type == expected.get("type"), opt.name
         assert list(action.choices or []) == list(expected.get("choices") or [])
+
+
+def test_a_backend_option_error_names_the_cli_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    suite = str(ROOT / "suites" / "leader_core.yaml")
+    for argv in (["stress", suite], ["run", suite], ["lint", suite]):
+        status = main([*argv, "--model", "openai:http://127.0.0.1:9#m", "--api-mode", "completions"])
+        err = capsys.readouterr().err
+        assert status == 2, argv
+        assert "--chat-template FILE" in err and "--template-gguf PATH" in err and "--api-mode chat" in err
+        assert "gguf_path" not in err and "chat_template=" not in err and "mode=" not in err
+
+
+def test_run_and_the_pytest_plugin_share_the_sampling_table() -> None:
 
     class Recorder:
         def __init__(self) -> None:

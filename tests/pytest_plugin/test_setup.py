@@ -97,6 +97,11 @@ def test_default_suite_glob_is_evals_and_a_yaml_on_the_command_line_is_collected
         (["--le-model=bogus:thing", "-n", "2"], "unknown model spec"),  # checked before xdist's workers start
         (["--le-model=gguf:/nonexistent/model.gguf"], "no such GGUF file"),
         (["--le-model=openai:http://127.0.0.1:9/v1"], "name the served model"),
+        # the backend's missing option is named as the plugin spells it, never as a Python keyword
+        (
+            ["--le-model=openai:http://127.0.0.1:9#m", "--le-api-mode=completions"],
+            "give --le-chat-template FILE (a jinja2 template) or --le-template-gguf PATH",
+        ),
         (["--le-model=replay:/nonexistent/run"], "/nonexistent/run"),
         (["--le-samples=0"], "--le-samples"),
         (["--le-temperature=nan"], "--le-temperature"),

@@ -61,7 +61,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import aiohttp
 
 from leader_eval import protocols, secrets
-from leader_eval.errors import LeaderEvalError
+from leader_eval.errors import LeaderEvalError, OptionError
 from leader_eval.inert import inert
 from leader_eval.sampling.backends.base import (
     AttemptError,
@@ -368,9 +368,12 @@ class OpenAICompatBackend:
         )
         self.default_protocol = "openai" if mode == "chat" else protocol_from_template(self.chat_template)
         if mode == "completions" and not self.chat_template:
-            raise LeaderEvalError(
-                "openai backend in completions mode needs the model's chat template: pass chat_template= "
-                "(a jinja2 string) or gguf_path= (read from the GGUF), or use mode='chat'"
+            raise OptionError(
+                "openai backend in completions mode needs the model's chat template: give --chat-template FILE "
+                "(a jinja2 template) or --template-gguf PATH (read from the GGUF), or --api-mode chat",
+                "chat_template",
+                "template_gguf",
+                "api_mode",
             )
 
         self._session: aiohttp.ClientSession | None = None

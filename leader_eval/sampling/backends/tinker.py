@@ -50,7 +50,7 @@ from typing import Any, Literal
 import tinker
 
 from leader_eval import protocols, secrets
-from leader_eval.errors import LeaderEvalError
+from leader_eval.errors import LeaderEvalError, OptionError
 from leader_eval.inert import inert
 from leader_eval.sampling.backends.base import (
     AttemptError,
@@ -150,22 +150,30 @@ def load_tokenizer(
         try:
             return AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=trust_remote_code)
         except Exception as exc:
-            raise LeaderEvalError(
+            raise OptionError(
                 f"tinker backend: could not load a tokenizer from {path}: {type(exc).__name__}: {_one_line(exc)}; "
                 + _missing_tokenizer_hint(repo_hint)
-                + ("" if trust_remote_code else " (a tokenizer with custom code needs trust_remote_code=True)")
+                + (
+                    ""
+                    if trust_remote_code
+                    else " (a tokenizer with its own code is not run)"
+                ),
+                "tokenizer",
             ) from exc
     if looks_like_path or path.suffix in (".json", ".gguf", ".model"):
-        raise LeaderEvalError(f"tinker backend: no tokenizer folder at {source}; " + _missing_tokenizer_hint(repo_hint))
+        raise OptionError(
+            f"tinker backend: no tokenizer folder at {source}; " + _missing_tokenizer_hint(repo_hint), "tokenizer"
+        )
     try:
         return AutoTokenizer.from_pretrained(
             source, local_files_only=not allow_download, trust_remote_code=trust_remote_code
         )
     except Exception as exc:
         where = "on the Hugging Face hub or in its cache" if allow_download else "in the Hugging Face cache"
-        raise LeaderEvalError(
+        raise OptionError(
             f"tinker backend: no tokenizer for {source!r} {where} ({type(exc).__name__}); "
-            + _missing_tokenizer_hint(source)
+            + _missing_tokenizer_hint(source),
+            "tokenizer",
         ) from exc
 
 
@@ -371,12 +379,14 @@ class TinkerBackend:
             info = info.result(timeout=self.resolve_timeout_s) if hasattr(info, "result") else info
             base = str(info.base_model)
         except Exception as exc:
-            raise LeaderEvalError(
+            raise OptionError(
                 _scrub(
                     f"tinker backend: could not read the base model of {self.model_path} from the Tinker API "
                     f"({error_text(exc)}); pass --base-model NAME (e.g. Qwen/Qwen3-8B, or {BASE_MODEL_ENV}=NAME) "
                     f"or a local tokenizer (--tokenizer PATH or {TOKENIZER_ENV}=PATH)"
-                )
+                ),
+                "base_model",
+                "tokenizer",
             ) from exc
         self.base_model = base
         self._base_model_source = "server"
@@ -413,9 +423,10 @@ class TinkerBackend:
         if self.renderer_name:
             self._renderer = _make_renderer(self.renderer_name, tok, self.base_model)
         elif not self._template:
-            raise LeaderEvalError(
-                f"tinker backend: the tokenizer {label!r} has no chat template; pass renderer=NAME "
-                f"(a tinker-cookbook renderer) or chat_template=..."
+            raise OptionError(
+                f"tinker backend: the tokenizer {label!r} has no chat template; give --renderer NAME "
+                "(a tinker-cookbook renderer)",
+                "renderer",
             )
         self._tokenizer = tok
         self._tokenizer_label = label
