@@ -224,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--cases", action="append", help="case ids (default: the suite's stress cases)")
     st.add_argument("--depths", action="append", help="where the deciding fact goes: start,middle,end")
     st.add_argument("--out", help="run directory of the sweep")
+    st.add_argument(
+        "--strict",
+        action="store_true",
+        help="CI mode: a stress requirement that cannot fail (too few cases) fails unless gate: underpowered says why",
+    )
     st.set_defaults(command_module="stress")
 
     ca = sub.add_parser("cache", help="the content-addressed sample cache: info | prune")

@@ -10,6 +10,7 @@ from leader_eval.cli.output import print_report_path, split_values
 from leader_eval.runs.options import run_options
 from leader_eval.scoring.error_rule import error_verdict
 from leader_eval.studies.stress import format_stress_table, stress
+from leader_eval.studies.stress_gate import format_requirements
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,8 +23,12 @@ def run(args: argparse.Namespace) -> int:
         steps=[n for group in args.steps or [] for n in group] or None,
         case_ids=split_values(args.cases) or None,
         depths=split_values(args.depths) or None,
+        strict=args.strict,
     )
     print(format_stress_table(result))
+    requirements = format_requirements(result.requirements)
+    if requirements:
+        print(requirements)
     if result.out:
         print_report_path(result.out)
     # a context overflow is what a sweep measures; any other sampler error fails it
@@ -31,4 +36,4 @@ def run(args: argparse.Namespace) -> int:
     if verdict.failed:
         print(verdict.message(), file=sys.stderr)
         return 1
-    return 0
+    return 1 if any(r.failed for r in result.requirements) else 0

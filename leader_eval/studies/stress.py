@@ -43,6 +43,8 @@ from leader_eval.store.run_store import (
     write_json_atomic,
     write_lines_atomic,
 )
+from leader_eval.studies.stress_gate import StressVerdict, judge_stress
+from leader_eval.suite.gate_spec import gate_spec
 from leader_eval.suite.load import Case, Suite, load_suite
 from leader_eval.suite.render import render_messages
 from leader_eval.types import Prompt
@@ -447,6 +449,8 @@ class StressResult:
     png: Path | None = None
     json_path: Path | None = None
     run: Any = field(default=None, repr=False)
+    #: the suite's stress requirements judged on this sweep (``gate: stress:``; studies.stress_gate)
+    requirements: list[StressVerdict] = field(default_factory=list)
 
     @property
     def columns(self) -> list[str]:
@@ -471,6 +475,18 @@ class StressResult:
             "rule": f"first failure: smallest scored length with score < {FAIL_BELOW} or more than "
             f"{DROP_MARGIN} below the column's score at its shortest scored length",
             "variants": [v.to_dict() for v in self.variants],
+            "requirements": [
+                {
+                    "at": r.at,
+                    "metric": r.metric,
+                    "kind": r.kind,
+                    "limit": r.limit,
+                    "estimate": r.estimate.to_dict() if r.estimate else None,
+                    "verdict": r.verdict,
+                    "explanation": r.explanation,
+                }
+                for r in self.requirements
+            ],
         }
 
 
@@ -539,6 +555,7 @@ def stress(
     progress: bool = True,
     plot: bool = True,
     cache: bool = True,
+    strict: bool = False,
 ) -> StressResult:
     """Sweep the chosen cases over prompt lengths; write stress.json and stress.png in the run dir.
 
@@ -619,6 +636,8 @@ def stress(
         run=result_run,
     )
     _summarize(result, {c.id: c.weight for c in cases})
+    # the suite's requirements (gate: stress:), judged like the gate; strict: CI mode
+    result.requirements = judge_stress(result, gate_spec(suite.gate), {c.id: c.weight for c in cases}, strict=strict)
 
     result.json_path = result_run.path / STRESS_JSON
     write_json_atomic(result.json_path, result.to_dict(), indent=2, sort_keys=False)

@@ -8,6 +8,10 @@
       judge: bound                 # bound (default): credibly beyond; point: the estimate beyond
       detect: 0.10                 # the smallest drop the gate must catch (power guard)
       underpowered: "reason"       # acknowledges an underpowered gate in CI mode
+      stress:                      # what a long-context sweep (leader-eval stress) must hold
+        - at: 40000                #   at this prompt length (tokens; a length of the sweep)
+          min: {score: 0.5}        #   a floor, judged like the floors above
+          max_drop: {score: 0.15}  #   the largest credible drop from the shortest length (paired)
 
 The section is left out of the suite's content hash (``suite._content_hash``): adding a floor
 does not make a committed golden stale. ``update-golden`` copies it into the golden (``gate``), so
@@ -25,7 +29,16 @@ from typing import Any
 
 from leader_eval.stats.metrics import ALL_METRICS
 
-__all__ = ["BUDGETS", "DEFAULT_DETECT", "JUDGES", "GateSpec", "gate_problem", "gate_spec"]
+__all__ = [
+    "BUDGETS",
+    "DEFAULT_DETECT",
+    "JUDGES",
+    "STRESS_METRICS",
+    "GateSpec",
+    "StressRequirement",
+    "gate_problem",
+    "gate_spec",
+]
 
 #: count budget key -> (metric whose events it counts, what an event is)
 BUDGETS = {"max_hard_fails": ("hard_fail_rate", "hard-failing samples"), "max_leaks": ("leak_rate", "leaking samples")}
@@ -33,7 +46,19 @@ BUDGETS = {"max_hard_fails": ("hard_fail_rate", "hard-failing samples"), "max_le
 DEFAULT_DETECT = 0.10
 #: how a floor or ceiling is judged: on the interval's far bound (credibly beyond) or the point estimate
 JUDGES = ("bound", "point")
-KEYS = (*BUDGETS, "min", "max", "judge", "detect", "underpowered")
+KEYS = (*BUDGETS, "min", "max", "judge", "detect", "underpowered", "stress")
+#: what a stress requirement may hold a length to: the per-variant metrics a sweep measures
+STRESS_METRICS = ("score", "strict_format_rate", "tool_accuracy")
+STRESS_KEYS = ("at", "min", "max_drop")
+
+
+@dataclass(frozen=True)
+class StressRequirement:
+    """What must hold at one prompt length of a stress sweep (``gate: stress:``)."""
+
+    at: int
+    floors: dict[str, float] = field(default_factory=dict)
+    max_drops: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -46,6 +71,7 @@ class GateSpec:
     judge: str = "bound"
     detect: float = DEFAULT_DETECT
     underpowered: str | None = None
+    stress: tuple[StressRequirement, ...] = ()
 
     def limit(self, metric: str) -> tuple[str, float] | None:
         """(``min`` or ``max``, the value) the section sets on ``metric``, else None."""
@@ -109,6 +135,47 @@ def gate_problem(section: Any) -> tuple[tuple[str, ...], str] | None:
             return (
                 "underpowered",
             ), "gate: underpowered must say why an underpowered gate is accepted (non-empty text)"
+    if "stress" in section:
+        return _stress_problem(section["stress"])
+    return None
+
+
+def _stress_problem(items: Any) -> tuple[tuple[str, ...], str] | None:
+    example = "e.g. [{at: 40000, min: {score: 0.5}, max_drop: {score: 0.15}}]"
+    if not isinstance(items, list) or not items:
+        return ("stress",), f"gate: stress must be a non-empty list of requirements, {example}"
+    seen: set[int] = set()
+    for i, item in enumerate(items):
+        where: tuple[str, ...] = ("stress", str(i))
+        if not isinstance(item, Mapping):
+            return where, f"gate: stress[{i}] must be a mapping (at, min, max_drop), {example}"
+        for key in item:
+            if key not in STRESS_KEYS:
+                return (*where, str(key)), f"gate: stress[{i}]: unknown key {key!r} (known: {', '.join(STRESS_KEYS)})"
+        at = item.get("at")
+        if isinstance(at, bool) or not isinstance(at, int) or at < 1:
+            return (
+                *where,
+                "at",
+            ), f"gate: stress[{i}]: at must be a prompt length in tokens (an integer >= 1), got {at!r}"
+        if at in seen:
+            return (*where, "at"), f"gate: stress[{i}]: length {at} has two requirements; merge them"
+        seen.add(at)
+        if not item.get("min") and not item.get("max_drop"):
+            return where, f"gate: stress[{i}]: give a floor (min) or a largest drop (max_drop), or both"
+        for key, word in (("min", "floor"), ("max_drop", "largest drop")):
+            limits = item.get(key, {})
+            if not isinstance(limits, Mapping):
+                return (*where, key), f"gate: stress[{i}]: {key} must map metric names to numbers in [0, 1]"
+            for name, value in limits.items():
+                if name not in STRESS_METRICS:
+                    return (*where, key, str(name)), (
+                        f"gate: stress[{i}]: {key}: a sweep measures {', '.join(STRESS_METRICS)}, not {name!r}"
+                    )
+                if not _number(value) or not 0 <= value <= 1:
+                    return (*where, key, str(name)), (
+                        f"gate: stress[{i}]: {key}: {name}: {value!r} is not a number in [0, 1] (a {word})"
+                    )
     return None
 
 
@@ -126,4 +193,12 @@ def gate_spec(section: Mapping[str, Any] | None) -> GateSpec:
         judge=str(section.get("judge", "bound")),
         detect=float(section.get("detect", DEFAULT_DETECT)),
         underpowered=section.get("underpowered"),
+        stress=tuple(
+            StressRequirement(
+                at=int(item["at"]),
+                floors={str(k): float(v) for k, v in (item.get("min") or {}).items()},
+                max_drops={str(k): float(v) for k, v in (item.get("max_drop") or {}).items()},
+            )
+            for item in section.get("stress") or ()
+        ),
     )

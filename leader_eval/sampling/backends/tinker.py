@@ -153,11 +153,7 @@ def load_tokenizer(
             raise OptionError(
                 f"tinker backend: could not load a tokenizer from {path}: {type(exc).__name__}: {_one_line(exc)}; "
                 + _missing_tokenizer_hint(repo_hint)
-                + (
-                    ""
-                    if trust_remote_code
-                    else " (a tokenizer with its own code is not run)"
-                ),
+                + ("" if trust_remote_code else " (a tokenizer with its own code is not run)"),
                 "tokenizer",
             ) from exc
     if looks_like_path or path.suffix in (".json", ".gguf", ".model"):
