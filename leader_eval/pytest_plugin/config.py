@@ -64,7 +64,7 @@ PLUGIN_OPTIONS: tuple[Option, ...] = (
 
 #: command-line only: these change files or select cases, so an ini file never sets them silently
 #: (a shard is one CI job's slice of the suites: an ini key would make every job the same shard)
-CMDLINE_ONLY = ("update-golden", "allow-missing-golden", "tolerance", "case", "shard")
+CMDLINE_ONLY = ("update-golden", "allow-missing-golden", "tolerance", "case", "shard", "stress")
 
 
 @dataclass
@@ -83,6 +83,7 @@ class PluginOptions:
     tolerances: dict[str, float] = field(default_factory=dict)
     case_ids: list[str] = field(default_factory=list)
     shard: tuple[int, int] | None = None  # (I, N) of --le-shard I/N
+    stress: bool = False  # --le-stress: run the suites' stress sweeps (gate: stress:)
     suite_globs: list[str] = field(default_factory=lambda: list(DEFAULT_SUITES))
     explicit: frozenset[Path] = frozenset()
     #: the ini set ``leader_eval_suites`` (its globs must match; the default's need not)
@@ -142,6 +143,12 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="I/N",
         help="sample only shard I of N of each suite's cases (deterministic by case id; needs --le-seed); "
         "the session records its shard and does not gate: leader-eval merge, then leader-eval gate",
+    )
+    group.addoption(
+        PREFIX + "stress",
+        dest=INI_PREFIX + "stress",
+        action="store_true",
+        help="run each suite's long-context sweep and judge its gate: stress: requirements (long; command line only)",
     )
     parser.addini(
         INI_PREFIX + "suites",
@@ -213,6 +220,7 @@ def read_options(config: pytest.Config) -> PluginOptions:
         tolerances=parse_tolerance_syntax(config.getoption(INI_PREFIX + "tolerance", default=None) or []),
         case_ids=case_ids,
         shard=shard,
+        stress=bool(config.getoption(INI_PREFIX + "stress", default=False)),
         suite_globs=[str(g) for g in globs],
         explicit=frozenset(_explicit_paths(config)),
         globs_set=bool(set_globs),

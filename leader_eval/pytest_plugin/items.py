@@ -82,6 +82,12 @@ class SuiteFile(pytest.File):
                     self.config.addinivalue_line("markers", f"{tag}: leader-eval suite tag")
                     item.add_marker(getattr(pytest.mark, tag))
             yield item
+        if self.suite.gate.get("stress"):
+            # the suite's stress requirements: one item, run with --le-stress (a long sweep)
+            sweep = StressItem.from_parent(self, name="stress")
+            sweep.add_marker(pytest.mark.leader_eval)
+            sweep.add_marker(pytest.mark.stress)
+            yield sweep
 
     def setup(self) -> None:
         self.setup_error: str | None = None
@@ -105,6 +111,8 @@ class SuiteFile(pytest.File):
             state.backend = resolve_backend(o.sampling)
         # Only the cases this session will run (after -k/-m/deselection) are sampled.
         selected = [i.name for i in self.session.items if isinstance(i, CaseItem) and i.parent is self]
+        if not selected:
+            return  # only the stress item runs: it samples its own sweep
         options = run_options(o.sampling, case_ids=selected, progress=False)
         options.extra_manifest = {"created_by": "pytest"}
         seed, label = run_seed_and_label(self.suite, options, state.backend)
@@ -275,6 +283,62 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case.line - 1, self.case.id
+
+
+class StressItem(pytest.Item):
+    """A suite's stress requirements (``gate: stress:``), judged on a sweep of the lengths they
+    name (``studies.stress.requirement_steps``) with the session's sampling options. Without
+    ``--le-stress`` it is skipped (a long sweep), never passed."""
+
+    def runtest(self) -> None:
+        from leader_eval.runs.evaluate import run_seed_and_label
+        from leader_eval.runs.options import run_options
+        from leader_eval.sampling.keys import backend_model_key
+        from leader_eval.store.names import default_out_dir
+        from leader_eval.studies.stress import requirement_steps, stress
+        from leader_eval.studies.stress_gate import format_requirements
+        from leader_eval.suite.gate_spec import gate_spec
+
+        state: PluginState = self.config.stash[STATE]
+        o = state.options
+        if not o.stress:
+            pytest.skip("the suite's stress requirements need a long sweep: run with --le-stress")
+        parent: SuiteFile = self.parent  # type: ignore[assignment]
+        suite = parent.suite
+        try:
+            if state.backend is None:
+                state.backend = resolve_backend(o.sampling)
+            options = run_options(o.sampling, progress=False)
+            options.extra_manifest = {"created_by": "pytest"}
+            seed, label = run_seed_and_label(suite, options, state.backend)
+            options.seed = seed
+            options.out = default_out_dir(
+                suite, label, seed, model=backend_model_key(state.backend), root=o.run_dir, suffix="__stress"
+            )
+            steps = requirement_steps(gate_spec(suite.gate))
+            result = stress(
+                suite,
+                options=options,
+                tokens=steps[-1],
+                steps=steps,
+                backend=state.backend,
+                strict=o.golden_strict,
+                plot=False,
+            )
+        except LeaderEvalError as err:
+            raise CaseFailed(str(err)) from None
+        text = format_requirements(result.requirements)
+        self.add_report_section("call", "leader-eval stress", text)
+        if any(r.failed for r in result.requirements):
+            raise CaseFailed(text)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return excinfo.value.text
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.parent.name if self.parent else ''}::stress"
 
 
 class LeaderEvalFixture:

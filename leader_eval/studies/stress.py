@@ -44,7 +44,7 @@ from leader_eval.store.run_store import (
     write_lines_atomic,
 )
 from leader_eval.studies.stress_gate import StressVerdict, judge_stress
-from leader_eval.suite.gate_spec import gate_spec
+from leader_eval.suite.gate_spec import GateSpec, gate_spec
 from leader_eval.suite.load import Case, Suite, load_suite
 from leader_eval.suite.render import render_messages
 from leader_eval.types import Prompt
@@ -528,6 +528,19 @@ def resolve_steps(tokens: int, steps: Sequence[int] | None) -> list[int]:
         raise LeaderEvalError(f"stress: --steps value {bad!r} must be an integer >= 1")
     out = sorted({int(s) for s in chosen if int(s) <= tokens} | {int(tokens)})
     return out
+
+
+def requirement_steps(spec: GateSpec) -> list[int]:
+    """The lengths a suite's stress requirements need, and no more (the pytest plugin's sweep):
+    every ``at``; and where a requirement bounds a drop, a shorter length to measure it from
+    (the first default step below the shortest ``at``, else half of it)."""
+    ats = sorted({r.at for r in spec.stress})
+    if not ats:
+        return []
+    if any(r.max_drops for r in spec.stress):
+        base = next((s for s in DEFAULT_STEPS if s < ats[0]), max(1, ats[0] // 2))
+        ats = sorted({base, *ats})
+    return ats
 
 
 def _is_count(value: object) -> bool:
