@@ -79,17 +79,18 @@ def register_header(name: str, value: str) -> None:
         register(rest.strip())
 
 
-_env_names: dict[frozenset[Any], tuple[str, ...]] = {}
+_env_names: dict[tuple[frozenset[Any], frozenset[str]], tuple[str, ...]] = {}
 
 
-def _credential_env_names() -> tuple[str, ...]:
-    """Names of credential-like environment variables; rescanned only when the set of names changes
-    (this runs once per sample request, so the regex scan of every name is cached)."""
+def _secret_env_names(registered: frozenset[str]) -> tuple[str, ...]:
+    """Names of the set environment variables that are credential-like or ``registered``; rescanned
+    only when the set of names changes (this runs once per sample request, so the regex scan of
+    every name is cached, and no absent name is looked up: a miss costs a raised KeyError)."""
     raw = getattr(os.environ, "_data", None)  # CPython's encoded mapping: no decoding to list the names
-    key = frozenset(raw if raw is not None else os.environ)
+    key = (frozenset(raw if raw is not None else os.environ), registered)
     names = _env_names.get(key)
     if names is None:
-        names = tuple(n for n in os.environ if _CREDENTIAL_ENV.search(n))
+        names = tuple(n for n in os.environ if n in registered or _CREDENTIAL_ENV.search(n))
         _env_names.clear()
         _env_names[key] = names
     return names
@@ -99,9 +100,9 @@ def current_secrets() -> frozenset[str]:
     """Every secret value known now: registered ones, registered variables, credential-named variables."""
     with _lock:
         values = set(_registered)
-        names = _registered_env | set(_credential_env_names())
+        registered = frozenset(_registered_env)
     env = os.environ
-    values.update(v for n in names if (v := env.get(n)))
+    values.update(v for n in _secret_env_names(registered) if (v := env.get(n)))
     return frozenset(v for v in values if len(v) >= MIN_SECRET_CHARS)
 
 

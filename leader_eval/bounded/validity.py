@@ -25,6 +25,7 @@ that True implies jsonschema-valid on generated schemas and values.
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -114,15 +115,38 @@ def _object_check(props: dict[str, Predicate], required: tuple[str, ...], extra:
     return check
 
 
-def compile_validity(schema: Any) -> Predicate | None:
-    """The predicate for ``schema``, or None when it uses anything outside the handled set."""
+#: what ``compile_validity(..., trusted=True)`` handles besides ``_HANDLED``
+_TRUSTED = frozenset({"pattern", "enum"})
+
+
+def compile_validity(schema: Any, *, trusted: bool = False) -> Predicate | None:
+    """The predicate for ``schema``, or None when it uses anything outside the handled set.
+
+    ``trusted``: the schema is this project's own (the suite schema), so ``pattern`` is run as
+    jsonschema runs it (``re.search``: a pattern from a suite or a model could take exponential
+    time there, hence never for those) and ``enum`` of strings is handled too (jsonschema's
+    ``equal`` compares a string only with ``==``, and no other type equals a string)."""
     if schema is True:
         return _always
     if schema is False:
         return _never
-    if not isinstance(schema, Mapping) or not _HANDLED.issuperset(schema):
+    handled = _HANDLED | _TRUSTED if trusted else _HANDLED
+    if not isinstance(schema, Mapping) or not handled.issuperset(schema):
         return None
     checks: list[Predicate] = []
+
+    if "pattern" in schema:
+        if not isinstance(schema["pattern"], str):
+            return None
+        rx = re.compile(schema["pattern"])
+        checks.append(lambda v: type(v) is not str or rx.search(v) is not None)
+
+    if "enum" in schema:
+        members = schema["enum"]
+        if not isinstance(members, list) or not members or not all(type(m) is str for m in members):
+            return None
+        strings = frozenset(members)
+        checks.append(lambda v: type(v) is str and v in strings)
 
     if "type" in schema:
         names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
@@ -136,7 +160,7 @@ def compile_validity(schema: Any) -> Predicate | None:
         if not isinstance(schema["properties"], Mapping):
             return None
         for name, sub in schema["properties"].items():
-            pred = compile_validity(sub)
+            pred = compile_validity(sub, trusted=trusted)
             if pred is None:
                 return None
             props[name] = pred
@@ -145,7 +169,7 @@ def compile_validity(schema: Any) -> Predicate | None:
         return None
     extra: Predicate = _always
     if "additionalProperties" in schema:
-        got = compile_validity(schema["additionalProperties"])
+        got = compile_validity(schema["additionalProperties"], trusted=trusted)
         if got is None:
             return None
         extra = got
@@ -160,7 +184,7 @@ def compile_validity(schema: Any) -> Predicate | None:
             checks.append(_bound_check(kinds, size, _COMPARE[key], bound))
 
     if "items" in schema:
-        item = compile_validity(schema["items"])
+        item = compile_validity(schema["items"], trusted=trusted)
         if item is None:
             return None
         checks.append(_items_check(item))

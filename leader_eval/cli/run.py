@@ -4,6 +4,7 @@ rounds of samples gated against the golden."""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -47,6 +48,10 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
         return 130
+    # the run's records live until the command exits: the collections while the report is made
+    # need not walk them again (CPython's own: a caller that froze objects itself is left alone)
+    if gc.isenabled() and not gc.get_freeze_count():
+        gc.freeze()
     print(format_summary(result))
     print_report_path(result.path)
     verdict = error_verdict(result.summary, args.max_error_rate)

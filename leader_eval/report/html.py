@@ -62,6 +62,8 @@ MAX_FINDING_CHARS = 240
 
 
 def esc(value: Any) -> str:
+    if type(value) is int or type(value) is float:  # digits, signs, "e", "inf", "nan": nothing to escape
+        return str(value)
     return html.escape(visible(str(value)), quote=True)
 
 

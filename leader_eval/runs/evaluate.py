@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from leader_eval.store.run_store import (
     RunDir,
     capped_line,
     check_run_dir,
+    loads_line,
     lock_holder,
     read_json_file,
     read_text,
@@ -112,6 +112,17 @@ def run(
     """Load, render, sample, score, aggregate and record one suite on one model."""
     options = options or RunOptions()
     check_run_options(options)
+    with _long_lived_frozen() as settle:
+        return _run(suite, options, backend, on_sample, settle)
+
+
+def _run(
+    suite: Suite | str | Path,
+    options: RunOptions,
+    backend: Backend | None,
+    on_sample: Callable[[Sample], None] | None,
+    settle: Callable[[], None],
+) -> Run:
     if options.out is not None:
         check_out_dir(Path(options.out))  # before a model is loaded or a server asked
     if options.cache and cache_enabled():
@@ -142,8 +153,9 @@ def run(
     located = suite_from_run_dir(suite.path, out)
     if located is not None:  # gate --update-golden finds the suite from any working directory
         manifest["suite"]["from_run_dir"] = located
+    settle()  # the suite and its rendered plan live until the run ends: out of the collector's passes
     # One writer per run directory: a second run into it exits 2 naming this process.
-    with run_dir_lock(out), _long_lived_frozen():
+    with run_dir_lock(out):
         rundir = open_run_dir(out, manifest)
         live = LiveScores(suite, rundir.path)  # scores each sample while the others are in flight
         try:
@@ -153,7 +165,7 @@ def run(
             _mark_unfinished(rundir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", exc)
             raise
         result.stats = stats
-        manifest = rundir.read_manifest()
+        manifest = result.manifest  # as score_run read it back: nothing has written it since
         manifest["status"] = "capped" if stats.capped else "complete"
         manifest["sampling_stats"] = stats.__dict__
         rundir.write_manifest(manifest)
@@ -174,26 +186,27 @@ def _then(first: Callable[[Sample], None] | None, then: Callable[[Sample], None]
 
 
 #: the collector's first threshold during a run (CPython's default is 700 allocations)
-RUN_GC_THRESHOLD = 5000
+RUN_GC_THRESHOLD = 50_000
 
 
 @contextlib.contextmanager
-def _long_lived_frozen() -> Iterator[None]:
-    """Keep the objects alive when sampling starts (modules, the suite, its rendered plan) out of
-    the collector's passes until the run ends (``gc.freeze``), and collect the young generation
-    every ``RUN_GC_THRESHOLD`` allocations instead of 700. Those objects live for the whole run,
-    yet each full collection walked them all again, and each sample's records are garbage or
-    kept for the run, not cycles: the collector took a sixth of a 2,000-sample run's CPU.
-    Both undone when the run ends; left alone when the caller tunes the collector itself (frozen
-    objects, collection disabled)."""
+def _long_lived_frozen() -> Iterator[Callable[[], None]]:
+    """Keep the objects alive when a run starts (modules), and those made before its first request
+    (the suite, its rendered plan; ``settle()`` once they are made), out of the collector's
+    passes until the run ends (``gc.freeze``), and collect the young generation every
+    ``RUN_GC_THRESHOLD`` allocations instead of 700. Those objects live for the whole run, yet
+    each collection walked them again; loading a suite makes many long-lived objects and no
+    cycles, and each sample's records are garbage or kept for the run, not cycles: the collector
+    took a sixth of a 2,000-sample run's CPU. Both undone when the run ends; left alone when the
+    caller tunes the collector itself (frozen objects, collection disabled)."""
     if gc.get_freeze_count() or not gc.isenabled():
-        yield
+        yield lambda: None
         return
     threshold = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(threshold[0], RUN_GC_THRESHOLD), *threshold[1:])
     try:
-        yield
+        yield gc.freeze
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
@@ -368,7 +381,7 @@ def read_run(path: str | Path) -> Run:
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = loads_line(line)
                 rec.pop("cut", None)  # which fields were cut to their cap (cap_fields)
                 scores.append(SampleScore.from_dict(rec))
             except (ValueError, TypeError, KeyError, AttributeError):

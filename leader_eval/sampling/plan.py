@@ -20,7 +20,7 @@ from leader_eval.protocols import check_protocol
 from leader_eval.sampling.backends.base import Backend, SamplingParams, overflows
 from leader_eval.sampling.keys import derive_seed
 from leader_eval.suite.load import Case, Suite
-from leader_eval.suite.render import RenderedCase, render_case
+from leader_eval.suite.render import RenderedCase, render_case, scaffold_shared
 from leader_eval.types import is_finite_number, is_int
 
 
@@ -113,8 +113,9 @@ def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: P
     """Render every case before anything is sampled: a bad case stops the run with nothing spent."""
     context_length = resolve_context_length(options.context_length, suite, backend)
     planned = []
+    shared = scaffold_shared(suite) if cases else None  # what every case renders with alike, derived once
     for case in cases:
-        rendered = render_case(suite, case, backend)
+        rendered = render_case(suite, case, backend, shared)
         s = suite.case_sampling(case)
         try:
             params = SamplingParams(

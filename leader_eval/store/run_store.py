@@ -604,7 +604,7 @@ class RecordLog:
             if not line.strip():
                 continue
             try:
-                rec = _loads_line(line)
+                rec = loads_line(line)
             except ValueError as exc:
                 self._skip(lineno, f"not JSON ({_first_line(exc)})")
                 continue
@@ -739,7 +739,8 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _loads_line(line: bytes) -> Any:
+def loads_line(line: bytes | str) -> Any:
+    """One JSON Lines record, as ``json.loads`` reads it (orjson first, where it reads it alike)."""
     try:
         return _fast_loads(line)
     except ValueError:

@@ -17,6 +17,7 @@ import yaml
 from jsonschema.validators import Draft202012Validator
 
 from leader_eval.bounded.limits import MAX_TEMPLATE_BYTES
+from leader_eval.bounded.validity import Predicate, compile_validity
 from leader_eval.errors import SuiteError, SuiteErrors
 from leader_eval.suite.episode_spec import with_episodes
 from leader_eval.suite.expectations import unsatisfiable
@@ -164,10 +165,57 @@ def _suite_validator() -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
+@functools.cache
+def _case_validity() -> Predicate | None:
+    """True only for a case that the suite schema's ``cases`` items find no error in, decided
+    without jsonschema (``bounded.validity``) for the cases written with what it handles (most
+    are); False: jsonschema decides. None where the ``cases`` array itself has a keyword beyond
+    its type, ``items`` and ``minItems`` of at most 1 (then one valid case stands for many only
+    if that keyword said so; jsonschema checks them all)."""
+    validator = _suite_validator()
+    spec = validator.schema["properties"]["cases"]
+    if set(spec) - {"type", "items", "minItems"} or spec.get("type") != "array" or spec.get("minItems", 0) > 1:
+        return None
+    return compile_validity(
+        _handled_only(spec["items"], validator.schema, validator.format_checker is None), trusted=True
+    )
+
+
+def _handled_only(schema: Any, root: Mapping[str, Any], formats_annotate: bool, depth: int = 0) -> Any:
+    """``schema`` with local ``$ref``s taken in place, ``format`` dropped where it only annotates
+    (a validator without a format checker), and every subschema ``bounded.validity`` does not
+    handle replaced by ``False``: the predicate then never shows a value valid that reaches one
+    (stricter, never looser, than the schema)."""
+    if isinstance(schema, bool) or depth > 16:
+        return schema if isinstance(schema, bool) else False
+    if not isinstance(schema, Mapping):
+        return False
+    if set(schema) == {"$ref"}:
+        ref = schema["$ref"]
+        name = ref[len("#/$defs/") :] if isinstance(ref, str) and ref.startswith("#/$defs/") else None
+        target = root.get("$defs", {}).get(name) if name is not None and "/" not in name else None
+        return False if target is None else _handled_only(target, root, formats_annotate, depth + 1)
+    out = {k: v for k, v in schema.items() if not (k == "format" and formats_annotate)}
+    if "properties" in out and isinstance(out["properties"], Mapping):
+        out["properties"] = {
+            k: _handled_only(v, root, formats_annotate, depth + 1) for k, v in out["properties"].items()
+        }
+    for key in ("items", "additionalProperties"):
+        if key in out:
+            out[key] = _handled_only(out[key], root, formats_annotate, depth + 1)
+    return out if compile_validity(out, trusted=True) is not None else False
+
+
 def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int], errors: _Errors) -> set[int] | None:
     """Record every schema error (one per place); return the indices of the cases they lie in,
     or None when one lies outside the cases (then nothing else can be checked)."""
     validator = _suite_validator()
+    fast = _case_validity()
+    cases_in = data.get("cases") if isinstance(data, dict) else None
+    if fast is not None and type(cases_in) is list and cases_in and all(map(fast, cases_in)):
+        # every case is shown valid: jsonschema need only walk the rest, and one case stands for
+        # the array's own keywords (type, minItems <= 1: what _case_validity allows)
+        data = {**data, "cases": cases_in[:1]}
     seen: set[JsonPath] = set()
     cases: set[int] | None = set()
     for error in validator.iter_errors(data):

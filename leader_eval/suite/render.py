@@ -34,11 +34,13 @@ from leader_eval.types import Prompt
 __all__ = [
     "ChatTemplater",
     "RenderedCase",
+    "ScaffoldShared",
     "check_templates",
     "find_placeholders",
     "render_case",
     "render_messages",
     "scaffold_env",
+    "scaffold_shared",
     "template_variables",
 ]
 
@@ -130,16 +132,35 @@ def tools_json(suite: Suite) -> str:
     return json.dumps([t.to_openai()["function"] for t in suite.tools], indent=2, ensure_ascii=False)
 
 
-def render_messages(suite: Suite, case: Case) -> list[dict[str, Any]]:
-    """Render the scaffold for one case; raise ``SuiteError`` on any missing or blank variable."""
+@dataclass(frozen=True)
+class ScaffoldShared:
+    """What every case of one suite renders with alike (``scaffold_shared``): derived once per
+    suite where many cases render (a run's plan), not again for each case. Shared between the
+    cases' renders safely: the sandbox is immutable, so no template can change them."""
+
+    tools: list[dict[str, Any]]
+    tools_json: str
+    #: the scaffold's template variables, sorted
+    used: tuple[str, ...]
+
+
+def scaffold_shared(suite: Suite) -> ScaffoldShared:
+    return ScaffoldShared(
+        [t.to_openai()["function"] for t in suite.tools], tools_json(suite), tuple(sorted(template_variables(suite)))
+    )
+
+
+def render_messages(suite: Suite, case: Case, shared: ScaffoldShared | None = None) -> list[dict[str, Any]]:
+    """Render the scaffold for one case; raise ``SuiteError`` on any missing or blank variable.
+    ``shared``: ``scaffold_shared(suite)``, where the caller renders many cases of ``suite``."""
+    shared = shared or scaffold_shared(suite)
     context: dict[str, Any] = {
-        "tools": [t.to_openai()["function"] for t in suite.tools],
-        "tools_json": tools_json(suite),
+        "tools": shared.tools,
+        "tools_json": shared.tools_json,
         "case_id": case.id,
         **case.vars,
     }
-    used = template_variables(suite)
-    for name in sorted(used):
+    for name in shared.used:
         if name in case.vars and (case.vars[name] is None or case.vars[name] == ""):
             raise SuiteError(
                 suite.path,
@@ -219,8 +240,9 @@ def _check_placeholders(suite: Suite, case: Case, messages: list[dict[str, Any]]
             )
 
 
-def render_case(suite: Suite, case: Case, backend: ChatTemplater) -> RenderedCase:
-    """Scaffold -> messages -> the model's chat template -> exact prompt text and token ids."""
-    messages = render_messages(suite, case)
+def render_case(suite: Suite, case: Case, backend: ChatTemplater, shared: ScaffoldShared | None = None) -> RenderedCase:
+    """Scaffold -> messages -> the model's chat template -> exact prompt text and token ids
+    (``shared`` as for ``render_messages``)."""
+    messages = render_messages(suite, case, shared)
     prompt = backend.apply_chat_template(messages, [t.to_openai() for t in suite.tools])
     return RenderedCase(case.id, messages, prompt)

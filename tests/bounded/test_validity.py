@@ -123,3 +123,57 @@ def test_scoring_reports_jsonschema_failures_unchanged() -> None:
         check = match_calls([ToolCall("pause", args, "json")], expect, tools)[1]
         assert not check.passed and check.reason == reason, (args, check)
         assert message in check.data["failures"][0]["expected"]["message"], check
+
+
+_PATTERNS = ["^a", "b$", "^[A-Za-z0-9_.-]+$(?![\\s\\S])", "x|y", ""]
+
+
+def _trusted_schemas() -> st.SearchStrategy[Any]:
+    leaf = st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(_TYPES),
+            "pattern": st.sampled_from(_PATTERNS),
+            "enum": st.lists(st.sampled_from(["a", "b", "1", "", "true"]), min_size=1, max_size=3),
+            "minLength": st.integers(0, 3),
+        },
+    )
+    return st.recursive(
+        leaf,
+        lambda inner: (
+            st.fixed_dictionaries(
+                {"type": st.just("object")},
+                optional={
+                    "properties": st.dictionaries(st.sampled_from(_NAMES), inner, max_size=3),
+                    "additionalProperties": inner,
+                },
+            )
+            | st.fixed_dictionaries({"items": inner})
+        ),
+        max_leaves=5,
+    )
+
+
+_trusted_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from(["a", "b", "1", "", "ab", "x\n", "a.b"])),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_NAMES), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(schema=_trusted_schemas(), values=st.lists(_trusted_values, min_size=1, max_size=6))
+def test_trusted_pattern_and_enum_valid_here_means_valid_for_jsonschema(schema: Any, values: list[Any]) -> None:
+    # the suite loader's mode: the project's own schema, whose patterns and string enums it runs
+    pred = compile_validity(schema, trusted=True)
+    assert pred is not None
+    validator = Draft202012Validator(schema)
+    for value in values:
+        if pred(value):
+            assert validator.is_valid(value), (schema, value)
+
+
+def test_trusted_enum_of_other_types_is_left_to_jsonschema() -> None:
+    # jsonschema's enum tells 1 from True and compares containers deeply: only strings here
+    for schema in ({"enum": [1, "a"]}, {"enum": [True]}, {"enum": [[1]]}, {"enum": []}, {"pattern": 3}):
+        assert compile_validity(schema, trusted=True) is None, schema

@@ -374,3 +374,57 @@ def test_an_identifier_ending_in_a_line_break_is_refused(tmp_path: Path, capsys,
     assert main(["lint", str(path), "--no-tokens"]) == 2
     err = capsys.readouterr().err
     assert f"{path}:" in err and "does not match" in err, err
+
+
+_MANY_CASES = (
+    MINIMAL_SUITE.split("cases:")[0]
+    + "cases:\n"
+    + "".join(
+        f"  - {{id: c{i}, vars: {{current_goal: g, request: r}}, expect: {{no_call: true, require: [hi]}}}}\n"
+        for i in range(6)
+    )
+)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "{id: 'bad id', expect: {no_call: true}}",
+        "{id: c9, split: test}",
+        "{id: c9, surprise: 1}",
+        "{id: c9, weight: 0}",
+        "{id: c9, tags: [1]}",
+        "{id: c9, expect: {require: [1]}}",
+        "{id: c9, vars: 2001-01-01}",
+        "{id: c9, sampling: {samples: 0}}",
+        "{id: c9, hard_fail: [empty, empty]}",
+        "{id: 7}",
+    ],
+)
+def test_cases_shown_valid_without_jsonschema_report_the_same_errors(tmp_path: Path, monkeypatch, bad: str) -> None:
+    # most cases are shown valid by a predicate (bounded.validity) so jsonschema walks only the
+    # rest; a case it cannot show valid sends the whole suite to jsonschema: the same errors
+    import leader_eval.suite.load as load_mod
+
+    p = tmp_path / "s.yaml"
+    p.write_text(_MANY_CASES + f"  - {bad}\n" + _MANY_CASES.split("cases:\n")[1], encoding="utf-8")
+
+    def errors() -> str:
+        with pytest.raises(SuiteError) as exc:
+            load_suite(p)
+        return str(exc.value)
+
+    fast = errors()
+    monkeypatch.setattr(load_mod, "_case_validity", lambda: None)
+    assert fast == errors()
+
+
+def test_valid_cases_are_shown_valid_without_jsonschema(tmp_path: Path) -> None:
+    import leader_eval.suite.load as load_mod
+
+    pred = load_mod._case_validity()
+    assert pred is not None and pred({"id": "c1", "vars": {"i": 1}, "expect": {"no_call": True, "require": ["hi"]}})
+    assert not pred({"id": "c1", "split": "test"}) and not pred({"id": "bad id"})
+    p = tmp_path / "s.yaml"
+    p.write_text(_MANY_CASES, encoding="utf-8")
+    assert [c.id for c in load_suite(p).cases] == [f"c{i}" for i in range(6)]
