@@ -24,11 +24,20 @@ What counts (docs/leakage.md):
 - a name of the suite's own template variables in any of those brackets (``[EVENTS]``), a name
   with an underscore in any case, padded, in kebab case or run together (``<agent_name>``,
   ``[agent-name]``, ``{agentName}``).
+- slots in other languages (words: ``checks/slot_words.py``): ``[Name des Empfängers]``,
+  ``[Votre nom]``, ``[Имя получателя]``, ``【担当者名】``, ``[이름]``, ``[اسم المستلم]``, in square
+  brackets of any width (``［会社名］``, ``【…】``, ``〔…〕``), in corner brackets before an honorific
+  (``「氏名」様``), in parentheses after "your" or an instruction (``(Your Name)``, ``(Ihr Name)``);
+  role nouns in a value's place (``Assigned to [OWNER]``); filler runs (``〇〇さん``, ``××様``,
+  ``＿＿``); format slots in prose (``${name}``, ``$GOAL``, ``%s``, ``%(x)s``, ``{0}`` beside
+  ``{1}``). ``is_slot_at`` is the one judgement of every slot candidate, at render and output time.
 
 Near misses that are not placeholders: other bracketed words (``[OK]``, ``[UPDATE]``,
 ``[insert coin]``, ``[Todo]``), buttons, titles and places (``[Change Name]``, ``[Name of the Wind]``,
 ``[Meeting Room]``), kebab phrases (``[UP-TO-DATE]``), LaTeX (``\\text{Time}``), a slot phrase that is a
 filled form label or a Markdown reference label (``is_filled_label``: ``[Team Role] Scout``),
+status tags, language codes and headings in any language (``[ERLEDIGT]``, ``[DE]``, ``【重要】``),
+filled labels in any script (``【日時】11月28日``), numerals (``二〇二〇年``), prices (``$5``),
 numbers and letters (``[1]``, ``[x]``, ``[ ]``), Markdown links and references (``[GOAL](url)``,
 ``[GOAL][1]``), citations (``[Smith 2020]``), Mistral control words (``[TOOL_CALLS]``, which are
 tool markup), and anything inside a code span (judged by the leak detector).
@@ -264,8 +273,10 @@ def _word_slot(words: list[str]) -> bool:
         return 1 <= len(rest) <= 3 and (_noun(rest[0]) or _noun(rest[-1]))
     if body[0] in _HEADS:
         rest = [w for w in body[1:] if w not in _LINKS]
-        if 1 <= len(rest) <= 2 and rest[-1] in _OBJECTS:
-            return True
+        if 1 <= len(rest) <= 2 and (rest[-1] in _OBJECTS or " ".join(rest) in _ALONE):
+            return True  # [Nom du projet], [Numéro de téléphone], [Adresse e-mail]
+    if len(words) <= 3 and all(w in _ALONE or _compound(w) for w in words):
+        return True  # [Vorname Nachname], [Nom Prénom], [Имя Фамилия]
     return len(words) <= 4 and words[-1] in _HEADS_LAST and words[0] not in _UI
 
 
@@ -317,6 +328,17 @@ _PAREN_OPENERS = sorted(
     {f(w) for w in (_POSSESSIVES | _FIRST_VERBS | {"your"}) if w.isalpha() for f in (str.capitalize, str.upper)},
     key=lambda w: (-len(w), w),
 )
+
+
+def _by_first_letter(words: list[str]) -> str:
+    """``words`` as an alternation grouped by first letter (``Y(?:OUR|our)|...``): the regex engine
+    tries a group only where its letter stands, not every word at every "(" ("(" * 10**6)."""
+    groups: dict[str, list[str]] = {}
+    for w in words:
+        groups.setdefault(w[0], []).append(re.escape(w[1:]))
+    return "|".join(f"{re.escape(c)}(?:{'|'.join(rests)})" for c, rests in groups.items())
+
+
 SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
     ("[", SLOT_CANDIDATE),
     ("<", _BRACED_SLOT_GUARD + _SLOT_CHARS + ">"),
@@ -329,7 +351,11 @@ SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
         if opener != "["
     ),
     *((opener, f"(?=[^\\W\\d_]){_WORD_RUN}{{1,40}}+{closer}") for opener, closer in CORNER_BRACKETS.items()),
-    ("(", rf"(?=[ \t]{{0,3}}(?:{'|'.join(_PAREN_OPENERS)})[ '\u2019\-])" + _WORD_RUN + r"{1,60}+\)"),
+    (
+        "(",
+        rf"(?=[ \t]{{0,3}}[{''.join(sorted({w[0] for w in _PAREN_OPENERS}))}])"
+        rf"(?=[ \t]{{0,3}}(?:{_by_first_letter(_PAREN_OPENERS)})[ '\u2019\-])" + _WORD_RUN + r"{1,60}+\)",
+    ),
 )
 
 # possessive (no backtracking into a run that cannot end well): "[INSERT " * 50000 stays cheap
@@ -502,8 +528,12 @@ def _uncased_label(text: str, start: int, end: int, lo: int) -> bool:
         return False
     if not _at_line_start(text, start, lo):
         return bool(colon) and word[0].isdigit()
-    # hiragana or Hangul written on: a particle or an ending, not a value
-    return bool(colon or blanks) or not ("\u3040" <= word[0] <= "\u309f" or "\uac00" <= word[0] <= "\ud7a3")
+    # hiragana, Hangul or a Chinese particle written on: a particle or an ending, not a value
+    c = word[0]
+    return bool(colon or blanks) or not ("\u3040" <= c <= "\u309f" or "\uac00" <= c <= "\ud7a3" or c in _ZH_PARTICLES)
+
+
+_ZH_PARTICLES = frozenset("\u7684\u4e4b\u548c\u4e0e\u53ca\u7b49")  # 的 之 和 与 及 等
 
 
 def is_slot_at(text: str, start: int, end: int, lo: int = 0) -> bool:

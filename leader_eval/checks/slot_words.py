@@ -58,8 +58,9 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "alone": _w(
             *("name", "namen", "vorname", "nachname", "datum", "uhrzeit", "ort", "adresse", "firma", "email"),
             *("telefonnummer", "unterschrift", "empfänger", "absender", "betreff", "vollständiger name"),
+            *("unternehmen", "telefon"),
         ),
-        "heads": _w("name", "namen", "datum", "adresse", "nummer", "email", "link", "titel", "bezeichnung"),
+        "heads": _w("name", "namen", "datum", "adresse", "nummer", "email", "link", "titel", "bezeichnung", "ort"),
         "heads_last": _w("name", "namen", "adresse", "nummer", "datum"),
         "possessives": _w("ihr", "ihre", "ihren", "ihrem", "ihrer", "dein", "deine", "deinen", "euer", "eure"),
         "verbs": _w("einfügen", "eingeben", "eintragen", "einsetzen", "ergänzen", "ausfüllen", "angeben"),
@@ -68,7 +69,7 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "objects": _w(
             *("empfängers", "empfänger", "absenders", "absender", "projekts", "projektes", "projekt"),
             *("unternehmens", "firma", "kunden", "teams", "ansprechpartners", "veranstaltung", "dokument"),
-            *("termins", "treffens", "mitarbeiters"),
+            *("termins", "treffens", "mitarbeiters", "veranstaltung", "unternehmens"),
         ),
         "articles": _w("der", "die", "das", "den", "dem"),
         "here": _w("hier"),
@@ -220,7 +221,7 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         # matched without the article "ال" (الاسم -> اسم, المستلم -> مستلم)
         "alone": _w(
             *("اسم", "اسمك", "تاريخ", "وقت", "مكان", "عنوان", "توقيع", "شركة", "مستلم", "مرسل"),
-            *("بريد إلكتروني", "موعد نهائي", "اسم كامل", "هاتف"),
+            *("بريد إلكتروني", "موعد نهائي", "اسم كامل", "هاتف", "رقم هاتف"),
         ),
         "heads": _w("اسم", "تاريخ", "عنوان", "رقم", "رابط", "بريد"),
         "possessives": _w("اسمك", "عنوانك", "بريدك"),
