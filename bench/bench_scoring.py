@@ -206,6 +206,40 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"```\\n[GOAL]\\n```\\n" * 62500': lambda rng: "```\n[GOAL]\n```\n" * 62_500,
     '"[X] y\\n" * 166666': lambda rng: "[X] y\n" * 166_666,
     '"[A-B] " * 166666': lambda rng: "[A-B] " * 166_666,
+    # slots in every language (issue 22): each new opener alone and flooded with slots, labels,
+    # quotes, fillers and format slots; runs without a closer; the slot budget in other scripts
+    '"\uff3b" * 1000000': lambda rng: "\uff3b" * 1_000_000,
+    '"\u3010\u4f1a\u793e\u540d\u3011" * 200000': lambda rng: "\u3010\u4f1a\u793e\u540d\u3011" * 200_000,
+    '"\u3010\u65e5\u6642\u301111\u6708\n" * 100000': lambda rng: "\u3010\u65e5\u6642\u301111\u6708\n" * 100_000,
+    '"\u300c\u6c0f\u540d\u300d\u69d8 " * 166666': lambda rng: "\u300c\u6c0f\u540d\u300d\u69d8 " * 166_666,
+    '"\u300c" * 1000000': lambda rng: "\u300c" * 1_000_000,
+    '"\u300c\u306f\u3044" * 333333': lambda rng: "\u300c\u306f\u3044" * 333_333,
+    '"\u3007" * 1000000': lambda rng: "\u3007" * 1_000_000,
+    '"\u3007\u3007\u3055\u3093 " * 200000': lambda rng: "\u3007\u3007\u3055\u3093 " * 200_000,
+    '"\u25cb\u25cf" * 500000': lambda rng: "\u25cb\u25cf" * 500_000,
+    '"\u00d7" * 1000000': lambda rng: "\u00d7" * 1_000_000,
+    '"$GOAL " * 166666': lambda rng: "$GOAL " * 166_666,
+    '"$A_" * 333333': lambda rng: "$A_" * 333_333,
+    '"%s " * 333333': lambda rng: "%s " * 333_333,
+    '"%(" * 500000': lambda rng: "%(" * 500_000,
+    '"{0} " * 250000': lambda rng: "{0} " * 250_000,
+    '"{0} x " * 166666 (one field, no greeting)': lambda rng: "The set {0} x " * 71_428,
+    '"(Your Name) " * 83333': lambda rng: "(Your Name) " * 83_333,
+    '"(Your " * 166666': lambda rng: "(Your " * 166_666,
+    '"(" * 1000000': lambda rng: "(" * 1_000_000,
+    '"[\u0418\u043c\u044f \u043f\u043e\u043b\u0443\u0447\u0430\u0442\u0435\u043b\u044f] " * 55555': lambda rng: (
+        "[\u0418\u043c\u044f \u043f\u043e\u043b\u0443\u0447\u0430\u0442\u0435\u043b\u044f] " * 55_555
+    ),
+    '"Assigned to [OWNER] " * 50000': lambda rng: "Assigned to [OWNER] " * 50_000,
+    '"[Namen hier einf\u00fcgen " * 50000': lambda rng: "[Namen hier einf\u00fcgen " * 50_000,
+    '"[\u0430" * 500000': lambda rng: "[\u0430" * 500_000,
+    "1 MB Japanese prose with quotes and headings": lambda rng: (
+        (
+            "\u3010\u304a\u77e5\u3089\u305b\u3011\u300c\u306f\u3044\u300d\u3068\u8a00\u3063\u305f\u3002"
+            "\u4e8c\u3007\u4e8c\u3007\u5e74\u306e\u6a4b\u3002\n"
+        )
+        * 50_000
+    ),
     # the suite's own regexes (leakage.forbid, expect.forbid: "\\bclick(ed|ing)?\\b.{0,40}\\b(button|...)")
     # on text built to make a backtracking engine work: ASCII runs in RE2, non-ASCII in the timed
     # engine behind an RE2 prefilter (suite_regex.py)

@@ -44,8 +44,7 @@ from leader_eval.checks.placeholders import (
     PLACEHOLDER_SHAPES,
     SLOT_CANDIDATES,
     SLOT_VERBS,
-    is_filled_label,
-    is_slot_phrase,
+    is_slot_at,
     name_shapes,
 )
 from leader_eval.types import Finding, Reason
@@ -263,7 +262,8 @@ def _closed_lead(first: str, rest: str = "", narrow: bool = False) -> str:
     close = _CLOSERS[first]
     closed = _closed_tail(first)
     if first == "[":
-        generic = blanks_then(rf"[{_LEAD_FIRSTS}](?:[\w.]{{0,100}}+\(|{closed}(?![\[(]))", r"\s", 5)
+        # any letter of any script after "[": [Имя получателя], [이름], [姓名]
+        generic = blanks_then(rf"[{_LEAD_FIRSTS}\u0080-\U0010ffff](?:[\w.]{{0,100}}+\(|{closed}(?![\[(]))", r"\s", 5)
         if not narrow or not rest.endswith(r"\](?![\[(])"):  # its own lead: only a shape that is no link
             return generic
         closed = _SQUARE_TAIL
@@ -587,8 +587,10 @@ def _scan(
 # kind is exact when no match of the other kinds can start on one of these: a match of the dropped
 # kind ends where the full scanner would have gone on, and no other match starts inside it.
 _INNER_CHARS: dict[str, Callable[[str], bool]] = {
-    # [A-Za-z0-9'\- ]{1,60}+ and its closer
-    "slot": lambda c: c.isascii() and (c.isalnum() or c in "'- \t]>}"),
+    # a run of word characters but 〇, apostrophes, hyphens and blanks, and the closers
+    "slot": lambda c: (
+        (c.isalnum() and c != "\u3007") or c in "_'\u2019- \t\u3000]>})\uff3d\u3011\u3015\u3017\u300d\u300f"
+    ),
     # \s{0,20}["'](?:name|tool|...)["']\s{0,20}:
     "json": lambda c: c.isspace() or (c.isascii() and (c.isalpha() or c in "\"':_")),
 }
@@ -1029,9 +1031,9 @@ def find_leaks(
                             then = _scan(cfg, text, end, hi, *variant)
                             break
                     continue
-                if m.group() in cfg.allowed or not is_slot_phrase(m.group()[1:-1]):
-                    continue
-                if is_filled_label(text, start, end, lo):  # "[Team Role] Scout": a form label
+                # a phrase in words, a role in a value's place, {0} in a format string; not a
+                # filled form label ("[Team Role] Scout")
+                if m.group() in cfg.allowed or not is_slot_at(text, start, end, lo):
                     continue
                 if code is None:
                     code = _CodeSpans(text, lo, hi)

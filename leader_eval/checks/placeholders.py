@@ -24,11 +24,20 @@ What counts (docs/leakage.md):
 - a name of the suite's own template variables in any of those brackets (``[EVENTS]``), a name
   with an underscore in any case, padded, in kebab case or run together (``<agent_name>``,
   ``[agent-name]``, ``{agentName}``).
+- slots in other languages (words: ``checks/slot_words.py``): ``[Name des Empfängers]``,
+  ``[Votre nom]``, ``[Имя получателя]``, ``【担当者名】``, ``[이름]``, ``[اسم المستلم]``, in square
+  brackets of any width (``［会社名］``, ``【…】``, ``〔…〕``), in corner brackets before an honorific
+  (``「氏名」様``), in parentheses after "your" or an instruction (``(Your Name)``, ``(Ihr Name)``);
+  role nouns in a value's place (``Assigned to [OWNER]``); filler runs (``〇〇さん``, ``××様``,
+  ``＿＿``); format slots in prose (``${name}``, ``$GOAL``, ``%s``, ``%(x)s``, ``{0}`` beside
+  ``{1}``). ``is_slot_at`` is the one judgement of every slot candidate, at render and output time.
 
 Near misses that are not placeholders: other bracketed words (``[OK]``, ``[UPDATE]``,
 ``[insert coin]``, ``[Todo]``), buttons, titles and places (``[Change Name]``, ``[Name of the Wind]``,
 ``[Meeting Room]``), kebab phrases (``[UP-TO-DATE]``), LaTeX (``\\text{Time}``), a slot phrase that is a
 filled form label or a Markdown reference label (``is_filled_label``: ``[Team Role] Scout``),
+status tags, language codes and headings in any language (``[ERLEDIGT]``, ``[DE]``, ``【重要】``),
+filled labels in any script (``【日時】11月28日``), numerals (``二〇二〇年``), prices (``$5``),
 numbers and letters (``[1]``, ``[x]``, ``[ ]``), Markdown links and references (``[GOAL](url)``,
 ``[GOAL][1]``), citations (``[Smith 2020]``), Mistral control words (``[TOOL_CALLS]``, which are
 tool markup), and anything inside a code span (judged by the leak detector).
@@ -39,8 +48,11 @@ Every shape is linear-time: bounded quantifiers that stop at a newline or the br
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterable
+
+from leader_eval.checks.slot_words import KOREAN_AFTER, SLOT_WORDS, union
 
 #: single upper-case words that appear bracketed only as a template's unfilled slot (``[TASK]``,
 #: ``[UPDATE]``, ``[USER]`` also serve as chat labels: not here)
@@ -112,8 +124,8 @@ WORLD_PREFIXES = frozenset(
 )
 
 
-def is_slot_phrase(inner: str) -> bool:
-    """Is the text between brackets a slot written in words (any letter case, optionally ending
+def _english_slot_phrase(inner: str) -> bool:
+    """Is the text between brackets a slot written in English words (any letter case, optionally ending
     in "here"): up to three ``SLOT_PREFIXES`` and a ``SLOT_NOUNS`` word; one to three words and a
     ``SLOT_HEADS`` noun; a ``SLOT_VERBS`` verb, up to four words and what it asks for; a
     ``SLOT_OF_HEADS`` noun, "of" and one to three words, the last a slot noun or
@@ -153,41 +165,197 @@ _OF_OBJECTS = SLOT_NOUNS | SLOT_HEADS | SLOT_OF_OBJECTS
 _PAIRED = (SLOT_NOUNS | SLOT_HEADS) - {"place"}
 
 
+# --- slots in every language (the words: checks/slot_words.py) ----------------------------------
+
+_WORD_LANGUAGES = {k: v for k, v in SLOT_WORDS.items() if k not in ("zh", "ja")}
+_CJK_LANGUAGES = {k: v for k, v in SLOT_WORDS.items() if k in ("zh", "ja")}
+_ALONE = union("alone", _WORD_LANGUAGES)
+_HEADS = union("heads", _WORD_LANGUAGES)
+_HEADS_LAST = union("heads_last", _WORD_LANGUAGES)
+_POSSESSIVES = union("possessives", _WORD_LANGUAGES)
+_VERBS = union("verbs", _WORD_LANGUAGES)  # first or last: [Insérer le lien], [Link hier einfügen]
+_FIRST_VERBS = _VERBS | SLOT_VERBS  # English instructions open the phrase: [Insert link to ...]
+_LINKS = union("links", _WORD_LANGUAGES)
+_OBJECTS = union("objects", _WORD_LANGUAGES)
+_ARTICLES = union("articles", _WORD_LANGUAGES)
+_HERE_WORDS = union("here", _WORD_LANGUAGES) | {"here"}
+_ROLES = union("roles", _WORD_LANGUAGES)
+_SUFFIXES = tuple(sorted(union("suffixes", _WORD_LANGUAGES), key=len, reverse=True))
+_UI = union("ui_verbs", _WORD_LANGUAGES) | UI_VERBS
+_GREETINGS = union("greetings", _WORD_LANGUAGES)
+_LINK_NOUNS = union("asked", _WORD_LANGUAGES) & (_HEADS | {"link", "url", "lien", "enlace", "ссылка", "링크", "رابط"})
+_NOUNS = _HEADS | {w for w in _ALONE if " " not in w} | SLOT_NOUNS | SLOT_HEADS
+_ASKED = _NOUNS | union("asked", _WORD_LANGUAGES) | SLOT_DETAILS | _OBJECTS
+_CJK_ALONE = union("alone", _CJK_LANGUAGES)
+_CJK_HEADS = tuple(sorted(union("heads", _CJK_LANGUAGES), key=len, reverse=True))
+_CJK_VERBS = tuple(sorted(union("verbs", _CJK_LANGUAGES), key=len, reverse=True))
+_CJK_OPENERS = tuple(
+    sorted(
+        union("possessives", _CJK_LANGUAGES) | union("here", _CJK_LANGUAGES) | set(_CJK_VERBS), key=len, reverse=True
+    )
+)
+_CJK_ASKED = union("asked", _CJK_LANGUAGES)
+_CJK_ROLES = union("roles", _CJK_LANGUAGES)
+_CJK_NOT = union("not", _CJK_LANGUAGES)
+_HONORIFICS = tuple(sorted(union("honorifics", _CJK_LANGUAGES) | KOREAN_AFTER, key=len, reverse=True))
+# Han, kana: scripts written without spaces between words
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_BLANKS = str.maketrans("", "", " \t\u3000\u30fb")  # blanks and the katakana middle dot
+_ELISIONS = ("l'", "d'", "dell'", "dall'", "nell'", "all'", "sull'", "un'", "qu'")
+
+
+def is_slot_phrase(inner: str) -> bool:
+    """Is the text between brackets a slot written in words, in English (``_english_slot_phrase``)
+    or in another language of ``slot_words.SLOT_WORDS`` (``_word_slot``, ``_cjk_slot``)?"""
+    if _english_slot_phrase(inner):
+        return True
+    if _CJK_CHAR.search(inner):
+        return _cjk_slot(inner)
+    return _word_slot(_words_of(inner))
+
+
+def _words_of(inner: str) -> list[str]:
+    """Lower-case words: hyphens split them, "e-mail" is "email", French and Italian elisions
+    (``l'expéditeur``) and the Arabic article (``المستلم``) are taken off."""
+    out = []
+    for w in inner.lower().replace("\u2019", "'").replace("e-mail", "email").replace("-", " ").split():
+        if "'" in w:
+            w = next((w[len(e) :] for e in _ELISIONS if w.startswith(e) and len(w) > len(e)), w)
+        if w.startswith("\u0627\u0644") and len(w) > 3:  # ال
+            w = w[2:]
+        out.append(w)
+    return out
+
+
+def _compound(word: str) -> bool:
+    """A German or Dutch compound ending in a slot noun: ``projektname``, ``startdatum``."""
+    return (
+        word.endswith(_SUFFIXES)
+        and word not in _UI
+        and any(len(word) - len(s) >= 3 for s in _SUFFIXES if word.endswith(s))
+    )
+
+
+def _noun(word: str) -> bool:
+    return word in _NOUNS or _compound(word)
+
+
+def _word_slot(words: list[str]) -> bool:
+    """The rules of ``is_slot_phrase`` for languages that put spaces between words: a word or
+    two that is a slot alone (``[Datum]``, ``[Fecha límite]``, ``[Projektname]``); an instruction
+    verb first or last and what it asks for (``[Insérer le lien vers le document]``, ``[Namen
+    hier einfügen]``); a link noun and a preposition (``[Link to map]``); a possessive and a slot
+    noun first or last (``[Votre nom]``, ``[Ihre E-Mail-Adresse]``); a head noun and whose it is
+    (``[Nom du projet]``, ``[Имя получателя]``); modifiers and a head noun last (``[Полное
+    имя]``, ``[받는 사람 이름]``). "Here" and leading articles are skipped; a number may end a
+    single word (``[Name 2]``), not a phrase (a citation: ``[Müller 2020]``)."""
+    if len(words) == 2 and words[1].isdigit():
+        words = words[:1]
+    if not words or words[-1].isdigit():
+        return False
+    words = [w for w in words if w not in _HERE_WORDS]
+    while len(words) > 1 and words[0] in _ARTICLES:
+        words = words[1:]
+    if not words or len(words) > 6:
+        return False
+    if " ".join(words) in _ALONE or (len(words) == 1 and _compound(words[0])):
+        return True
+    if len(words) == 1:
+        return False
+    if words[0] in _FIRST_VERBS or words[-1] in _VERBS:
+        rest = words[1:] if words[0] in _FIRST_VERBS else words[:-1]
+        return any(w in _ASKED or _compound(w) for w in rest)
+    if words[0] in _LINK_NOUNS and words[1] in _LINKS and len(words) <= 5:
+        return True
+    body = [w for w in words if w not in _ARTICLES]
+    if words[0] in _POSSESSIVES:
+        rest = body[1:]
+        return 1 <= len(rest) <= 3 and (_noun(rest[0]) or _noun(rest[-1]))
+    if body[0] in _HEADS:
+        rest = [w for w in body[1:] if w not in _LINKS]
+        if 1 <= len(rest) <= 2 and (rest[-1] in _OBJECTS or " ".join(rest) in _ALONE):
+            return True  # [Nom du projet], [Numéro de téléphone], [Adresse e-mail]
+    if len(words) <= 3 and all(w in _ALONE or _compound(w) for w in words):
+        return True  # [Vorname Nachname], [Nom Prénom], [Имя Фамилия]
+    return len(words) <= 4 and words[-1] in _HEADS_LAST and words[0] not in _UI
+
+
+def _cjk_slot(inner: str) -> bool:
+    """The rules of ``is_slot_phrase`` for Chinese and Japanese, on characters: after up to three
+    openers (possessives, "here", instruction verbs: ``您的``, ``在此``, ``填写``, ``ここに``, ``お``)
+    and without an instruction at the end (``を挿入``), a word that is a slot alone (``氏名``,
+    ``日期``) or ends in a slot noun (``收件人姓名``, ``担当者名``, ``截止日期``), or what an
+    instruction asks for (``插入链接``). Not: ``重要``, ``お知らせ``, ``报名`` (headings, words)."""
+    s = inner.translate(_CJK_BLANKS)
+    asked = False
+    for _ in range(3):
+        opener = next((p for p in _CJK_OPENERS if s.startswith(p) and len(s) > len(p)), None)
+        if opener is None:
+            break
+        asked = asked or opener in _CJK_VERBS
+        s = s[len(opener) :]
+    verb = next((v for v in _CJK_VERBS if s.endswith(v) and len(s) > len(v)), None)
+    if verb is not None:
+        asked, s = True, s[: -len(verb)].removesuffix("\u3092")  # を
+    if not s or len(s) > 12 or s in _CJK_NOT or s.endswith(tuple(_CJK_NOT)):
+        return False
+    return s in _CJK_ALONE or s.endswith(_CJK_HEADS) or (asked and s in _CJK_ASKED)
+
+
 def _alternation(words: frozenset[str]) -> str:
     return "|".join(sorted(words, key=lambda w: (-len(w), w)))
 
 
-# the same rule as a regex, for render-time checks (the leak detector runs the cheaper
-# ``SLOT_CANDIDATE`` and ``is_slot_phrase``: a case-insensitive alternation tried at every "["
-# cost it a microsecond per bracket)
-_PHRASE_WORD = r"[a-z'][a-z']{0,40}"
-# between two words: spaces or hyphens, and numbers standing between them ([Agent 1 Name])
-_SEP = r"[\s-]{1,3}(?:[0-9]{1,9}[\s-]{1,3}){0,3}"
-_HERE = rf"(?:{_SEP}here)?"
-_SLOT_PHRASE = (
-    rf"(?i:(?:(?:{_alternation(SLOT_PREFIXES)}){_SEP}){{1,3}}(?:{_alternation(SLOT_NOUNS - WORLD_NOUNS)}){_HERE}"
-    rf"|(?:(?:{_alternation(WORLD_PREFIXES)}){_SEP}){{1,3}}(?:{_alternation(WORLD_NOUNS)}){_HERE}"
-    rf"|(?!(?:{_alternation(UI_VERBS)})[\s-])(?:{_PHRASE_WORD}{_SEP}){{1,3}}(?:{_alternation(SLOT_HEADS)}){_HERE}"
-    rf"|(?:{_alternation(SLOT_VERBS)})(?:{_SEP}{_PHRASE_WORD}){{0,4}}{_SEP}(?:{_alternation(_ASKED_FOR)}){_HERE}"
-    rf"|(?:{_alternation(SLOT_OF_HEADS)}){_SEP}of(?:{_SEP}{_PHRASE_WORD}){{0,2}}{_SEP}(?:{_alternation(_OF_OBJECTS)}){_HERE}"
-    rf"|(?:{_alternation(_PAIRED)}){_SEP}(?:and|or){_SEP}(?:{_alternation(_PAIRED)}){_HERE}"
-    rf"|(?:{_alternation(SLOT_NOUNS_ALONE)})(?:[\s-]{{1,3}}[0-9]{{1,9}}|{_HERE}))"
-)
 _SLOT_CHARS = r"[A-Za-z0-9'\- ]{1,60}+"
 #: what the leak detector matches after "[" before asking ``is_slot_phrase`` (padding allowed:
 #: ``[ Your Name ]``)
-SLOT_CANDIDATE = rf"(?=[ \t]{{0,3}}[A-Za-z]){_SLOT_CHARS}\](?![\[(])"
+SLOT_CANDIDATE = "(?=[ \t]{0,3}[^\\W\\d_])(?:[^\\W\u3007]|['\u2019\\- ]){1,60}+\\](?![\\[(])"
 #: the same after "<" and "{": ``<Your Name>``, ``<YOUR NAME>``, ``{Agent Name}``, ``{Name}``,
 #: ``<insert goal here>``. These need an upper-case first letter or a ``SLOT_VERBS`` verb first:
 #: in lower case, ``<name>``, ``<time>``, ``<b>`` are HTML/XML tags and ``<tool name>``,
 #: ``<your message>`` are how a prompt spells a format ("Reply with {"tool": "<tool name>", ...}")
 _BRACED_SLOT_GUARD = rf"(?=[A-Z]|(?:{_alternation(SLOT_VERBS)})\s)"
-# a brace right after a letter, digit or backslash is LaTeX: \text{Time}, \textbf{Goal}
-_NOT_LATEX = r"(?<![A-Za-z0-9\\])"
+# the words of a slot in any script: letters, digits, "_" (not 〇, a filler of its own), apostrophes,
+# hyphens and spaces
+_WORD_RUN = "(?:[^\\W\u3007]|['\u2019\\- ])"
+#: brackets read as square ones: full-width, lenticular, tortoise-shell, white lenticular
+SQUARE_BRACKETS = {"[": "]", "\uff3b": "\uff3d", "\u3010": "\u3011", "\u3014": "\u3015", "\u3016": "\u3017"}
+#: corner brackets quote in Japanese: a slot only before an honorific or as an instruction
+CORNER_BRACKETS = {"\u300c": "\u300d", "\u300e": "\u300f"}
+# what may open a parenthesised slot: "your" in any language, an instruction verb, capitalised
+# or upper case (in prose a lower-case parenthesis is an aside: "(your call)")
+_PAREN_OPENERS = sorted(
+    {f(w) for w in (_POSSESSIVES | _FIRST_VERBS | {"your"}) if w.isalpha() for f in (str.capitalize, str.upper)},
+    key=lambda w: (-len(w), w),
+)
+
+
+def _by_first_letter(words: list[str]) -> str:
+    """``words`` as an alternation grouped by first letter (``Y(?:OUR|our)|...``): the regex engine
+    tries a group only where its letter stands, not every word at every "(" ("(" * 10**6)."""
+    groups: dict[str, list[str]] = {}
+    for w in words:
+        groups.setdefault(w[0], []).append(re.escape(w[1:]))
+    return "|".join(f"{re.escape(c)}(?:{'|'.join(rests)})" for c, rests in groups.items())
+
+
 SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
     ("[", SLOT_CANDIDATE),
     ("<", _BRACED_SLOT_GUARD + _SLOT_CHARS + ">"),
     ("{", r"(?<![A-Za-z0-9\\]\{)" + _BRACED_SLOT_GUARD + _SLOT_CHARS + r"\}"),
+    # a positional format field: {0}, {1} ("x^{0}", "\mathbf{0}", "a_{0}" are maths)
+    ("{", r"(?<![\w\\^]\{)[0-9]{1,2}\}"),
+    *(
+        (opener, f"(?=[ \u3000]{{0,3}}[^\\W\\d_])(?:[^\\W\u3007]|['\u2019\\- \u3000]){{1,60}}+{closer}")
+        for opener, closer in SQUARE_BRACKETS.items()
+        if opener != "["
+    ),
+    *((opener, f"(?=[^\\W\\d_]){_WORD_RUN}{{1,40}}+{closer}") for opener, closer in CORNER_BRACKETS.items()),
+    (
+        "(",
+        rf"(?=[ \t]{{0,3}}[{''.join(sorted({w[0] for w in _PAREN_OPENERS}))}])"
+        rf"(?=[ \t]{{0,3}}(?:{_by_first_letter(_PAREN_OPENERS)})[ '\u2019\-])" + _WORD_RUN + r"{1,60}+\)",
+    ),
 )
 
 # possessive (no backtracking into a run that cannot end well): "[INSERT " * 50000 stays cheap
@@ -222,6 +390,35 @@ _MISTRAL = r"(?!/?(?:TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|AVAILABLE_TOOLS|CALL_I
 # a bracket that opens a Markdown link or reference is a link's text, not a slot
 _NOT_LINK = r"(?![\[(])"
 
+# format slots in prose (in code they are code: the leak detector exempts code spans):
+# ${name}, $GOAL, $AGENT_NAME (a known slot word or upper snake case: $AAPL, $HOME, $5 are not);
+# %s, %(name)s, %1$s (not after a word or digit: "50%s"); {0} is a slot candidate (SLOT_CANDIDATES)
+_DOLLAR_WORDS = "|".join(
+    sorted(
+        {*PLACEHOLDER_WORDS, *_KEBAB_LAST, "OWNER", "DEADLINE", "ASSIGNEE", "RECIPIENT", "SENDER", "AGENT"}, key=len
+    )[::-1]
+)
+_FORMAT_SLOTS: tuple[tuple[str, str], ...] = (
+    ("$", r"\{[A-Za-z_][A-Za-z0-9_]{0,40}+\}(?!\$)"),
+    ("$", rf"(?<![\w$]\$)(?:{_UPPER_SNAKE}|{_DOLLAR_WORDS})(?![\w$])"),
+    ("%", r"(?<![\w%]%)(?:\([A-Za-z_][A-Za-z0-9_]{0,40}+\)[sdifr]|[1-9]\$[sd]|s)(?![A-Za-z0-9])"),
+)
+# filler runs that stand for a name or a number: 〇〇さん, ××様, ○○, △△株式会社, ＿＿ (two or more of
+# one glyph). Not a numeral (二〇二〇年: 〇 after a numeral), not a rating or a quiz mark (●●●○○,
+# ○×: next to another such glyph)
+_NUMERALS = (
+    "0-9\uff10-\uff19\u96f6\u4e00\u4e8c\u4e09\u56db\u4e94\u516d\u4e03\u516b\u4e5d\u5341\u767e\u5343\u4e07\u5104\u5146"
+)
+_GLYPHS = "\u25cb\u25ef\u25cf\u25ce\u25b3\u25b2\u25bd\u25a1\u25a0\u00d7\u2606\u2605"
+_FILLERS: tuple[tuple[str, str], ...] = (
+    ("\u3007", "(?<![" + _NUMERALS + "\u3007]\u3007)\u3007{1,39}+(?![" + _NUMERALS + "])"),
+    *(
+        (g, "(?<![" + _GLYPHS + "0-9]" + g + ")" + g + "{1,39}+(?![" + _GLYPHS + "0-9])")
+        for g in "\u25cb\u25ef\u25cf\u25b3\u25a1\u00d7"
+    ),
+    ("\uff3f", "\uff3f{1,39}+"),
+)
+
 #: (first character, rest of the regex): the shapes, split so the leak detector can group its
 #: one combined scanner by first character (docs/performance.md)
 PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
@@ -248,22 +445,24 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
         rf"(?:[ \t]{{1,3}}+(?=[A-Za-z_])(?:{_WORDS}|{_UPPER_SNAKE}|{_LOWER_SNAKE}){_PAD}"
         rf"|{_UPPER_KEBAB})\]{_NOT_LINK}",
     ),
+    *_FORMAT_SLOTS,
+    *_FILLERS,
 )
 
-#: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for), and
-#: the slot-in-words rule of ``is_slot_phrase`` as a regex, angled, braced and (last) bracketed
-PLACEHOLDER_PATTERNS: tuple[str, ...] = (
-    *(re.escape(first) + rest for first, rest in PLACEHOLDER_SHAPES),
-    rf"<{_BRACED_SLOT_GUARD}{_SLOT_PHRASE}>",
-    rf"{_NOT_LATEX}\{{{_BRACED_SLOT_GUARD}{_SLOT_PHRASE}\}}",
-    rf"\[{_PAD}{_SLOT_PHRASE}{_PAD}\]{_NOT_LINK}",
-)
+#: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for)
+PLACEHOLDER_PATTERNS: tuple[str, ...] = tuple(re.escape(first) + rest for first, rest in PLACEHOLDER_SHAPES)
+#: the slot candidates as standalone regexes: a match is a slot where ``is_slot_at`` says so
+SLOT_PATTERNS: tuple[str, ...] = tuple(re.escape(first) + rest for first, rest in SLOT_CANDIDATES)
 
 
 #: words that keep a line-start slot a slot whatever follows it (``[Your Name] Ada``, ``[Agent
 #: Name]: hi all``): the model knows who speaks and to whom; an instruction is never filled
 _UNFILLED = (
-    frozenset(("your", "yours", "agent", "agent's", "user", "user's", "teammate", "teammate's", "here")) | SLOT_VERBS
+    frozenset(("your", "yours", "agent", "agent's", "user", "user's", "teammate", "teammate's", "here"))
+    | SLOT_VERBS
+    | _POSSESSIVES
+    | _VERBS
+    | _HERE_WORDS
 )
 _LINE_START = re.compile(r"[ \t]{0,8}(?:(?:[-*>]|[0-9]{1,3}[.)])[ \t]{1,3})?")
 _LINK_DESTINATION = r"(?:<|[a-z][a-z0-9+.-]{1,20}:|/|\.{1,2}/|#)"  # <url>, https:, mailto:, /path, ./path, #anchor
@@ -293,12 +492,19 @@ def is_filled_label(text: str, start: int, end: int, lo: int = 0) -> bool:
       optionally indented and after a list marker) followed on the same line by an optional colon,
       a space and a value that starts with a capital letter, a digit, "(", "@" or "+" (``[Team
       Role] Scout``, ``- [Quest Title]: The Lost Mill``); elsewhere a colon, a space and a value
-      that starts with a digit, "(", "@" or "+" (``Office [Phone Number]: 555-0199``)."""
-    inner = text[start + 1 : end - 1].strip()
-    if text[start] != "[" or not inner:
+      that starts with a digit, "(", "@" or "+" (``Office [Phone Number]: 555-0199``);
+    - in a script without letter case (Chinese, Japanese, Korean, Arabic), the same with any value
+      that is not an honorific (``【担当者名】様``, ``[회사명] 여러분`` stay slots) nor, written on
+      without a blank, a particle (``【会社名】の``, ``[장소]에서``): ``【日時】11月28日``, ``[이름] 홍길동``.
+
+    Square brackets of any width (``SQUARE_BRACKETS``)."""
+    inner = text[start + 1 : end - 1].strip(" \t\u3000")
+    if text[start] not in SQUARE_BRACKETS or not inner:
         return False
-    if text[start:end] in _reference_labels(text, lo):
+    if text[start] == "[" and text[start:end] in _reference_labels(text, lo):
         return True
+    if not (inner[0].isupper() or inner[0].islower()):
+        return _uncased_label(text, start, end, lo)
     if not inner[0].isupper() or inner == inner.upper():
         return False
     m = _LABEL_VALUE.match(text, end)
@@ -308,6 +514,116 @@ def is_filled_label(text: str, start: int, end: int, lo: int = 0) -> bool:
     if first.isdigit() or first in "(@+":
         return text[end] == ":" or _at_line_start(text, start, lo)
     return first.isupper() and _at_line_start(text, start, lo)
+
+
+_UNCASED_VALUE = re.compile(r"([:\uff1a]?)([ \t\u3000]{0,3})(\w{1,40})")
+
+
+def _uncased_label(text: str, start: int, end: int, lo: int) -> bool:
+    m = _UNCASED_VALUE.match(text, end)
+    if m is None:
+        return False
+    colon, blanks, word = m.groups()
+    if word.startswith(_HONORIFICS):
+        return False
+    if not _at_line_start(text, start, lo):
+        return bool(colon) and word[0].isdigit()
+    # hiragana, Hangul or a Chinese particle written on: a particle or an ending, not a value
+    c = word[0]
+    return bool(colon or blanks) or not ("\u3040" <= c <= "\u309f" or "\uac00" <= c <= "\ud7a3" or c in _ZH_PARTICLES)
+
+
+_ZH_PARTICLES = frozenset("\u7684\u4e4b\u548c\u4e0e\u53ca\u7b49")  # 的 之 和 与 及 等
+
+
+def is_slot_at(text: str, start: int, end: int, lo: int = 0) -> bool:
+    """Is the slot candidate ``text[start:end]`` (a match of ``SLOT_CANDIDATES``; ``lo``: where the
+    visible text starts) an unfilled slot? The one judgement of the leak detector and the renderer:
+
+    - in square brackets of any width (``SQUARE_BRACKETS``): a slot phrase (``is_slot_phrase``) that
+      is no filled label (``is_filled_label``), or a role noun in a value's place (``_role_slot``);
+    - in corner brackets: a slot phrase before an honorific, or an instruction (``_corner_slot``);
+    - in parentheses: a slot phrase that opens with "your" or an instruction, capitalised;
+    - ``{0}``: a positional field in a format string (``_positional_slot``);
+    - in angle brackets and braces: a slot phrase (the candidate's guard asked for a capital)."""
+    opener, inner = text[start], text[start + 1 : end - 1]
+    if opener in SQUARE_BRACKETS:
+        if is_slot_phrase(inner):
+            return not is_filled_label(text, start, end, lo)
+        return _role_slot(text, start, end, lo, inner)
+    if opener == "{" and inner.isdigit():
+        return _positional_slot(text, start, lo)
+    if opener in CORNER_BRACKETS:
+        return _corner_slot(text, inner, end)
+    if opener == "(":
+        return inner.lstrip()[:1].isupper() and is_slot_phrase(inner)
+    return is_slot_phrase(inner)
+
+
+def _role_slot(text: str, start: int, end: int, lo: int, inner: str) -> bool:
+    """A role noun or a deadline (``slot_words`` "roles") in a value's place: after a word, a
+    colon or "@" on the same line (``Assigned to [OWNER]``, ``Responsable: [RESPONSABLE]``,
+    ``负责人：［负责人］``), not a line's label (``[OWNER] Ada``) nor followed by a colon."""
+    if _CJK_CHAR.search(inner):
+        if inner.translate(_CJK_BLANKS) not in _CJK_ROLES:
+            return False
+    else:
+        words = _words_of(inner)
+        while len(words) > 1 and words[0] in _ARTICLES:
+            words = words[1:]
+        if " ".join(words) not in _ROLES:
+            return False
+    if text[end : end + 1] in (":", "\uff1a"):
+        return False
+    return _value_place(text, start, lo)
+
+
+def _value_place(text: str, start: int, lo: int) -> bool:
+    """Does ``start`` follow, on its line, a word or a colon (up to three blanks between), "@", or
+    a Chinese or Japanese character (written without blanks)?"""
+    k, blanks = start - 1, 0
+    while k >= lo and text[k] in " \t" and blanks < 3:
+        k, blanks = k - 1, blanks + 1
+    if k < lo:
+        return False
+    c = text[k]
+    if c in ":\uff1a@":
+        return True
+    return (blanks > 0 and c.isalnum()) or _CJK_CHAR.match(c) is not None
+
+
+_POSITIONAL = re.compile(r"(?<![\w\\^]\{)\{([0-9]{1,2})\}")
+_GREETING_BEFORE = re.compile(r"(\w{1,20})[ \t]{1,3}\Z")
+
+
+@functools.lru_cache(maxsize=4)
+def _positional_fields(text: str, lo: int) -> frozenset[str]:
+    """The distinct positional fields (``{0}``, ``{1}``) of ``text[lo:]``, once per text (at most
+    64 read: two are enough)."""
+    return frozenset(m.group(1) for m in itertools.islice(_POSITIONAL.finditer(text, lo), 64))
+
+
+def _positional_slot(text: str, start: int, lo: int) -> bool:
+    """``{0}`` is a format string's field when the text has another (``Hello {0}, build {1}``) or it
+    stands where a name goes: after a greeting or a colon (``Hallo {0},``, ``To: {0}``). Alone in
+    prose it is maths: ``the set {0}``, ``use {x} and {0}``."""
+    if len(_positional_fields(text, lo)) >= 2:
+        return True
+    before = text[max(lo, start - 24) : start]
+    if before.rstrip(" \t")[-1:] in (":", "\uff1a"):
+        return True
+    m = _GREETING_BEFORE.search(before)
+    return m is not None and m.group(1).lower() in _GREETINGS
+
+
+def _corner_slot(text: str, inner: str, end: int) -> bool:
+    """Corner brackets quote (``「氏名」欄に``: the field named 氏名): a slot phrase in them is a slot
+    before an honorific (``「氏名」様``, ``『会社名』御中``) or when it is an instruction."""
+    if not is_slot_phrase(inner):
+        return False
+    if text.startswith(_HONORIFICS, end):
+        return True
+    return any(v in inner for v in _CJK_VERBS)
 
 
 def _at_line_start(text: str, start: int, lo: int) -> bool:

@@ -185,6 +185,11 @@ class SuiteScoring:
         return {t.name: t.parameters for t in self.suite.tools}
 
     @cached_property
+    def message_args(self) -> frozenset[tuple[str, str]]:
+        """(tool, argument) pairs that carry the output's message (``message_arguments``)."""
+        return message_arguments(self.suite.cases, self.tools)
+
+    @cached_property
     def validators(self) -> dict[str, Any] | None:
         # the suite's validators hold the $ref targets loaded with it, and never fetch
         schemas = getattr(self.suite, "tool_schemas", None)
@@ -217,6 +222,7 @@ class CaseScorer:
         self.leak_cfg, self.arg_leak_cfg = shared.leak_configs(self.case, self.scaffold_texts)
         self.degen_cfg = shared.degen_cfg
         self.tools = shared.tools
+        self.message_args = shared.message_args
         self.validators = shared.validators
         self.require = [compile_suite_regex(p) for p in self.case.expect.get("require", ())]
         self.goal = _goal_of(self.case)
@@ -346,6 +352,11 @@ def check_output_shape(scorer: CaseScorer, s: Scoring) -> None:
         checks["empty"] = CheckResult("empty", False, Reason.EMPTY, "only a reasoning block", hard=True)
         for name in ("repetition", "restates_prompt"):
             checks[name] = CheckResult(name, True, detail="empty: not judged")
+    if checks["empty"].passed and parsed.calls and scorer.message_args:
+        # a call whose message is blank posts nothing: the room sees an empty output
+        blank = _blank_message(parsed.calls, scorer.message_args)
+        if blank is not None:
+            checks["empty"] = CheckResult("empty", False, Reason.EMPTY, f"{blank} is empty", hard=True)
     if checks["repetition"].passed and checks["empty"].passed:
         checks["repetition"] = _argument_repetition(parsed, scorer.degen_cfg) or checks["repetition"]
 
@@ -554,6 +565,48 @@ def _argument_repetition(parsed: ParseResult, cfg: DegenerationConfig) -> CheckR
                 return CheckResult(
                     "repetition", False, c.reason, f"{path}: {c.detail}", findings=found, data={**c.data, "where": path}
                 )
+    return None
+
+
+#: the case constraints that judge an argument's content (``regex``, ``equals``, ``one_of`` judge
+#: a value's form: such an argument follows its schema)
+CONTENT_CONSTRAINTS = ("mentions_goal", "contains", "contains_any")
+
+
+def message_arguments(cases: Sequence[Case], tools: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
+    """The (tool, argument) pairs that carry an output's message: a tool's one required parameter
+    that some case of the suite judges for content (``CONTENT_CONSTRAINTS``), as
+    ``send_message_to_chat.message``. A blank value there fails ``empty`` in every case of the
+    suite, also in one that sets no constraint on it. Other arguments (``assign_task.task``, one
+    of two required; ``pause.reason``, optional) follow their schema."""
+    out: set[tuple[str, str]] = set()
+    for case in cases:
+        for call in case.expect.get("calls") or ():
+            if not isinstance(call, Mapping):
+                continue
+            schema = tools.get(str(call.get("tool")))
+            required = schema.get("required") if isinstance(schema, Mapping) else None
+            for arg, constraint in (call.get("args") or {}).items():
+                judged = isinstance(constraint, Mapping) and any(k in constraint for k in CONTENT_CONSTRAINTS)
+                if judged and required == [arg]:
+                    out.add((str(call.get("tool")), str(arg)))
+    return frozenset(out)
+
+
+# an argument is not the end of the output: an end-of-turn token in it is a leak, not emptiness
+_NO_END_TOKENS = DegenerationConfig(eot_tokens=())
+
+
+def _blank_message(calls: Sequence[ToolCall], message_args: frozenset[tuple[str, str]]) -> str | None:
+    """Where the first call's message argument is a string with nothing visible in it (empty,
+    blanks, zero-width characters: the ``empty`` check's rule), or None."""
+    for i, call in enumerate(calls):
+        if not isinstance(call.arguments, Mapping):
+            continue
+        for tool, arg in message_args:
+            value = call.arguments.get(arg) if tool == call.name else None
+            if isinstance(value, str) and is_empty(value, _NO_END_TOKENS):
+                return f"call[{i}].arguments.{arg}"
     return None
 
 

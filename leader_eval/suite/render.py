@@ -26,7 +26,7 @@ from leader_eval.bounded.sandbox import BoundedSandbox, run_bounded
 
 # leftover template syntax and placeholders that must never reach a model: one definition,
 # shared with the output-time leak detector
-from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS, is_filled_label
+from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS, SLOT_PATTERNS, is_slot_at
 from leader_eval.errors import SuiteError
 from leader_eval.suite.records import Case, ScaffoldMessage, Suite
 from leader_eval.types import Prompt
@@ -68,7 +68,7 @@ _ENV = _scaffold_env()
 
 # compiled once: ``re.finditer(str, ...)`` looks each one up in re's cache on every call
 _PLACEHOLDER_RES = tuple(re.compile(p) for p in PLACEHOLDER_PATTERNS)
-_SLOTS_RE = _PLACEHOLDER_RES[-1]
+_SLOT_RES = tuple(re.compile(p) for p in SLOT_PATTERNS)
 
 
 def scaffold_env() -> BoundedSandbox:
@@ -214,9 +214,10 @@ def find_placeholders(text: str, extra: list[str] | tuple[str, ...] = (), allowe
     found: list[Any] = []
     for rx in _PLACEHOLDER_RES:
         found.extend(m for m in rx.finditer(text) if m.group(0) not in allowed)
-    # the bracketed slot in words (the last pattern) as the leak detector reads it: a filled
-    # form label ("[Team Role] Scout") is none
-    found = [m for m in found if m.re is not _SLOTS_RE or not is_filled_label(text, m.start(), m.end())]
+    # slots in words, roles, format fields: judged as the leak detector judges them (a filled
+    # form label, "[Team Role] Scout", is none)
+    for rx in _SLOT_RES:
+        found.extend(m for m in rx.finditer(text) if m.group(0) not in allowed and is_slot_at(text, m.start(), m.end()))
     for pattern in extra:  # a suite's own patterns run with a time bound (bounded/regex.py)
         found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
     return sorted(found, key=lambda m: m.start())

@@ -23,6 +23,9 @@ _ATOMS = [
     *('{"name": "pause", "arguments": {}}', "[send_message_to_chat(message=", "<tool_call>", "```\n", "{%"),
     *("pause", "assign_task", "send_message_to_chat", "pause (", "pause(x=1)", "a.pause(", "\u00e9", "NOCHAT"),
     *("pause   ()", "x_y \t\t(k=", "ab  (", "pause    (", "  ", "assign_task \t (agent="),
+    # slots in other scripts and brackets, fillers, format slots (issue 22)
+    *("\uff3b", "\uff3d", "\u3010", "\u3011", "\u300c", "\u300d", "\u3007", "\u25cb", "\u00d7", "\uff3f", "$", "%"),
+    *("\u4f1a\u793e\u540d", "\u0418\u043c\u044f", "Your", "(Your Name)", "{0}", "%(x)s", "$GOAL", "${a}", "\u69d8"),
 ]
 _CONFIGS = [
     compile_leak_config(LeakConfig(tool_names=("pause", "assign_task", "send_message_to_chat"))),
@@ -64,6 +67,24 @@ _BRACKET_ATOMS = [
     *("\u00a0", "NO CHAT", "brb:", "SYSTEM", "insert goal here", "describe", "id", "scratchpad", "seed:think"),
     *("A" * 40, "_" + "B" * 40, "-" + "C" * 40, "cratchpad", "x" * 100, " \t ", "\n\n"),
     *("[a_b]", "[X]", "[x]", "[ A ]", "[AB-NAME]", "[ GOAL ]", "[Your Name]", "[x](y)", "[team]", "{goal}", "<Name>"),
+    # issue 22: other brackets and scripts, fillers, format slots
+    *("\uff3b", "\uff3d", "\u3010", "\u3011", "\u3014", "\u3015", "\u300c", "\u300d", "\u3000", "\u2019", "$", "%"),
+    *("\u3007", "\u25cb", "\u25cf", "\u00d7", "\uff3f", "\u4e8c", "\u540d\u524d", "\u0418\u043c\u044f", "\uc774\ub984"),
+    *(
+        "Your",
+        "Ihr",
+        "(Your Name)",
+        "(Ihr Name)",
+        "{0}",
+        "{12}",
+        "%s",
+        "%(x)s",
+        "%1$s",
+        "$GOAL",
+        "${a}",
+        "$A_B",
+        "OWNER",
+    ),
     # the suite names' shapes in every case and spelling, and kebab slot nouns (the narrow leads)
     *("AGENT_NAME", "Agent Name", "CURRENT-GOAL", "CurrentGoal", "agentname", "\u212aIT", "KIT", "Kit", "ROOM"),
     *("sigma_s", "SIGMA_S", "\u017figma_s", "Sigma-S", "A-B", "GOAL-HERE", "NAME-HERE", "START-DATE", "X-NAME-HERE"),
@@ -169,6 +190,12 @@ _EDGES = [
     "[   Current-Goal   ] [AGENT NAME] {_x_y} [_x_y] <agentName> {Agent Name} <insert goal here>",
     "[a_b] [x_y_z] [AB-CD-NAME] [ GOAL ] [\tAGENT_NAME ] [agent_name] [events] [team]",
     "{%{ goal }%} {#{#} {{{x}}} <<<SYS>> [[NO CHAT]] {'name': 1} { \"tool\" :",  # the opener second
+    # issue 22: each new shape at its longest
+    "\uff3b" + "\u540d" * 60 + "\uff3d \u3010   " + "\u540d" * 60 + "\u3011",
+    "\u300c" + "\u540d" * 40 + "\u300d \u300e" + "a" * 40 + "\u300f",
+    "(Your" + " x" * 28 + ") (   YOUR" + "-y" * 28 + ")",
+    "\u3007" * 40 + " " + "\u25cb" * 40 + " " + "\u00d7" * 40 + " " + "\uff3f" * 40,
+    "${" + "a" * 41 + "} $" + _LONGEST + " %(" + "b" * 41 + ")s %9$d {99}",
 ]
 
 

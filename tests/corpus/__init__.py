@@ -37,9 +37,11 @@ LEAK_FILES = (
     "leak_special_token.yaml",
     "leak_marker.yaml",
     "leak_placeholder.yaml",
+    "leak_placeholder_i18n.yaml",
     "leak_scaffold.yaml",
     "forbidden_pattern.yaml",
     "near_miss.yaml",
+    "near_miss_i18n.yaml",
 )
 DEGENERATION_FILES = ("degeneration.yaml",)
 LOCATED = {"repetition"}  # degeneration reasons that carry a span

@@ -464,3 +464,41 @@ def test_a_common_end_token_the_model_owns_ends_its_turn_too(suite: Suite) -> No
     other = ModelInfo(special_tokens=("<|eot|>",), eot_tokens=("<|eot|>",))
     s = _scorer(suite, model=other).score(_sample(_call("Today we build the windmill by the river") + "<|endoftext|>"))
     assert s.leak_classes == ["leak_special_token"]
+
+
+@pytest.mark.parametrize("message", ["", "   ", "\n\t", "\u200b "])
+@pytest.mark.parametrize("case_id", ["kickoff", "free_text", "lenient_hard"])
+def test_a_blank_message_argument_is_an_empty_output(suite: Suite, message: str, case_id: str) -> None:
+    """The argument that carries the message (judged for content by some case: here ``kickoff``'s
+    ``mentions_goal``) fails ``empty`` when blank, in every case, also ``free_text``, which sets no
+    call expectation; ``empty`` is hard where the case lists it (``lenient_hard`` does not)."""
+    score = _scorer(suite, case_id).score(_sample(_call(message), case_id))
+    assert score.reason == "empty"
+    assert _failed(score)["empty"]["detail"] == "call[0].arguments.message is empty"
+    assert score.hard_fail is (case_id != "lenient_hard")
+
+
+def test_other_arguments_follow_their_schema_when_blank(suite: Suite) -> None:
+    """``assign_task.task`` is one of two required parameters: a blank task is judged by its
+    constraint (a wrong value), not as an empty output; a message with text is no empty output."""
+    blank_task = json.dumps(
+        [
+            {"name": "assign_task", "arguments": {"agent": "Ada", "task": "  "}},
+            {"name": "assign_task", "arguments": {"agent": "Bo", "task": "stone"}},
+        ]
+    )
+    score = _scorer(suite, "two_tasks").score(_sample(blank_task, "two_tasks"))
+    assert score.reason == "wrong_value" and "empty" not in _failed(score)
+    score = _scorer(suite).score(_sample(_call(" windmill by the river "), "kickoff"))
+    assert score.passed
+
+
+def test_the_message_argument_is_a_single_required_parameter_judged_for_content(suite: Suite) -> None:
+    from leader_eval.scoring.scorer import message_arguments
+
+    tools = {t.name: t.parameters for t in suite.tools}
+    assert message_arguments(suite.cases, tools) == {("send_message_to_chat", "message")}
+    # the flagship suite: its chat tool's message, not assign_task.task (judged by contains too)
+    flagship = load_suite(Path(__file__).resolve().parents[2] / "suites" / "leader_core.yaml")
+    flagship_tools = {t.name: t.parameters for t in flagship.tools}
+    assert message_arguments(flagship.cases, flagship_tools) == {("send_message_to_chat", "message")}

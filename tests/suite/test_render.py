@@ -6,6 +6,7 @@ Each template below hung, crashed or exhausted memory before (issue 9 item 15); 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -139,3 +140,28 @@ def test_placeholder_patterns_from_the_suite_still_refuse_a_leftover(tmp_path: P
     suite = load_suite(path)
     with pytest.raises(SuiteError, match="<<GREETING>>"):
         render_messages(suite, suite.cases[0])
+
+
+@pytest.mark.parametrize(
+    "leftover",
+    ["Hallo [Name des Empfängers]!", "【担当者名】様", "Hi %s, go.", "〇〇さん、こんにちは", "Thanks, (Your Name)"],
+)
+def test_a_slot_in_any_language_is_refused_at_render_time(tmp_path: Path, leftover: str) -> None:
+    """The renderer judges slots as the leak detector does (checks/placeholders.is_slot_at)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        MINIMAL_SUITE.replace('request: "Say hello to the team."', f"request: {leftover!r}"), encoding="utf-8"
+    )
+    suite = load_suite(path)
+    with pytest.raises(SuiteError, match="still holds placeholder"):
+        render_messages(suite, suite.cases[0])
+
+
+def test_a_filled_label_in_any_script_renders(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    text = "【日時】11月28日\n[이름] 홍길동\nIn 二〇二〇年 we paid $5 (your call)."
+    path.write_text(
+        MINIMAL_SUITE.replace('request: "Say hello to the team."', f"request: {json.dumps(text)}"), encoding="utf-8"
+    )
+    suite = load_suite(path)
+    assert any(text in m["content"] for m in render_messages(suite, suite.cases[0]))
