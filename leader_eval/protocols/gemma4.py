@@ -24,74 +24,76 @@ QUOTE = '<|"|>'
 TOOL_RESPONSE = "<|tool_response>"
 _CALL = "call:"
 _NAME = re.compile(r"[\w.\-]+")
-# a bare key: words separated by single runs of blanks (the template writes a key as it is)
-_KEY = re.compile(r"[^\s:,{}\[\]<>|\"]+(?:[ \t]+[^\s:,{}\[\]<>|\"]+)*")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_WORD = re.compile(r"[A-Za-z_]\w*")
+# a bare key (words separated by runs of blanks: the template writes a key as it is), then ':';
+# each regex does one piece of the grammar in one call (values are read in Python)
+_FIELD = re.compile(r"\s*([^\s:,{}\[\]<>|\"]+(?:[ \t]+[^\s:,{}\[\]<>|\"]+)*)\s*:\s*")
+_SCALAR = re.compile(r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(?![\w.])|[A-Za-z_]\w*")
+_SEPARATOR = re.compile(r"\s*([,}\]])")
 _STRICT_WORDS: dict[str, Any] = {"true": True, "false": False, "None": None}
 _LENIENT_WORDS: dict[str, Any] = {**_STRICT_WORDS, "True": True, "False": False, "null": None}
 _MAX_DEPTH = 100
+# Values are read in Python (microseconds each): a cap keeps a megabyte of tiny values within
+# the scoring time budget, as MAX_CALLS does for calls. No tool call carries this many; a lenient
+# scan (a diagnostic that runs on every failed output, whatever the protocol) reads fewer.
+MAX_VALUES = 4096
+_LENIENT_MAX_VALUES = 1024
+TOO_MANY_VALUES_ERROR = f"more than {MAX_VALUES} values in one output"
 
 
 class _Reader:
     """Reads values of the syntax from ``text[:hi]``; ``far`` is how far it looked (what a
-    lenient attempt is charged)."""
+    lenient attempt is charged); ``left`` the values the output may still hold."""
 
-    __slots__ = ("far", "hi", "strict", "text")
+    __slots__ = ("far", "hi", "left", "strict", "text")
 
     def __init__(self, text: str, hi: int, strict: bool) -> None:
         self.text, self.hi, self.strict, self.far = text, hi, strict, 0
+        self.left = MAX_VALUES if strict else _LENIENT_MAX_VALUES
 
-    def ws(self, pos: int) -> int:
-        pos = _scan.skip_ws(self.text, pos)
-        return min(pos, self.hi)
+    def _next(self, pos: int, closer: str) -> tuple[bool, int]:
+        """After a value: (another follows, where it starts) or (the container closed, its end)."""
+        m = _SEPARATOR.match(self.text, pos, self.hi)
+        self.far = max(self.far, pos)
+        if m is None or m.group(1) not in (",", closer):
+            raise _scan.Fail(f"expected ',' or '{closer}' at offset {_scan.skip_ws(self.text, pos)}")
+        return m.group(1) == ",", m.end()
 
     def fields(self, pos: int, depth: int) -> tuple[dict[str, Any], int]:
         """``key:value,...}`` from just after ``{``: the object and where it ends."""
-        text, out = self.text, dict[str, Any]()
-        pos = self.ws(pos)
-        if text.startswith("}", pos) and pos < self.hi:
-            return out, pos + 1
+        text, hi, out = self.text, self.hi, dict[str, Any]()
+        m = _SEPARATOR.match(text, pos, hi)
+        if m is not None and m.group(1) == "}":
+            return out, m.end()
         while True:
-            m = _KEY.match(text, pos, self.hi)
+            m = _FIELD.match(text, pos, hi)
             if m is None:
-                raise _scan.Fail(f"expected a key at offset {pos}")
-            key = m.group()
-            pos = self.ws(m.end())
-            if not text.startswith(":", pos) or pos >= self.hi:
-                raise _scan.Fail(f"expected ':' after key {key!r} at offset {pos}")
+                raise _scan.Fail(f"expected a key and ':' at offset {_scan.skip_ws(text, pos)}")
+            key = m.group(1)
             if key in out and self.strict:
                 raise _scan.Fail(f"key {key!r} given twice")
-            out[key], pos = self.value(self.ws(pos + 1), depth)
-            pos = self.ws(pos)
-            self.far = max(self.far, pos)
-            if pos < self.hi and text[pos] == ",":
-                pos = self.ws(pos + 1)
-                continue
-            if pos < self.hi and text[pos] == "}":
-                return out, pos + 1
-            raise _scan.Fail(f"expected ',' or '}}' at offset {pos}")
+            out[key], pos = self.value(m.end(), depth)
+            more, pos = self._next(pos, "}")
+            if not more:
+                return out, pos
 
     def items(self, pos: int, depth: int) -> tuple[list[Any], int]:
         """``value,...]`` from just after ``[``."""
-        text, out = self.text, list[Any]()
-        pos = self.ws(pos)
-        if text.startswith("]", pos) and pos < self.hi:
-            return out, pos + 1
+        text, hi, out = self.text, self.hi, list[Any]()
+        m = _SEPARATOR.match(text, pos, hi)
+        if m is not None and m.group(1) == "]":
+            return out, m.end()
         while True:
-            value, pos = self.value(pos, depth)
+            value, pos = self.value(_scan.skip_ws(text, pos), depth)
             out.append(value)
-            pos = self.ws(pos)
-            self.far = max(self.far, pos)
-            if pos < self.hi and text[pos] == ",":
-                pos = self.ws(pos + 1)
-                continue
-            if pos < self.hi and text[pos] == "]":
-                return out, pos + 1
-            raise _scan.Fail(f"expected ',' or ']' at offset {pos}")
+            more, pos = self._next(pos, "]")
+            if not more:
+                return out, pos
 
     def value(self, pos: int, depth: int) -> tuple[Any, int]:
         text, hi = self.text, self.hi
+        self.left -= 1
+        if self.left < 0:
+            raise _scan.Fail(TOO_MANY_VALUES_ERROR)
         if pos >= hi:
             raise _scan.Fail(f"expected a value at offset {pos}")
         if text.startswith(QUOTE, pos):
@@ -100,36 +102,35 @@ class _Reader:
             if end == -1:
                 self.far = hi
                 raise _scan.Fail(f"string opened at offset {pos} is not closed with {QUOTE}")
-            self.far = max(self.far, end)
             return text[start:end], end + len(QUOTE)
         c = text[pos]
-        if c in "{[":
+        if c == "{" or c == "[":
             if depth >= _MAX_DEPTH:
                 raise _scan.Fail(f"value nested too deeply at offset {pos}")
             return self.fields(pos + 1, depth + 1) if c == "{" else self.items(pos + 1, depth + 1)
-        m = _NUMBER.match(text, pos, hi)
-        if m is not None and not _WORD.match(text, m.end(), hi):
-            s = m.group()
+        m = _SCALAR.match(text, pos, hi)
+        if m is None:
+            raise _scan.Fail(f"expected a value at offset {pos}")
+        number = m.group(1)
+        if number is not None:
             try:
-                return (float(s) if any(ch in s for ch in ".eE") else int(s)), m.end()
+                return (float(number) if "." in number or "e" in number or "E" in number else int(number)), m.end()
             except ValueError:  # an integer past Python's digit limit
                 raise _scan.Fail(f"number at offset {pos} is too long") from None
-        w = _WORD.match(text, pos, hi)
         words = _STRICT_WORDS if self.strict else _LENIENT_WORDS
-        if w is not None and w.group() in words:
-            return words[w.group()], w.end()
-        if w is not None:
-            raise _scan.Fail(
-                f"bare word {w.group()[:40]!r} at offset {pos}: a value is {QUOTE}text{QUOTE}, a number, "
-                "true, false, None, {...} or [...]"
-            )
-        raise _scan.Fail(f"expected a value at offset {pos}")
+        word = m.group()
+        if word in words:
+            return words[word], m.end()
+        raise _scan.Fail(
+            f"bare word {word[:40]!r} at offset {pos}: a value is {QUOTE}text{QUOTE}, a number, "
+            "true, false, None, {...} or [...]"
+        )
 
 
 def _call(reader: _Reader, pos: int) -> tuple[str, dict[str, Any], int]:
     """``<|tool_call>call:NAME{...}`` at ``pos`` (the closing token is the caller's)."""
     text = reader.text
-    at = reader.ws(pos + len(OPEN)) if not reader.strict else pos + len(OPEN)
+    at = pos + len(OPEN) if reader.strict else _scan.skip_ws(text, pos + len(OPEN))
     if text.startswith(_CALL, at):
         at += len(_CALL)
     elif reader.strict:
@@ -169,11 +170,11 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
 
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
     text, budget = scan.text, scan.budget()
-    n = len(text)
+    reader = _Reader(text, len(text), strict=False)  # one value cap for the whole scan
     for s in _scan.find_all(text, OPEN, scan.start):
-        if budget.spent:
+        if budget.spent or reader.left <= 0:
             return
-        reader = _Reader(text, n, strict=False)
+        reader.far = s
         try:
             name, args, end = _call(reader, s)
         except (_scan.Fail, RecursionError):
