@@ -4,11 +4,13 @@
 
 The list is read as ``pythonic`` reads it (Python literals, keyword arguments only). The LFM2.5
 template writes a string argument raw between single quotes and a mapping as JSON, so a string
-holding a newline, a quote or a backslash, or a mapping holding ``true``/``false``/``null``, is
-not Python: strict parsing reports it instead of guessing (docs/protocols.md)."""
+holding a newline or a single quote, or a mapping holding ``true``/``false``/``null``, is not
+Python: strict parsing reports it instead of guessing; a backslash in a string is read as the
+Python escape it starts (docs/protocols.md)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -17,6 +19,9 @@ from leader_eval.protocols._base import StrictOut, ToolCallProtocol
 from leader_eval.types import ToolCall
 
 OPEN, CLOSE = "<|tool_call_start|>", "<|tool_call_end|>"
+# blocks a lenient scan reads (each is a pythonic scan of its own): a diagnostic, bounded like
+# pythonic's candidates
+_MAX_BLOCKS = 32
 
 
 def _as_lfm2(calls: list[ToolCall], shift: int = 0) -> list[ToolCall]:
@@ -37,7 +42,7 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
         inner_hi -= 1
     if inner_lo >= inner_hi:
         raise _scan.Fail(f"no calls between {OPEN} and {CLOSE}")
-    if text.find(CLOSE, inner_lo, inner_hi) != -1 and text.find(OPEN, inner_lo, inner_hi) != -1:
+    if text.find(OPEN, inner_lo, inner_hi) != -1:
         raise _scan.Fail(f"a second {OPEN} block: one list holds every call")
     calls, _ = pythonic.strict(text, inner_lo, inner_hi, memo)
     return _as_lfm2(calls), [(lo, hi)]
@@ -46,7 +51,7 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
     text = scan.text
     close: int | None = None  # the first closing token after the block's start (-1: none left)
-    for s in _scan.find_all(text, OPEN, scan.start):
+    for s in itertools.islice(_scan.find_all(text, OPEN, scan.start), _MAX_BLOCKS):
         a = s + len(OPEN)
         if close is None or -1 < close < a:
             close = text.find(CLOSE, a)

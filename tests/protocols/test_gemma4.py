@@ -133,5 +133,5 @@ def test_detected_from_the_template() -> None:
 def test_hostile_inputs_stay_fast(text: str) -> None:
     t = time.perf_counter()
     r = _parse(text)
-    assert time.perf_counter() - t < 0.5
+    assert time.perf_counter() - t < 2.0  # quadratic work would take minutes; the bench times it
     assert not r.strict_ok
