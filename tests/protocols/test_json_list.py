@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from leader_eval.protocols import REGISTRY, detect, parse_output
+from leader_eval.protocols import MAX_CALLS, REGISTRY, TOO_MANY_CALLS_ERROR, detect, parse_output
 from tests.support.template_calls import CORPUS
 
 EOT = ("<|im_end|>", "<|end|>")
@@ -155,3 +155,25 @@ def test_hostile_inputs_stay_fast(protocol: str, make: Any) -> None:
     r = parse_output(text, protocol)
     assert time.perf_counter() - t < 2.0  # quadratic work would take minutes; the bench times it
     assert not r.strict_ok
+
+
+def _many(protocol: str, n: int) -> str:
+    calls = [("a", {"n": 1})] * n
+    return {
+        "apriel": _text("apriel", calls),
+        "nemotron_v2": _text("nemotron_v2", calls),
+        "granite3": _text("granite3", calls),
+        "apertus": _text("apertus", calls),
+        "gemma4": "<|tool_call>call:a{n:1}<tool_call|>" * n,
+        "functionary": '<function=a>{"n": 1}</function>' * n,
+        "lfm2": "<|tool_call_start|>[" + ", ".join(["a(n=1)"] * n) + "]<|tool_call_end|>",
+    }[protocol]
+
+
+@pytest.mark.parametrize("protocol", [*FORMATS, "gemma4", "functionary", "lfm2"])
+def test_more_calls_than_a_turn_holds_fail_strict(protocol: str) -> None:
+    ok = parse_output(_many(protocol, MAX_CALLS), protocol)
+    assert ok.strict_ok and len(ok.calls) == MAX_CALLS
+    over = parse_output(_many(protocol, MAX_CALLS + 1), protocol)
+    assert not over.strict_ok and over.error == TOO_MANY_CALLS_ERROR and over.calls == ()
+    assert 0 < len(over.lenient_calls) <= MAX_CALLS
