@@ -99,6 +99,21 @@ def test_apriel_reasoning_ends_at_the_final_response_marker() -> None:
     assert not parse_output(text, "apriel", eot_tokens=EOT).strict_ok
 
 
+def test_apriel_15_closes_its_final_response_with_a_marker_declared_as_an_end_of_turn() -> None:
+    # Apriel 1.5's system prompt asks for "[BEGIN FINAL RESPONSE] ... [END FINAL RESPONSE]"
+    text = "Bo should take the wheat.\n[BEGIN FINAL RESPONSE]\n" + _text("apriel") + "\n[END FINAL RESPONSE]\n<|end|>"
+    tags = ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]")
+    r = parse_output(text, "apriel", eot_tokens=(*EOT, "[END FINAL RESPONSE]"), reasoning_tags=tags)
+    assert r.strict_ok and len(r.calls) == 2
+    assert not parse_output(text, "apriel", eot_tokens=EOT, reasoning_tags=tags).strict_ok
+
+
+def test_apertus_inner_thoughts_are_reasoning() -> None:
+    text = "<|inner_prefix|>Bo takes wheat.<|inner_suffix|>" + _text("apertus")
+    r = parse_output(text, "apertus", reasoning_tags=("<|inner_prefix|>", "<|inner_suffix|>"))
+    assert r.strict_ok and r.reasoning == "Bo takes wheat." and len(r.calls) == 2
+
+
 def test_apertus_objects_hold_one_key_the_tool_name() -> None:
     for body, error in (
         ('[{"a": {}, "b": {}}]', "exactly one key"),

@@ -93,6 +93,7 @@ REASONING_TAGS: tuple[tuple[str, str], ...] = (
     ("<think>", "</think>"),
     ("<|channel>", "<channel|>"),  # Gemma 4's thought channel
     ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),  # Apriel 1.6 (the opener is in the prompt)
+    ("<|inner_prefix|>", "<|inner_suffix|>"),  # Apertus's inner thoughts
 )
 
 #: templates whose native protocol is being built (issue 22): expected to fail until it lands
