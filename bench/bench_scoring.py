@@ -250,9 +250,36 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"Click" + "\u0130" * 1000000': lambda rng: "Click" + "\u0130" * 1_000_000,
     "a 1,000-letter word": lambda rng: "a" * 1000,
     "1 MB letters": lambda rng: "a" * 1_000_000 + "!",
+    # issue 22's native formats (group d): their worst cases, in their own protocol and under json
+    # (every failed output runs every lenient scan)
+    "1 MB Gemma 4 call of tiny values": lambda rng: (
+        "<|tool_call>call:a{" + ",".join(f"k{i}:1" for i in range(100_000)) + "}<tool_call|>"
+    ),
+    '"<|tool_call>call:a{s:<|"|>" * 40000': lambda rng: '<|tool_call>call:a{s:<|"|>' * 40_000,
+    '"<|tool_call>call:a{k:{" * 50000': lambda rng: "<|tool_call>call:a{" + "k:{" * 50_000,
+    '"<function=a>{"s": "" * 50000': lambda rng: '<function=a>{"s": "' * 50_000,
+    '"<|tool_call_start|>[a(" * 60000': lambda rng: "<|tool_call_start|>[a(" * 60_000,
+    '"<tool_calls>[" * 80000': lambda rng: "<tool_calls>[" * 80_000,
+    '"function call<|role_sep|>{" * 40000': lambda rng: "function call<|role_sep|>{" * 40_000,
 }
-# inputs also scored under the protocol whose parser they stress (the case's own is json)
-OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}
+# inputs also scored under the protocol whose parser they stress (the case's own is json); a
+# protocol the tree does not know (a baseline before it) is timed on the new tree only
+OWN_PROTOCOL = {
+    "1 MB pythonic list of calls": "pythonic",
+    "1 MB hermes calls": "hermes",
+    "1 MB Gemma 4 call of tiny values": "gemma4",
+    '"<|tool_call>call:a{s:<|"|>" * 40000': "gemma4",
+    '"<|tool_call>call:a{k:{" * 50000': "gemma4",
+    '"<function=a>{"s": "" * 50000': "functionary",
+    '"<|tool_call_start|>[a(" * 60000': "lfm2",
+    '"<tool_calls>[" * 80000': "apriel",
+    '"function call<|role_sep|>{" * 40000': "gigachat3",
+}
+
+
+def _known_protocols() -> tuple[str, ...]:
+    """The protocols of whichever leader_eval is first on sys.path."""
+    return tuple(importlib.import_module("leader_eval.protocols").PROTOCOLS)
 
 
 def build_scorer(suite_path: Path, protocol: str | None = None) -> Any:
@@ -334,9 +361,12 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         "adversarial": {},
     }
     if not args.skip_adversarial:
+        known = _known_protocols()
         for name, make in ADVERSARIAL.items():
             text = make(rng)
             for protocol in dict.fromkeys([scorer.protocol, OWN_PROTOCOL.get(name, scorer.protocol)]):
+                if protocol not in known:
+                    continue
                 sc = scorer if protocol == scorer.protocol else build_scorer(args.suite, protocol)
                 sample = _sample(0, text, "stop", sc.case.id)
                 best = float("inf")

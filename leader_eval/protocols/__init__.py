@@ -25,7 +25,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.protocols import anthropic_xml, hermes, json_call, kimi_k2, llama3_json, openai, pythonic
+from leader_eval.protocols import (
+    anthropic_xml,
+    apertus,
+    apriel,
+    functionary,
+    gemma4,
+    gigachat3,
+    gigachat3_1,
+    granite3,
+    hermes,
+    json_call,
+    kimi_k2,
+    lfm2,
+    llama3_json,
+    nemotron_v2,
+    openai,
+    pythonic,
+)
 from leader_eval.protocols._base import ToolCallProtocol
 from leader_eval.protocols._scan import (
     MAX_CALLS,
@@ -61,6 +78,17 @@ REGISTRY: dict[str, ToolCallProtocol] = {
     p.name: p
     for p in (
         json_call.PROTOCOL,
+        # issue 22, group d: templates that also hold <tool_call> or <|python_tag|> (Apriel's
+        # prompt, Gemma 4's <|tool_call>, Functionary's Llama 3.1 tokens) must match first
+        gemma4.PROTOCOL,
+        functionary.PROTOCOL,
+        granite3.PROTOCOL,
+        apertus.PROTOCOL,
+        apriel.PROTOCOL,
+        gigachat3_1.PROTOCOL,
+        gigachat3.PROTOCOL,
+        lfm2.PROTOCOL,
+        nemotron_v2.PROTOCOL,
         hermes.PROTOCOL,
         kimi_k2.PROTOCOL,
         llama3_json.PROTOCOL,
