@@ -39,8 +39,11 @@ LEAK_FILES = (
     "leak_placeholder.yaml",
     "leak_scaffold.yaml",
     "forbidden_pattern.yaml",
+    "leak_family_tokens.yaml",
     "near_miss.yaml",
+    "near_miss_tokens.yaml",
 )
+NEAR_MISS_FILES = frozenset({"near_miss.yaml", "near_miss_tokens.yaml"})
 DEGENERATION_FILES = ("degeneration.yaml",)
 LOCATED = {"repetition"}  # degeneration reasons that carry a span
 
