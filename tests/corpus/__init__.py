@@ -106,9 +106,13 @@ def _expect_list(raw: Any) -> list[str]:
 
 def base_leak_config() -> dict[str, Any]:
     """The suite every leak record is judged under unless it overrides a field: a
-    ChatML (Qwen-style) template and the village-leader scaffold."""
+    ChatML (Qwen-style) template, the village-leader scaffold and the registry's call markup."""
     scaffold = yaml.safe_load((HERE / "scaffold.yaml").read_text(encoding="utf-8"))
+    from leader_eval.scoring.scorer import registry_call_markup
+
     return {
+        # every registered protocol's call markup, as the scorer passes it (issue 22)
+        "call_markup": registry_call_markup(),
         "special_tokens": ("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
         "eot_tokens": ("<|im_end|>",),
         "markers": ("[NO CHAT]",),
