@@ -139,9 +139,18 @@ def mine(source: str) -> tuple[set[str], set[str]]:
     return closed, heads
 
 
+def _quote(item: str) -> str:
+    """A Python literal of ``item`` as the project's formatter writes it (double quotes unless the
+    text holds one), so that the generated module is already formatted."""
+    body = item.replace("\\", "\\\\")
+    if '"' in item and "'" not in item:
+        return f"'{body}'"
+    return '"' + body.replace('"', '\\"') + '"'
+
+
 def render(closed: set[str], heads: set[str], sources: int) -> str:
     def tup(items: set[str]) -> str:
-        return "\n".join(f"    {item!r}," for item in sorted(items))
+        return "\n".join(f"    {_quote(item)}," for item in sorted(items))
 
     return f'''"""The special and control tokens of every chat template in fixtures/chat_templates/ (generated).
 
