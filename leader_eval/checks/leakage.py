@@ -79,7 +79,7 @@ _JSON_KEY = (
 # tags of the families whose templates write them (<seed:eos>, <minimax:tool_call>, and Hy3's
 # suffixed <tool_call:opensource>), namespaces read off the catalogue, not XML namespaces at large
 _ASYMMETRIC_OPEN = r"\|[A-Za-z_][\w:.-]{0,40}>"
-_ASYMMETRIC_CLOSE = r"/?[A-Za-z_][\w:.-]{0,40}\|>"
+_ASYMMETRIC_CLOSE = r"</?[A-Za-z_][\w:.-]{0,40}+\|>"  # in _RARE: a letter after "<" is too common
 _ATTRS = r"(?:\s[^<>\n]{0,200})?>"
 _BAR_NAMESPACED = "/?\uff5c[A-Za-z]{1,16}\uff5c[A-Za-z_]\\w{0,40}" + _ATTRS
 _NS_TAG = re.compile(r"</?([a-z_]{1,40}):([A-Za-z_][\w.]{0,40})(?:>|$)")
@@ -99,9 +99,12 @@ def _namespaces() -> tuple[str, str]:
 
 _NAMESPACES, _SUFFIXES = _namespaces()
 _NAMESPACED = rf"/?(?:{_NAMESPACES}):[A-Za-z_][\w.]{{0,40}}{_ATTRS}"
-_SUFFIXED = rf"/?[A-Za-z_][\w]{{0,40}}:(?:{_SUFFIXES})>"
+_SUFFIXED = rf"</?[A-Za-z_]\w{{0,40}}+:(?:{_SUFFIXES})>"  # in _RARE, as _ASYMMETRIC_CLOSE
 _MINIMAX_EOS = r"[a-z]~\["  # MiniMax M3's [e~[ (its other bracket tokens open with "]": _RARE)
-_REASON_NAMES = r"(?:[a-z]{1,12}:)?(?:think|thinking|reasoning|thought|reflection|scratchpad)(?::[a-z]{1,16})?"
+_REASON_NAMES = (
+    rf"(?:(?:{_NAMESPACES}):)?(?:think|thinking|reasoning|thought|reflection|scratchpad)(?::(?:{_SUFFIXES}))?"
+)
+_REASON_TAG = rf"/?(?i:{_REASON_NAMES})\s{{0,3}}>"
 
 _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # tool-call markup tags of common protocols (Anthropic-style XML, Hermes/Qwen, Qwen3-coder)
@@ -116,7 +119,7 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("tool", "[", _MISTRAL_WORDS),
     # reasoning tags (paired later), padded too: <think >, <think\n>
     # (a family's namespace or suffix too: <mm:think>, <seed:think>, <think:opensource>)
-    ("reason", "<", rf"/?(?i:{_REASON_NAMES})\s{{0,3}}>"),
+    ("reason", "<", _REASON_TAG),
     ("reason", "[", _THINK_WORDS),  # Mistral Magistral: [THINK] ... [/THINK]
     ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
     # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones
@@ -125,10 +128,8 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("special", "<", _NAMED_SPECIAL),
     ("special", "<", _LLAMA2_SYS),
     ("special", "<", _ASYMMETRIC_OPEN),
-    ("special", "<", _ASYMMETRIC_CLOSE),
     ("special", "<", _BAR_NAMESPACED),
     ("special", "<", _NAMESPACED),
-    ("special", "<", _SUFFIXED),
     ("special", "[", _INST_WORDS),
     ("special", "[", _MINIMAX_EOS),
     # unrendered template syntax and placeholders: checks/placeholders.py, the one definition
@@ -137,13 +138,17 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("json", "{", _JSON_KEY),
 )
 
-# Tokens and markup that open with a character no scanner entry opens with ("]", a word): each
-# is looked for only where its literal occurs (``str.find``, in C), then matched there. Harmony's
-# recipient ``to=functions.NAME`` and MiniMax M3's ]~b], ]~!b[ and ]<]minimax[>[.
+# Tokens and markup that open with a character no scanner entry opens with ("]", a word), or with
+# "<" and a letter (in the scanner, "<b>" would enter the group at every tag): each is looked for
+# only where its literal occurs (``str.find``, in C), then matched from there on. Harmony's
+# recipient ``to=functions.NAME``, MiniMax M3's ]~b], ]~!b[ and ]<]minimax[>[, Gemma 4's closing
+# half <turn|>, and Hy3's suffixed tags. A "special" match is tool markup when its name says so.
 _RARE: tuple[tuple[str, str, str], ...] = (
     ("to=functions.", "tool", r"(?<![\w.])to=functions\.[A-Za-z_][\w.-]{0,100}"),
     ("]~", "special", r"\]~!?[a-z][\[\]]"),
     ("]<]", "special", r"\]<\][a-z_]{1,40}\[>\["),
+    ("|>", "special", _ASYMMETRIC_CLOSE),
+    *((f":{suffix}>", "special", _SUFFIXED) for suffix in _SUFFIXES.split("|") if suffix),
 )
 
 
@@ -364,6 +369,21 @@ _CONTROL_WORDS = "|".join([f"/(?:{'|'.join(_WORDS_LEAD)})\\]", *(rf"{w}\]" for w
 _SLOT_VERBS = sorted(SLOT_VERBS)  # each its own alternative: they open with a character
 _SLOT_ANGLED = next(rest for first, rest in SLOT_CANDIDATES if first == "<")
 _SLOT_BRACED = next(rest for first, rest in SLOT_CANDIDATES if first == "{")
+
+
+def _any_case(word: str) -> str:
+    """``word`` as a case-insensitive match reads it, one set per letter (with the non-ASCII
+    letters such a match takes for an ASCII one: "\u017f" is "s")."""
+    return "".join(
+        "["
+        + "".join(
+            sorted({c.lower(), c.upper(), *(f for f in "\u0130\u0131\u017f\u212a" if re.fullmatch(f"(?i:{c})", f))})
+        )
+        + "]"
+        for c in word
+    )
+
+
 _SPECIFIC_LEADS: dict[str, str] = {
     # the built-in entries that are not closed shapes, each with a necessary condition of its own
     _INVOKE: r"invoke\s",  # <invoke name=... (the ">" is optional)
@@ -379,6 +399,15 @@ _SPECIFIC_LEADS: dict[str, str] = {
     _SLOT_BRACED: "|".join([f"[A-Z]{_closed_tail('{')}", *(f"{v}\\s{_closed_tail('{')}" for v in _SLOT_VERBS)]),
     _LLAMA2_SYS: _LLAMA2_SYS,  # <<SYS>>: an opener inside
     _MINIMAX_EOS: _MINIMAX_EOS,  # [e~[: an opener inside
+    # the family shapes' own heads (bounded): "<b>" passes none of them, as it passes no other
+    # (each with its closer: "<seed:<seed:" passes none)
+    _NAMESPACED: "|".join(f"{o}{ns}:{_closed_tail('<')}" for o in ("/", "") for ns in _NAMESPACES.split("|")),
+    _BAR_NAMESPACED: "|".join(f"{o}\uff5c[A-Za-z]{{1,16}}+\uff5c{_closed_tail('<')}" for o in ("/", "")),
+    # its names' first letters in any case (and "\u017f", an "s" to a case-insensitive match)
+    _REASON_TAG: "|".join(
+        f"{head}{_closed_tail('<')}"
+        for head in ("/", "[tTrRsS\u017f]", *(_any_case(ns) + ":" for ns in _NAMESPACES.split("|")))
+    ),
     _JSON_KEY: blanks_then(r"[\"'][a-z]", r"\s", 20),  # a JSON object's first key
     # control words, a link's text or not ([INST][/INST]): one lead for the three
     _MISTRAL_WORDS: _CONTROL_WORDS,
@@ -569,7 +598,7 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         literal_leads[len(entries)] = re.escape(marker[1:])
         entries.append(("marker", first, rest))
     for kind, first, rest in _CATALOGUE:
-        literal_leads[len(entries)] = rf"(?:{rest})"
+        literal_leads[len(entries)] = rest  # its alternatives, each opening with a character
         entries.append((kind, first, rest))
     entries.extend(_BUILTIN)
     names_from = len(entries)
@@ -608,7 +637,7 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
 
 
 _CATALOGUE = _catalogue_entries()
-_RARE_COMPILED = tuple((lit, _KIND_REASON[kind], re.compile(rx), False) for lit, kind, rx in _RARE)
+_RARE_COMPILED = tuple((lit, _KIND_REASON[kind], re.compile(rx), True) for lit, kind, rx in _RARE)
 _MARKUP_LITERAL_MIN = 3  # a protocol's markup without a literal this long is not scanned for (JSON, [name()
 
 
@@ -1236,12 +1265,16 @@ def _rare_findings(
                     k = bisect.bisect_left(starts, e)
                     if k > 0 and reach[k - 1] > s:
                         continue
-                if reason is Reason.LEAK_TOOL_MARKUP:
+                if reason is Reason.LEAK_SPECIAL_TOKEN and _TOOLISH.search(text, s, e):
+                    reason_here = Reason.LEAK_TOOL_MARKUP
+                else:
+                    reason_here = reason
+                if reason_here is Reason.LEAK_TOOL_MARKUP:
                     if code is None:
                         code = _CodeSpans(text, lo, hi)
                     if code.contains(s, e):
                         continue
-                spans.append((reason, s, e))
+                spans.append((reason_here, s, e))
         except RegexTimeout as exc:  # never a pass: the markup counts as found
             timed_out.append(Finding(reason, lo, lo, "", f"{exc}: counted as found", where))
     return code
