@@ -287,6 +287,9 @@ class CompiledLeakConfig:
     # a "fill only" match (a protocol's markup) counts only where no other finding is
     rare: tuple[tuple[str, Reason, re.Pattern[str] | SuiteRegex, bool], ...] = ()
     own_markup: re.Pattern[str] | None = None
+    # the distinct anchors of ``rare`` (see ``_anchor``): a text without an entry's anchor is not
+    # searched for its literal
+    rare_anchors: tuple[str, ...] = ()
 
 
 def _group_by_first_char(
@@ -631,7 +634,8 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         leads=tuple(leads),
         narrow_leads=tuple(narrow),
         group_kinds={f"{kind}_{i}": kind for i, (kind, _, _) in enumerate(entries)},
-        rare=_RARE_COMPILED + _markup_entries(cfg.call_markup),
+        rare=(rare := _RARE_COMPILED + _markup_entries(cfg.call_markup, scanner)),
+        rare_anchors=tuple(dict.fromkeys(_anchor(r[0]) for r in rare)),
         own_markup=re.compile("|".join(f"(?:{p})" for p in cfg.own_call_markup)) if cfg.own_call_markup else None,
     )
 
@@ -641,15 +645,29 @@ _RARE_COMPILED = tuple((lit, _KIND_REASON[kind], re.compile(rx), True) for lit, 
 _MARKUP_LITERAL_MIN = 3  # a protocol's markup without a literal this long is not scanned for (JSON, [name()
 
 
-def _markup_entries(pieces: tuple[str, ...]) -> tuple[tuple[str, Reason, SuiteRegex, bool], ...]:
+#: characters by how rarely prose holds them: a literal's rarest one is its anchor
+_RARITY = "~|=]>[}{:<"
+
+
+@functools.lru_cache(maxsize=256)
+def _anchor(literal: str) -> str:
+    """The character of ``literal`` that prose holds least often (one ``str.find`` per text tells
+    whether any literal that holds it can occur); its first character when none is ranked."""
+    return min(literal, key=lambda c: _RARITY.find(c) % (len(_RARITY) + 1))
+
+
+def _markup_entries(
+    pieces: tuple[str, ...], scanner: re.Pattern[str]
+) -> tuple[tuple[str, Reason, SuiteRegex, bool], ...]:
     """The protocols' markup pieces that carry a literal to look for (``<｜DSML｜function_calls>``,
     ``<|channel|>commentary to=``); a piece without one (a JSON object's opening, a pythonic
     list's ``[name(``) is no markup in prose, and the other shapes find the rest. Compiled with
-    the bounded engine (RE2 where it can: linear in the text)."""
+    the bounded engine (RE2 where it can: linear in the text). A piece whose literal the scanner
+    finds whole (``<tool_call>``) adds nothing: every match of it holds that finding."""
     out = []
     for piece in dict.fromkeys(pieces):
         found = _required_literal(re.compile(piece))
-        if found is None or found[1] or len(found[0]) < _MARKUP_LITERAL_MIN:
+        if found is None or found[1] or len(found[0]) < _MARKUP_LITERAL_MIN or scanner.fullmatch(found[0]):
             continue
         out.append((found[0], Reason.LEAK_TOOL_MARKUP, compile_suite_regex(piece), True))
     return tuple(out)
@@ -1246,10 +1264,13 @@ def _rare_findings(
     scanner's tool kinds); a "fill only" match counts only where it overlaps no finding so far: a
     protocol's opening that spans tokens already found (``<|channel|>commentary to=...``) adds
     nothing, one that no token covers is a finding. Returns the code spans, built when needed."""
+    present = {a for a in cfg.rare_anchors if text.find(a, lo, hi) != -1}  # a memchr each
+    if not present:
+        return code
     starts: list[int] | None = None
     reach: list[int] = []
     for lit, reason, pattern, fill in cfg.rare:
-        if text.find(lit, lo, hi) == -1:
+        if _anchor(lit) not in present or text.find(lit, lo, hi) == -1:
             continue
         try:
             matches: Iterable[Found | re.Match[str]] = pattern.finditer(text, lo, hi)
