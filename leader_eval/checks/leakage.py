@@ -210,6 +210,7 @@ _KIND_REASON = {
 _CODE_EXEMPT = frozenset({"tool", "reason", "declared", "ph", "json"})
 
 _CONTEXT_CHARS = 60
+_BAR_TOKEN = re.compile("<\\|[^|<>\\s]{1,64}\\|>|<\uff5c[^\uff5c<>\\s]{1,64}\uff5c>")  # <|x|>, <｜x｜>
 W = TypeVar("W", str, bytes)  # a word: str, or bytes for an ASCII text (see _ascii_words)
 # a text with more leaks than this is hopeless anyway; the cap bounds the time on inputs
 # such as "<think>" * 50000, where building 50,000 findings was the cost
@@ -1170,12 +1171,14 @@ def find_leaks(
             if kind in ("special", "tok", "cat") and (
                 _TOOLISH.search(m.group()) or (cfg.own_markup is not None and cfg.own_markup.fullmatch(m.group()))
             ):
-                # a tool-call token is tool markup, content in code as the rest of a call is
-                if code is None:
-                    code = _CodeSpans(text, lo, hi)
-                if code_budget > 0 and code.contains(start, end):
-                    code_budget -= 1
-                    continue
+                # a call tag is content in code as the rest of a call is; a bar token (<|tool_call|>)
+                # never is, as no special token is (decoded text cannot tell it from its spelling)
+                if not _BAR_TOKEN.fullmatch(m.group()):
+                    if code is None:
+                        code = _CodeSpans(text, lo, hi)
+                    if code_budget > 0 and code.contains(start, end):
+                        code_budget -= 1
+                        continue
                 spans.append((Reason.LEAK_TOOL_MARKUP, start, end))
                 continue
             if kind == "slot":
