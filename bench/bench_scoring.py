@@ -248,6 +248,23 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"clicking the icon " * 55555': lambda rng: "clicking the icon " * 55_555,
     '"clické button " * 71428': lambda rng: "clické button " * 71_428,
     '"Click" + "\u0130" * 1000000': lambda rng: "Click" + "\u0130" * 1_000_000,
+    # every family's tokens (issue 22): the catalogue's literal alternation, the family shapes
+    # (asymmetric, namespaced, DSML, MiniMax brackets) and the literal-led tier (harmony recipient,
+    # MiniMax, the registry's markup), each flooded or left open
+    '"<|turn>" * 140000': lambda rng: "<|turn>" * 140_000,
+    '"<turn|" * 166666': lambda rng: "<turn|" * 166_666,
+    '"<seed:" * 166666': lambda rng: "<seed:" * 166_666,
+    '"<seed:x " + "a" * 1000000': lambda rng: "<seed:x " + "a" * 1_000_000,
+    '"<\uff5cDSML\uff5cinvoke " * 66666': lambda rng: "<\uff5cDSML\uff5cinvoke " * 66_666,
+    '"<arg_key" * 125000': lambda rng: "<arg_key" * 125_000,
+    '"<tool_call:opensource>" * 45000': lambda rng: "<tool_call:opensource>" * 45_000,
+    '"]~" * 500000': lambda rng: "]~" * 500_000,
+    '"]<]" * 333333': lambda rng: "]<]" * 333_333,
+    '"]<]" + "a" * 1000000': lambda rng: "]<]" + "a" * 1_000_000,
+    '"to=functions." * 76923': lambda rng: "to=functions." * 76_923,
+    '"to=functions.a" + "b" * 1000000': lambda rng: "to=functions.a" + "b" * 1_000_000,
+    '"[e~" * 333333': lambda rng: "[e~" * 333_333,
+    '"<|tool_call" * 90000': lambda rng: "<|tool_call" * 90_000,
     "a 1,000-letter word": lambda rng: "a" * 1000,
     "1 MB letters": lambda rng: "a" * 1_000_000 + "!",
     # issue 22's native formats (group d): their worst cases, in their own protocol and under json

@@ -47,6 +47,7 @@ from leader_eval.checks.placeholders import (
     is_slot_at,
     name_shapes,
 )
+from leader_eval.checks.special_tokens_catalogue import TAG_HEADS, TOKENS
 from leader_eval.types import Finding, Reason
 
 # --- candidate patterns ------------------------------------------------------------------
@@ -69,7 +70,40 @@ _LLAMA2_SYS = r"</?SYS>>"
 _MISTRAL_WORDS = r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"
 _THINK_WORDS = r"/?THINK\]"
 _INST_WORDS = r"/?(?:INST|SYSTEM_PROMPT)\]|gMASK\]"
-_JSON_KEY = r"\s{0,20}[\"'](?:name|tool|tool_name|function|type|id|arguments|parameters|action)[\"']\s{0,20}:"
+_JSON_KEY = (
+    r"\s{0,20}[\"'](?:name|tool|tool_name|tool_call_id|function|type|id|arguments|parameters|action)[\"']\s{0,20}:"
+)
+# every family's tokens beyond the <|x|> and <｜x｜> shapes (issue 22): Gemma 4's asymmetric <|x>
+# and <x|>; DeepSeek DSML's bar-namespaced tags (<｜DSML｜invoke name="...">); the namespaced
+# tags of the families whose templates write them (<seed:eos>, <minimax:tool_call>, and Hy3's
+# suffixed <tool_call:opensource>), namespaces read off the catalogue, not XML namespaces at large
+_ASYMMETRIC_OPEN = r"\|[A-Za-z_][\w:.-]{0,40}>"
+_ASYMMETRIC_CLOSE = r"</?[A-Za-z_][\w:.-]{0,40}+\|>"  # in _RARE: a letter after "<" is too common
+_ATTRS = r"(?:\s[^<>\n]{0,200})?>"
+_BAR_NAMESPACED = "/?\uff5c[A-Za-z]{1,16}\uff5c[A-Za-z_]\\w{0,40}" + _ATTRS
+_NS_TAG = re.compile(r"</?([a-z_]{1,40}):([A-Za-z_][\w.]{0,40})(?:>|$)")
+
+
+def _namespaces() -> tuple[str, str]:
+    """The catalogue's namespaces (``seed`` of <seed:eos>) and suffixes (``opensource`` of Hy3's
+    <tool_call:opensource>, a tail three or more names share), each as an alternation."""
+    pairs = [m.groups() for t in (*TOKENS, *TAG_HEADS) if (m := _NS_TAG.match(t))]
+    heads: dict[str, set[str]] = {}
+    for head, tail in pairs:
+        heads.setdefault(tail, set()).add(head)
+    suffixes = {tail for tail, names in heads.items() if len(names) >= 3}
+    spaces = {head for head, tail in pairs if tail not in suffixes}
+    return "|".join(sorted(spaces)), "|".join(sorted(suffixes))
+
+
+_NAMESPACES, _SUFFIXES = _namespaces()
+_NAMESPACED = rf"/?(?:{_NAMESPACES}):[A-Za-z_][\w.]{{0,40}}{_ATTRS}"
+_SUFFIXED = rf"</?[A-Za-z_]\w{{0,40}}+:(?:{_SUFFIXES})>"  # in _RARE, as _ASYMMETRIC_CLOSE
+_MINIMAX_EOS = r"[a-z]~\["  # MiniMax M3's [e~[ (its other bracket tokens open with "]": _RARE)
+_REASON_NAMES = (
+    rf"(?:(?:{_NAMESPACES}):)?(?:think|thinking|reasoning|thought|reflection|scratchpad)(?::(?:{_SUFFIXES}))?"
+)
+_REASON_TAG = rf"/?(?i:{_REASON_NAMES})\s{{0,3}}>"
 
 _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # tool-call markup tags of common protocols (Anthropic-style XML, Hermes/Qwen, Qwen3-coder)
@@ -83,7 +117,8 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # Mistral control words
     ("tool", "[", _MISTRAL_WORDS),
     # reasoning tags (paired later), padded too: <think >, <think\n>
-    ("reason", "<", r"/?(?i:think|thinking|reasoning|thought|reflection|scratchpad|seed:think)\s{0,3}>"),
+    # (a family's namespace or suffix too: <mm:think>, <seed:think>, <think:opensource>)
+    ("reason", "<", _REASON_TAG),
     ("reason", "[", _THINK_WORDS),  # Mistral Magistral: [THINK] ... [/THINK]
     ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
     # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones
@@ -91,12 +126,44 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("special", "<", "\uff5c[^\uff5c<>\\s]{1,64}\uff5c>"),
     ("special", "<", _NAMED_SPECIAL),
     ("special", "<", _LLAMA2_SYS),
+    ("special", "<", _ASYMMETRIC_OPEN),
+    ("special", "<", _BAR_NAMESPACED),
+    ("special", "<", _NAMESPACED),
     ("special", "[", _INST_WORDS),
+    ("special", "[", _MINIMAX_EOS),
     # unrendered template syntax and placeholders: checks/placeholders.py, the one definition
     *(("ph", first, rest) for first, rest in PLACEHOLDER_SHAPES),
     # the start of a JSON (or Python-dict) object whose first key names a tool call's parts
     ("json", "{", _JSON_KEY),
 )
+
+# Tokens and markup that open with a character no scanner entry opens with ("]", a word), or with
+# "<" and a letter (in the scanner, "<b>" would enter the group at every tag): each is looked for
+# only where its literal occurs (``str.find``, in C), then matched from there on. Harmony's
+# recipient ``to=functions.NAME``, MiniMax M3's ]~b], ]~!b[ and ]<]minimax[>[, Gemma 4's closing
+# half <turn|>, and Hy3's suffixed tags. A "special" match is tool markup when its name says so.
+_RARE: tuple[tuple[str, str, str], ...] = (
+    ("to=functions.", "tool", r"(?<![\w.])to=functions\.[A-Za-z_][\w.-]{0,100}"),
+    ("]~", "special", r"\]~!?[a-z][\[\]]"),
+    ("]<]", "special", r"\]<\][a-z_]{1,40}\[>\["),
+    ("|>", "special", _ASYMMETRIC_CLOSE),
+    *((f":{suffix}>", "special", _SUFFIXED) for suffix in _SUFFIXES.split("|") if suffix),
+)
+
+
+def _catalogue_entries() -> tuple[tuple[str, str, str], ...]:
+    """The catalogue's tokens that no built-in token or markup shape finds, one literal
+    alternation per first character (longest first); a tag head takes attributes. Compared with
+    the shapes once, at import: a new template's token either has a family's shape or is here."""
+    shapes = [re.compile(re.escape(f) + f"(?:{r})") for kind, f, r in _BUILTIN if kind in ("tool", "reason", "special")]
+    shapes += [re.compile(r) for _, _, r in _RARE]
+    heads = {t: re.escape(t[1:]) + _ATTRS for t in TAG_HEADS if not any(p.match(t + ">") for p in shapes)}
+    closed = {t: re.escape(t[1:]) for t in TOKENS if not any(p.fullmatch(t) for p in shapes)}
+    by_first: dict[str, list[str]] = {}
+    for tok, rest in sorted({**closed, **heads}.items(), key=lambda kv: (-len(kv[0]), kv[0])):
+        by_first.setdefault(tok[0], []).append(rest)
+    return tuple(("cat", first, "|".join(rests)) for first, rests in sorted(by_first.items()))
+
 
 _JSON_NAME_KEYS = ("name", "tool", "tool_name", "function", "action")  # action: LangChain's agent format
 _JSON_ARG_KEYS = ("arguments", "parameters", "args", "input", "action_input")
@@ -115,8 +182,13 @@ _SLOT_MAX_CANDIDATES = 1024
 _CODE_MAX_EXEMPT = 4096
 _LOOSE_WINDOW = 1_000
 
-# names inside special-token brackets that mark tool-call framing rather than chat framing
-_TOOLISH = re.compile(r"tool|function|python_tag")
+# names inside a token that mark tool-call framing rather than chat framing, in any case and any
+# family's spelling: <|tool_call>, [TOOL_CALLS], [ARGS], [CALL_ID], <arg_key>, <|call|> (harmony),
+# <|START_ACTION|> (Command R), <｜DSML｜invoke name=...>, <atem:parameter ...>
+_TOOLISH = re.compile(
+    r"(?i:tool|function|python_tag|invoke|parameter|arg_key|arg_value"
+    r"|(?<![a-z])(?:call|calls|call_id|action|args)(?![a-z]))"
+)
 
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.MULTILINE)
 _INLINE_CODE = re.compile(r"`[^`\n]{1,500}`")
@@ -128,6 +200,7 @@ _KIND_REASON = {
     "declared": Reason.LEAK_REASONING,
     "special": Reason.LEAK_SPECIAL_TOKEN,
     "tok": Reason.LEAK_SPECIAL_TOKEN,
+    "cat": Reason.LEAK_SPECIAL_TOKEN,
     "marker": Reason.LEAK_MARKER,
     "ph": Reason.LEAK_PLACEHOLDER,
     "json": Reason.LEAK_TOOL_MARKUP,
@@ -136,6 +209,7 @@ _KIND_REASON = {
 _CODE_EXEMPT = frozenset({"tool", "reason", "declared", "ph", "json"})
 
 _CONTEXT_CHARS = 60
+_BAR_TOKEN = re.compile("<\\|[^|<>\\s]{1,64}\\|>|<\uff5c[^\uff5c<>\\s]{1,64}\uff5c>")  # <|x|>, <｜x｜>
 W = TypeVar("W", str, bytes)  # a word: str, or bytes for an ASCII text (see _ascii_words)
 # a text with more leaks than this is hopeless anyway; the cap bounds the time on inputs
 # such as "<think>" * 50000, where building 50,000 findings was the cost
@@ -158,6 +232,12 @@ class LeakConfig:
     scaffold_texts: tuple[str, ...] = ()
     scaffold_min_words: int = 12  # a verbatim run of this many scaffold words is an echo
     tool_names: tuple[str, ...] = ()  # the suite's tools: "assign_task(agent=" in a message is a call
+    # regexes of every registered protocol's call markup (how an attempt opens and closes; the
+    # scorer derives them from protocols.REGISTRY): found in any output, as tool markup, where
+    # no token or other finding already covers the text
+    call_markup: tuple[str, ...] = ()
+    # the protocol in force's own markup pieces: a declared token that is one of them is tool markup
+    own_call_markup: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,6 +283,13 @@ class CompiledLeakConfig:
     variants: dict[frozenset[str], tuple[re.Pattern[str], tuple[str, ...]] | None] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
+    # (literal, reason, pattern, fill only): looked for where the literal occurs (see ``_RARE``);
+    # a "fill only" match (a protocol's markup) counts only where no other finding is
+    rare: tuple[tuple[str, Reason, re.Pattern[str] | SuiteRegex, bool], ...] = ()
+    own_markup: re.Pattern[str] | None = None
+    # the distinct anchors of ``rare`` (see ``_anchor``): a text without an entry's anchor is not
+    # searched for its literal
+    rare_anchors: tuple[str, ...] = ()
 
 
 def _group_by_first_char(
@@ -286,6 +373,21 @@ _CONTROL_WORDS = "|".join([f"/(?:{'|'.join(_WORDS_LEAD)})\\]", *(rf"{w}\]" for w
 _SLOT_VERBS = sorted(SLOT_VERBS)  # each its own alternative: they open with a character
 _SLOT_ANGLED = next(rest for first, rest in SLOT_CANDIDATES if first == "<")
 _SLOT_BRACED = next(rest for first, rest in SLOT_CANDIDATES if first == "{")
+
+
+def _any_case(word: str) -> str:
+    """``word`` as a case-insensitive match reads it, one set per letter (with the non-ASCII
+    letters such a match takes for an ASCII one: "\u017f" is "s")."""
+    return "".join(
+        "["
+        + "".join(
+            sorted({c.lower(), c.upper(), *(f for f in "\u0130\u0131\u017f\u212a" if re.fullmatch(f"(?i:{c})", f))})
+        )
+        + "]"
+        for c in word
+    )
+
+
 _SPECIFIC_LEADS: dict[str, str] = {
     # the built-in entries that are not closed shapes, each with a necessary condition of its own
     _INVOKE: r"invoke\s",  # <invoke name=... (the ">" is optional)
@@ -300,6 +402,16 @@ _SPECIFIC_LEADS: dict[str, str] = {
     _SLOT_ANGLED: "|".join([f"[A-Z]{_closed_tail('<')}", *(f"{v}\\s{_closed_tail('<')}" for v in _SLOT_VERBS)]),
     _SLOT_BRACED: "|".join([f"[A-Z]{_closed_tail('{')}", *(f"{v}\\s{_closed_tail('{')}" for v in _SLOT_VERBS)]),
     _LLAMA2_SYS: _LLAMA2_SYS,  # <<SYS>>: an opener inside
+    _MINIMAX_EOS: _MINIMAX_EOS,  # [e~[: an opener inside
+    # the family shapes' own heads (bounded): "<b>" passes none of them, as it passes no other
+    # (each with its closer: "<seed:<seed:" passes none)
+    _NAMESPACED: "|".join(f"{o}{ns}:{_closed_tail('<')}" for o in ("/", "") for ns in _NAMESPACES.split("|")),
+    _BAR_NAMESPACED: "|".join(f"{o}\uff5c[A-Za-z]{{1,16}}+\uff5c{_closed_tail('<')}" for o in ("/", "")),
+    # its names' first letters in any case (and "\u017f", an "s" to a case-insensitive match)
+    _REASON_TAG: "|".join(
+        f"{head}{_closed_tail('<')}"
+        for head in ("/", "[tTrRsS\u017f]", *(_any_case(ns) + ":" for ns in _NAMESPACES.split("|")))
+    ),
     _JSON_KEY: blanks_then(r"[\"'][a-z]", r"\s", 20),  # a JSON object's first key
     # control words, a link's text or not ([INST][/INST]): one lead for the three
     _MISTRAL_WORDS: _CONTROL_WORDS,
@@ -489,6 +601,9 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         first, rest = _marker_entry(marker)
         literal_leads[len(entries)] = re.escape(marker[1:])
         entries.append(("marker", first, rest))
+    for kind, first, rest in _CATALOGUE:
+        literal_leads[len(entries)] = rest  # its alternatives, each opening with a character
+        entries.append((kind, first, rest))
     entries.extend(_BUILTIN)
     names_from = len(entries)
     entries.extend(("ph", first, rest) for first, rest in name_shapes(cfg.placeholder_names))
@@ -520,7 +635,43 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         leads=tuple(leads),
         narrow_leads=tuple(narrow),
         group_kinds={f"{kind}_{i}": kind for i, (kind, _, _) in enumerate(entries)},
+        rare=(rare := _RARE_COMPILED + _markup_entries(cfg.call_markup, scanner)),
+        rare_anchors=tuple(dict.fromkeys(_anchor(r[0]) for r in rare)),
+        own_markup=re.compile("|".join(f"(?:{p})" for p in cfg.own_call_markup)) if cfg.own_call_markup else None,
     )
+
+
+_CATALOGUE = _catalogue_entries()
+_RARE_COMPILED = tuple((lit, _KIND_REASON[kind], re.compile(rx), True) for lit, kind, rx in _RARE)
+_MARKUP_LITERAL_MIN = 3  # a protocol's markup without a literal this long is not scanned for (JSON, [name()
+
+
+#: characters by how rarely prose holds them: a literal's rarest one is its anchor
+_RARITY = "~|=]>[}{:<"
+
+
+@functools.lru_cache(maxsize=256)
+def _anchor(literal: str) -> str:
+    """The character of ``literal`` that prose holds least often (one ``str.find`` per text tells
+    whether any literal that holds it can occur); its first character when none is ranked."""
+    return min(literal, key=lambda c: _RARITY.find(c) % (len(_RARITY) + 1))
+
+
+def _markup_entries(
+    pieces: tuple[str, ...], scanner: re.Pattern[str]
+) -> tuple[tuple[str, Reason, SuiteRegex, bool], ...]:
+    """The protocols' markup pieces that carry a literal to look for (``<｜DSML｜function_calls>``,
+    ``<|channel|>commentary to=``); a piece without one (a JSON object's opening, a pythonic
+    list's ``[name(``) is no markup in prose, and the other shapes find the rest. Compiled with
+    the bounded engine (RE2 where it can: linear in the text). A piece whose literal the scanner
+    finds whole (``<tool_call>``) adds nothing: every match of it holds that finding."""
+    out = []
+    for piece in dict.fromkeys(pieces):
+        found = _required_literal(re.compile(piece))
+        if found is None or found[1] or len(found[0]) < _MARKUP_LITERAL_MIN or scanner.fullmatch(found[0]):
+            continue
+        out.append((found[0], Reason.LEAK_TOOL_MARKUP, compile_suite_regex(piece), True))
+    return tuple(out)
 
 
 def _first_chars(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
@@ -1019,7 +1170,17 @@ def find_leaks(
                     family, is_close = _tag_family(tag)
                     tags.append((start, end, family, is_close))
                 continue
-            if kind in ("special", "tok") and _TOOLISH.search(m.group()):
+            if kind in ("special", "tok", "cat") and (
+                _TOOLISH.search(m.group()) or (cfg.own_markup is not None and cfg.own_markup.fullmatch(m.group()))
+            ):
+                # a call tag is content in code as the rest of a call is; a bar token (<|tool_call|>)
+                # never is, as no special token is (decoded text cannot tell it from its spelling)
+                if not _BAR_TOKEN.fullmatch(m.group()):
+                    if code is None:
+                        code = _CodeSpans(text, lo, hi)
+                    if code_budget > 0 and code.contains(start, end):
+                        code_budget -= 1
+                        continue
                 spans.append((Reason.LEAK_TOOL_MARKUP, start, end))
                 continue
             if kind == "slot":
@@ -1046,8 +1207,10 @@ def find_leaks(
             spans.append((_KIND_REASON[kind], start, end))
     if tags:
         spans.extend((Reason.LEAK_REASONING, s, e) for s, e in _reasoning_findings(tags))
-    lowered: str | None = None
     timed_out: list[Finding] = []
+    if cfg.rare:
+        code = _rare_findings(text, lo, hi, cfg, spans, code, timed_out, where)
+    lowered: str | None = None
     for (reason, pattern), literal in zip(cfg.extra, cfg.extra_literals or (None,) * len(cfg.extra), strict=True):
         matches: Iterable[Found] | None = None
         if literal is not None:
@@ -1090,6 +1253,57 @@ def find_leaks(
         spans.extend((Reason.LEAK_SCAFFOLD, s, e) for s, e in _scaffold_echoes(text, lo, hi, cfg.scaffold))
     spans = _outermost(spans)[:MAX_FINDINGS]
     return [Finding(r, s, e, text[s:e], _context(text, s, e), where) for r, s, e in spans] + timed_out
+
+
+def _rare_findings(
+    text: str,
+    lo: int,
+    hi: int,
+    cfg: CompiledLeakConfig,
+    spans: list[tuple[Reason, int, int]],
+    code: _CodeSpans | None,
+    timed_out: list[Finding],
+    where: str,
+) -> _CodeSpans | None:
+    """Add the matches of ``cfg.rare`` to ``spans`` (tool markup in code is content, as for the
+    scanner's tool kinds); a "fill only" match counts only where it overlaps no finding so far: a
+    protocol's opening that spans tokens already found (``<|channel|>commentary to=...``) adds
+    nothing, one that no token covers is a finding. Returns the code spans, built when needed."""
+    present = {a for a in cfg.rare_anchors if text.find(a, lo, hi) != -1}  # a memchr each
+    if not present:
+        return code
+    starts: list[int] | None = None
+    reach: list[int] = []
+    for lit, reason, pattern, fill in cfg.rare:
+        if _anchor(lit) not in present or text.find(lit, lo, hi) == -1:
+            continue
+        try:
+            matches: Iterable[Found | re.Match[str]] = pattern.finditer(text, lo, hi)
+            for m in itertools.islice(matches, MAX_FINDINGS):
+                s, e = m.start(), m.end()
+                if e <= s:
+                    continue
+                if fill:
+                    if starts is None:  # the findings so far, by start, and the furthest end up to each
+                        ordered = sorted((a, b) for _, a, b in spans)
+                        starts = [a for a, _ in ordered]
+                        reach = list(itertools.accumulate((b for _, b in ordered), max))
+                    k = bisect.bisect_left(starts, e)
+                    if k > 0 and reach[k - 1] > s:
+                        continue
+                if reason is Reason.LEAK_SPECIAL_TOKEN and _TOOLISH.search(text, s, e):
+                    reason_here = Reason.LEAK_TOOL_MARKUP
+                else:
+                    reason_here = reason
+                if reason_here is Reason.LEAK_TOOL_MARKUP:
+                    if code is None:
+                        code = _CodeSpans(text, lo, hi)
+                    if code.contains(s, e):
+                        continue
+                spans.append((reason_here, s, e))
+        except RegexTimeout as exc:  # never a pass: the markup counts as found
+            timed_out.append(Finding(reason, lo, lo, "", f"{exc}: counted as found", where))
+    return code
 
 
 def _outermost(spans: list[tuple[Reason, int, int]]) -> list[tuple[Reason, int, int]]:

@@ -151,6 +151,8 @@ class SuiteScoring:
             allowed_placeholders=tuple(render.get("allowed_placeholders", ())),
             forbid=tuple(leakage.get("forbid", ())),
             tool_names=tuple(t.name for t in self.suite.tools),
+            call_markup=registry_call_markup(),
+            own_call_markup=_own_call_markup(self.protocol),
         )
 
     def leak_configs(
@@ -166,7 +168,9 @@ class SuiteScoring:
             leak_cfg = compile_leak_config(
                 replace(base, forbid=(*base.forbid, *case_forbid), scaffold_texts=scaffold_texts)
             )
-            arg_cfg = compile_leak_config(replace(leak_cfg.config, eot_tokens=(), reasoning_tags=None))
+            # the declared reasoning pair stays: a block in an argument is a leak, as in the text
+            # (``_leaks`` says the channel was already taken off)
+            arg_cfg = compile_leak_config(replace(leak_cfg.config, eot_tokens=()))
             hit = self._leak_cfgs[key] = (leak_cfg, arg_cfg)
         return hit
 
@@ -310,7 +314,7 @@ class CaseScorer:
         )
         for i, call in enumerate(parsed.calls):
             for path, text in _string_leaves(call.arguments, f"call[{i}].arguments"):
-                found += find_leaks(text, self.arg_leak_cfg, where=path)
+                found += find_leaks(text, self.arg_leak_cfg, where=path, reasoning_seen=True)
         return found
 
 
@@ -635,6 +639,24 @@ def _strings_of_calls(calls: Sequence[ToolCall]) -> list[str]:
 
 def _other_model(a: ModelInfo, b: ModelInfo) -> bool:
     return a is not b and a != b
+
+
+@lru_cache(maxsize=1)
+def registry_call_markup() -> tuple[str, ...]:
+    """Every registered protocol's call markup (how an attempt opens and closes): the leak
+    detector finds it in any model's output, whichever protocol is in force, so a protocol added
+    to the registry counts there without a list to keep. Inner pieces (``functions.x:0`` between
+    Kimi's tokens, a call's argument keys) are judged as the tokens around them."""
+    pieces = (piece for p in REGISTRY.values() for piece in (p.opening, *p.closing) if piece)
+    return tuple(dict.fromkeys(pieces))
+
+
+@lru_cache(maxsize=64)
+def _own_call_markup(protocol: str) -> tuple[str, ...]:
+    """The protocol in force's own markup pieces: a token the model declares that is one of them
+    (Mistral's ``[TOOL_CALLS]``) stays tool markup."""
+    p = REGISTRY.get(protocol)
+    return tuple(piece for piece in (p.opening, *p.closing, *p.inner) if piece) if p is not None else ()
 
 
 @lru_cache(maxsize=64)

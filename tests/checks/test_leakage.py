@@ -8,7 +8,7 @@ import pytest
 
 from leader_eval.checks.leakage import LeakConfig, compile_leak_config, find_leaks
 from leader_eval.types import Reason
-from tests.corpus import LeakRecord, load_leak_records
+from tests.corpus import NEAR_MISS_FILES, LeakRecord, load_leak_records
 
 RECORDS = load_leak_records()
 LEAK_CLASSES = (
@@ -24,7 +24,11 @@ LEAK_CLASSES = (
 
 def _detect(rec: LeakRecord) -> list[tuple[str, int, int]]:
     cfg = compile_leak_config(LeakConfig(**rec.config))
-    return [(str(f.reason), f.start, f.end) for f in find_leaks(rec.text, cfg, where=rec.where)]
+    # a call argument is judged as the scorer judges it: no reasoning channel at its start (the
+    # parser took the output's one channel off the raw text), so a declared block there is a leak
+    in_argument = rec.where != "text"
+    found = find_leaks(rec.text, cfg, where=rec.where, reasoning_seen=in_argument)
+    return [(str(f.reason), f.start, f.end) for f in found]
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r.id)
@@ -125,7 +129,7 @@ def test_precision_and_recall_per_class() -> None:
         print(f"{cls:<22} {tp + fn:>9}  {precision:>9.3f}  {recall:>6.3f}")
         if precision < 0.98 or recall < 0.98:
             failing.append(cls)
-    near = [r for r in RECORDS if r.file.startswith("near_miss")]
+    near = [r for r in RECORDS if r.file in NEAR_MISS_FILES]
     fired = [r.id for r in near if _detect(r)]
     print(f"near-misses: {len(near)}, fired: {len(fired)}")
     assert not failing, f"precision or recall below 0.98 for {failing}"

@@ -40,9 +40,12 @@ LEAK_FILES = (
     "leak_placeholder_i18n.yaml",
     "leak_scaffold.yaml",
     "forbidden_pattern.yaml",
+    "leak_family_tokens.yaml",
     "near_miss.yaml",
     "near_miss_i18n.yaml",
+    "near_miss_tokens.yaml",
 )
+NEAR_MISS_FILES = frozenset(f for f in LEAK_FILES if f.startswith("near_miss"))
 DEGENERATION_FILES = ("degeneration.yaml",)
 LOCATED = {"repetition"}  # degeneration reasons that carry a span
 
@@ -105,9 +108,13 @@ def _expect_list(raw: Any) -> list[str]:
 
 def base_leak_config() -> dict[str, Any]:
     """The suite every leak record is judged under unless it overrides a field: a
-    ChatML (Qwen-style) template and the village-leader scaffold."""
+    ChatML (Qwen-style) template, the village-leader scaffold and the registry's call markup."""
     scaffold = yaml.safe_load((HERE / "scaffold.yaml").read_text(encoding="utf-8"))
+    from leader_eval.scoring.scorer import registry_call_markup
+
     return {
+        # every registered protocol's call markup, as the scorer passes it (issue 22)
+        "call_markup": registry_call_markup(),
         "special_tokens": ("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
         "eot_tokens": ("<|im_end|>",),
         "markers": ("[NO CHAT]",),

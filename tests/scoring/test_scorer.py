@@ -502,3 +502,61 @@ def test_the_message_argument_is_a_single_required_parameter_judged_for_content(
     flagship = load_suite(Path(__file__).resolve().parents[2] / "suites" / "leader_core.yaml")
     flagship_tools = {t.name: t.parameters for t in flagship.tools}
     assert message_arguments(flagship.cases, flagship_tools) == {("send_message_to_chat", "message")}
+
+
+# --- every family's tokens (issue 22) ---------------------------------------------------------
+
+GEMMA4 = ModelInfo(
+    special_tokens=("<turn|>", "<|turn>", "<|channel>", "<channel|>"),
+    eot_tokens=("<turn|>",),
+    reasoning_tags=("<|channel>", "<channel|>"),
+)
+
+
+def _leaks(s: SampleScore) -> list[tuple[str, str, str]]:
+    return [(f["reason"], f["where"], f["text"]) for f in s.leaks]
+
+
+@pytest.mark.parametrize(
+    ("model", "block"),
+    [
+        (GEMMA4, "<|channel>thought\nwho is free? Ada.<channel|>"),
+        (THINKER, "<think>who is free? Ada.</think>"),
+    ],
+)
+def test_a_declared_reasoning_block_inside_the_message_is_a_reasoning_leak(
+    suite: Suite, model: ModelInfo, block: str
+) -> None:
+    """In the text and in a call's argument alike: one reasoning leak, not two special tokens."""
+    s = _scorer(suite, model=model).score(_sample(_call(f"{block}We build the windmill by the river.")))
+    assert _leaks(s) == [("leak_reasoning", "call[0].arguments.message", block)]
+
+
+def test_a_declared_call_token_of_the_model_stays_tool_markup(suite: Suite) -> None:
+    mistral = ModelInfo(special_tokens=("</s>", "[TOOL_CALLS]", "[ARGS]", "[INST]"), eot_tokens=("</s>",))
+    s = _scorer(suite, model=mistral).score(_sample(_call("[TOOL_CALLS]wait[ARGS]{} the windmill by the river")))
+    assert _leaks(s) == [
+        ("leak_tool_markup", "call[0].arguments.message", "[TOOL_CALLS]"),
+        ("leak_tool_markup", "call[0].arguments.message", "[ARGS]"),
+    ]
+
+
+def test_other_families_tokens_leak_in_any_model_output(suite: Suite) -> None:
+    text = '<|turn>model We build <seed:eos> the windmill ]~b] by the river <｜DSML｜invoke name="x">'
+    s = _scorer(suite).score(_sample(_call(text)))
+    assert [(r, t) for r, _, t in _leaks(s)] == [
+        ("leak_special_token", "<|turn>"),
+        ("leak_special_token", "<seed:eos>"),
+        ("leak_special_token", "]~b]"),
+        ("leak_tool_markup", '<｜DSML｜invoke name="x">'),
+    ]
+
+
+def test_every_registered_protocol_markup_reaches_the_leak_rules() -> None:
+    """Derived from the registry, not listed: a protocol added there counts in every output."""
+    from leader_eval.protocols import REGISTRY
+    from leader_eval.scoring.scorer import registry_call_markup
+
+    markup = registry_call_markup()
+    for p in REGISTRY.values():
+        assert all(piece in markup for piece in (p.opening, *p.closing) if piece), p.name
