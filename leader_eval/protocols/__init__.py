@@ -25,7 +25,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.protocols import anthropic_xml, hermes, json_call, kimi_k2, llama3_json, openai, pythonic
+from leader_eval.protocols import (
+    anthropic_xml,
+    deepseek_v4,
+    deepseek_v32,
+    glm,
+    hermes,
+    hunyuan,
+    json_call,
+    kimi_k2,
+    kimi_k3,
+    llama3_json,
+    openai,
+    pythonic,
+)
 from leader_eval.protocols._base import ToolCallProtocol
 from leader_eval.protocols._scan import (
     MAX_CALLS,
@@ -61,6 +74,13 @@ REGISTRY: dict[str, ToolCallProtocol] = {
     p.name: p
     for p in (
         json_call.PROTOCOL,
+        # GLM arg_key/arg_value, Hunyuan, Kimi K3, DeepSeek DSML (before hermes: GLM's calls
+        # open with <tool_call> too; V3.2 before V4: every DSML template has V4's marker)
+        glm.PROTOCOL,
+        hunyuan.PROTOCOL,
+        kimi_k3.PROTOCOL,
+        deepseek_v32.PROTOCOL,
+        deepseek_v4.PROTOCOL,
         hermes.PROTOCOL,
         kimi_k2.PROTOCOL,
         llama3_json.PROTOCOL,
