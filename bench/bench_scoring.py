@@ -214,11 +214,37 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"clicking the icon " * 55555': lambda rng: "clicking the icon " * 55_555,
     '"clické button " * 71428': lambda rng: "clické button " * 71_428,
     '"Click" + "\u0130" * 1000000': lambda rng: "Click" + "\u0130" * 1_000_000,
+    # the native formats of issue 22 (glm, hunyuan, kimi_k3, deepseek DSML): unclosed values make a
+    # value search run to the end of the text, per opening (the lenient scans' budget bounds it)
+    '"<tool_call>f<arg_key>k</arg_key><arg_value>" * 30000': lambda rng: (
+        "<tool_call>f<arg_key>k</arg_key><arg_value>" * 30_000
+    ),
+    "1 MB glm calls": lambda rng: "\n".join(
+        ["<tool_call>send_message_to_chat<arg_key>message</arg_key><arg_value>Ada, go.</arg_value></tool_call>"]
+        * 10_000
+    ),
+    "Hy3 calls with 40,000 token suffixes": lambda rng: "".join(
+        f"<tool_call:s{i}>f<tool_sep:s{i}>" for i in range(40_000)
+    ),
+    "Kimi K3 unclosed arguments * 12000": lambda rng: (
+        '<|open|>call tool="f" index="1"<|sep|><|open|>argument key="k" type="string"<|sep|>' * 12_000
+    ),
+    "DSML unclosed parameters * 15000": lambda rng: (
+        '<\uff5cDSML\uff5cinvoke name="f"><\uff5cDSML\uff5cparameter name="k" string="true">' * 15_000
+    ),
     "a 1,000-letter word": lambda rng: "a" * 1000,
     "1 MB letters": lambda rng: "a" * 1_000_000 + "!",
 }
 # inputs also scored under the protocol whose parser they stress (the case's own is json)
-OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}
+OWN_PROTOCOL = {
+    "1 MB pythonic list of calls": "pythonic",
+    "1 MB hermes calls": "hermes",
+    '"<tool_call>f<arg_key>k</arg_key><arg_value>" * 30000': "glm",
+    "1 MB glm calls": "glm",
+    "Hy3 calls with 40,000 token suffixes": "hunyuan",
+    "Kimi K3 unclosed arguments * 12000": "kimi_k3",
+    "DSML unclosed parameters * 15000": "deepseek_v4",
+}
 
 
 def build_scorer(suite_path: Path, protocol: str | None = None) -> Any:
@@ -300,9 +326,12 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         "adversarial": {},
     }
     if not args.skip_adversarial:
+        from leader_eval.protocols import PROTOCOLS  # this worker's tree: a baseline may lack a protocol
+
         for name, make in ADVERSARIAL.items():
             text = make(rng)
-            for protocol in dict.fromkeys([scorer.protocol, OWN_PROTOCOL.get(name, scorer.protocol)]):
+            own = OWN_PROTOCOL.get(name, scorer.protocol)
+            for protocol in dict.fromkeys([scorer.protocol, *([own] if own in PROTOCOLS else [])]):
                 sc = scorer if protocol == scorer.protocol else build_scorer(args.suite, protocol)
                 sample = _sample(0, text, "stop", sc.case.id)
                 best = float("inf")

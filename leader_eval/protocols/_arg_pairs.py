@@ -39,10 +39,9 @@ def read_pairs(
         ke = text.find(tags.key_close, ks, min(hi, ks + _KEY_MAX))
         if ke == -1:
             raise Fail(f"{tags.key_open} at offset {at} is not closed")
-        key = text[ks:ke]
-        if "<" in key or not key.strip() or (strict and key != key.strip()):
+        key = text[ks:ke].strip()  # the vendors' parsers strip it too
+        if not key or "<" in key:
             raise Fail(f"bad parameter name in {tags.key_open} at offset {at}")
-        key = key.strip()
         vo = skip_ws(text, ke + len(tags.key_close))
         if not text.startswith(tags.value_open, vo):
             raise Fail(f"expected {tags.value_open} at offset {vo}")

@@ -78,12 +78,15 @@ def _invoke(
     return name, args, at
 
 
-def make(name: str, block: str, markers: tuple[str, ...]) -> ToolCallProtocol:
-    """The protocol whose calls sit in ``<｜DSML｜{block}>`` ... ``</｜DSML｜{block}>``."""
-    open_tag, close_tag = f"<{D}{block}>", f"</{D}{block}>"
+def make(name: str, block: str, other: str, markers: tuple[str, ...]) -> ToolCallProtocol:
+    """The protocol whose calls sit in ``<｜DSML｜{block}>`` ... ``</｜DSML｜{block}>`` (``other``:
+    the other version's block, which strict names when it finds it)."""
+    open_tag, close_tag, other_tag = f"<{D}{block}>", f"</{D}{block}>", f"<{D}{other}>"
 
     def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
         if not text.startswith(open_tag, lo):
+            if text.startswith(other_tag, lo):
+                raise _scan.Fail(f"calls opened with {other_tag}, expected {open_tag}")
             raise _scan.Fail(_scan.NO_CALL_ERROR)
         calls: list[ToolCall] = []
         spans: list[tuple[int, int]] = []

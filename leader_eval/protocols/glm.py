@@ -33,7 +33,7 @@ def _call(
 ) -> tuple[str, dict[str, Any], int]:
     """One ``<tool_call>`` at ``pos``: (name, arguments, end)."""
     at = pos + len(OPEN)
-    m = _NAME.match(text, at if strict else _scan.skip_ws(text, at))
+    m = _NAME.match(text, _scan.skip_ws(text, at))  # vLLM's parser strips the name too
     if not m:
         raise _scan.Fail(f"expected a tool name after {OPEN} at offset {at}")
     args, end = read_pairs(text, m.end(), hi, TAGS, strict=strict, budget=budget)
