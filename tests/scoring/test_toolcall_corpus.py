@@ -5,7 +5,7 @@ reason, the set of leak classes, hard_fail): failed attempts of every protocol f
 special tokens or reasoning tags, bracketed placeholders and their near misses, and pairs of leaks
 in both orders.
 
-``tests/corpus/toolcalls/protocols.yaml``: raw outputs in each of the seven protocols, labeled
+``tests/corpus/toolcalls/protocols.yaml``: raw outputs in each protocol, labeled
 from docs/protocols.md with ``strict_ok``, the exact calls when strict, and whether the lenient
 reading finds a call. ``tests/corpus/toolcalls/reasons.yaml``: raw outputs labeled with the primary
 reason of the full scorer (docs/scoring.md), scored under ``tests/corpus/toolcalls/suite.yaml``.
@@ -298,6 +298,7 @@ class VerdictRecord:
     reason: str
     leaks: frozenset[str]
     hard: bool
+    xfail_reason: str = ""
 
 
 LEAK_CLASSES = {str(r) for r in Reason if str(r).startswith("leak_") or r == Reason.FORBIDDEN_PATTERN}
@@ -311,7 +312,14 @@ def verdict_records() -> tuple[VerdictRecord, ...]:
         assert set(r["leaks"]) <= LEAK_CLASSES, r["id"]
         out.append(
             VerdictRecord(
-                r["id"], r["case"], r.get("protocol", "json"), r["text"], r["reason"], frozenset(r["leaks"]), r["hard"]
+                r["id"],
+                r["case"],
+                r.get("protocol", "json"),
+                r["text"],
+                r["reason"],
+                frozenset(r["leaks"]),
+                r["hard"],
+                r.get("xfail_reason", ""),
             )
         )
     return tuple(out)
@@ -331,15 +339,16 @@ def test_verdict_corpus_covers_every_protocol() -> None:
     assert attempts == set(PROTOCOLS) - {"openai"}  # the API protocol has no text to break
 
 
-@pytest.mark.parametrize("rec", verdict_records(), ids=lambda r: r.id)
+@pytest.mark.parametrize("rec", [pytest.param(r, id=r.id, marks=_xfail(r.xfail_reason)) for r in verdict_records()])
 def test_verdict_record(rec: VerdictRecord) -> None:
     got = _verdict(rec)
     assert got == (rec.reason, rec.leaks, rec.hard), f"{rec.id} ({rec.case}, {rec.protocol}) raw={rec.text!r}"
 
 
 def test_verdict_precision_and_recall_per_class(capsys: pytest.CaptureFixture[str]) -> None:
-    """Per leak class (found or not, per record), primary reason, and hard_fail."""
-    recs = verdict_records()
+    """Per leak class (found or not, per record), primary reason, and hard_fail (records marked
+    xfail are listed, not gated)."""
+    recs = tuple(r for r in verdict_records() if not r.xfail_reason)
     got = {r.id: _verdict(r) for r in recs}
     leak_pairs = [
         (f"{c}/{'yes' if c in r.leaks else 'no'}", f"{c}/{'yes' if c in got[r.id][1] else 'no'}")
@@ -352,6 +361,8 @@ def test_verdict_precision_and_recall_per_class(capsys: pytest.CaptureFixture[st
     prf_table("leak classes", _prf(leak_pairs), lines, low)
     prf_table("primary reason", _prf([(r.reason, got[r.id][0]) for r in recs]), lines, low)
     prf_table("hard_fail", _prf([(str(r.hard), str(got[r.id][2])) for r in recs]), lines, low)
+    xfails = [(r.id, _verdict(r)) for r in verdict_records() if r.xfail_reason]
+    lines.append(f"records marked xfail (label kept, checker disagrees): {len(xfails)} {xfails}")
     with capsys.disabled():
         print("\n" + "\n".join(lines))
     assert not low, f"below {PRF_TARGET}: {low}\n" + "\n".join(lines)
