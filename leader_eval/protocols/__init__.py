@@ -322,10 +322,14 @@ def parse_output(
         if found and any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
             others.append(other)
 
-    # What the room sees: the body without the consumed markup.
-    if consumed:
+    # What the room sees: the body without the consumed markup (a reply that is no strict call:
+    # without the channel tokens its format frames every reply with).
+    cut = consumed
+    if not cut and reasoning_error is None and spec.frame is not None:
+        cut = spec.frame(text, lo, hi)
+    if cut:
         pieces, pos = [], lo
-        for a, b in consumed:
+        for a, b in cut:
             pieces.append(text[pos:a])
             pos = b
         pieces.append(text[pos:hi])

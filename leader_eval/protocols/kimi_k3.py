@@ -142,6 +142,26 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
     return calls, [(lo, hi)]  # the channel tokens around the calls are markup too
 
 
+def frame(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The ``response`` channel's tokens and the closing ``<|close|>message<|sep|>`` around a
+    reply: what the room sees of ``<|open|>response<|sep|>Hi<|close|>response<|sep|>`` is ``Hi``.
+    Nothing when the reply does not close the response channel (not this format's frame)."""
+    start = lo + len(RESPONSE_OPEN) if text.startswith(RESPONSE_OPEN, lo) else lo
+    close = text.find(RESPONSE_CLOSE, start, hi)
+    if close == -1:
+        return []
+    spans = [(lo, start)] if start > lo else []
+    spans.append((close, close + len(RESPONSE_CLOSE)))
+    end = hi
+    while end > close + len(RESPONSE_CLOSE) and text[end - 1].isspace():
+        end -= 1
+    if end - len(MESSAGE_CLOSE) >= close + len(RESPONSE_CLOSE) and text.startswith(
+        MESSAGE_CLOSE, end - len(MESSAGE_CLOSE)
+    ):
+        spans.append((end - len(MESSAGE_CLOSE), end))
+    return spans
+
+
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
     text, hi, budget = scan.text, len(scan.text), scan.budget()
     for s in _scan.find_all(text, f"{OPEN}call", scan.start):
@@ -169,4 +189,5 @@ PROTOCOL = ToolCallProtocol(
     template_markers=("'<|open|>'", "<|open|>call"),
     renderers=("kimi_k3",),
     lenient_needs=(f"{OPEN}call",),
+    frame=frame,
 )

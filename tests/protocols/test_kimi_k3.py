@@ -141,3 +141,23 @@ def test_hostile_inputs_stay_fast(text: str) -> None:
     parse_output(text, "kimi_k3")
     parse_output(text, "json")
     assert time.perf_counter() - t < 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "visible"),
+    [
+        ("<|open|>response<|sep|>Hello team.<|close|>response<|sep|><|close|>message<|sep|>", "Hello team."),
+        ("Hello team.<|close|>response<|sep|>", "Hello team."),  # the prompt opened the channel
+        ("I greet.<|close|>think<|sep|><|open|>response<|sep|>Hi<|close|>response<|sep|><|close|>message<|sep|>", "Hi"),
+        ("Plain text, no channel", "Plain text, no channel"),
+    ],
+)
+def test_a_plain_reply_is_shown_without_its_channel_tokens(text: str, visible: str) -> None:
+    r = parse_output(text, "kimi_k3", reasoning_tags=THINK)
+    assert r.error == NO_CALL_ERROR and r.visible_text == visible
+
+
+def test_a_reply_beside_calls_keeps_the_calls_markup_visible() -> None:
+    text = "<|open|>response<|sep|>On it.<|close|>response<|sep|>" + _tools(_call("wait"))
+    r = parse_output(text, "kimi_k3")
+    assert r.error == NOT_ALONE_ERROR and r.visible_text.startswith("On it.<|open|>tools<|sep|>")
