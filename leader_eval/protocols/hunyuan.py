@@ -61,7 +61,7 @@ def _call(
     m = _NAME.match(text, _scan.skip_ws(text, at))  # vLLM's parser strips the name too
     if not m:
         raise _scan.Fail(f"expected a tool name after {tok.open} at offset {at}")
-    sep = m.end() if strict else _scan.skip_ws(text, m.end())
+    sep = _scan.skip_ws(text, m.end())
     if not text.startswith(tok.sep, sep):
         raise _scan.Fail(f"expected {tok.sep} at offset {sep}")
     args, end = read_pairs(text, sep + len(tok.sep), hi, tok.pairs, strict=strict, budget=budget)
