@@ -265,6 +265,24 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"to=functions.a" + "b" * 1000000': lambda rng: "to=functions.a" + "b" * 1_000_000,
     '"[e~" * 333333': lambda rng: "[e~" * 333_333,
     '"<|tool_call" * 90000': lambda rng: "<|tool_call" * 90_000,
+    # the native formats of issue 22 (glm, hunyuan, kimi_k3, deepseek DSML): unclosed values make a
+    # value search run to the end of the text, per opening (the lenient scans' budget bounds it)
+    '"<tool_call>f<arg_key>k</arg_key><arg_value>" * 30000': lambda rng: (
+        "<tool_call>f<arg_key>k</arg_key><arg_value>" * 30_000
+    ),
+    "1 MB glm calls": lambda rng: "\n".join(
+        ["<tool_call>send_message_to_chat<arg_key>message</arg_key><arg_value>Ada, go.</arg_value></tool_call>"]
+        * 10_000
+    ),
+    "Hy3 calls with 40,000 token suffixes": lambda rng: "".join(
+        f"<tool_call:s{i}>f<tool_sep:s{i}>" for i in range(40_000)
+    ),
+    "Kimi K3 unclosed arguments * 12000": lambda rng: (
+        '<|open|>call tool="f" index="1"<|sep|><|open|>argument key="k" type="string"<|sep|>' * 12_000
+    ),
+    "DSML unclosed parameters * 15000": lambda rng: (
+        '<\uff5cDSML\uff5cinvoke name="f"><\uff5cDSML\uff5cparameter name="k" string="true">' * 15_000
+    ),
     "a 1,000-letter word": lambda rng: "a" * 1000,
     "1 MB letters": lambda rng: "a" * 1_000_000 + "!",
     # issue 22's native formats (group d): their worst cases, in their own protocol and under json
@@ -291,6 +309,11 @@ OWN_PROTOCOL = {
     '"<|tool_call_start|>[a(" * 60000': "lfm2",
     '"<tool_calls>[" * 80000': "apriel",
     '"function call<|role_sep|>{" * 40000': "gigachat3",
+    '"<tool_call>f<arg_key>k</arg_key><arg_value>" * 30000': "glm",
+    "1 MB glm calls": "glm",
+    "Hy3 calls with 40,000 token suffixes": "hunyuan",
+    "Kimi K3 unclosed arguments * 12000": "kimi_k3",
+    "DSML unclosed parameters * 15000": "deepseek_v4",
 }
 
 

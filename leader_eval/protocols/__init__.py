@@ -29,14 +29,19 @@ from leader_eval.protocols import (
     anthropic_xml,
     apertus,
     apriel,
+    deepseek_v4,
+    deepseek_v32,
     functionary,
     gemma4,
     gigachat3,
     gigachat3_1,
+    glm,
     granite3,
     hermes,
+    hunyuan,
     json_call,
     kimi_k2,
+    kimi_k3,
     lfm2,
     llama3_json,
     nemotron_v2,
@@ -89,6 +94,13 @@ REGISTRY: dict[str, ToolCallProtocol] = {
         gigachat3.PROTOCOL,
         lfm2.PROTOCOL,
         nemotron_v2.PROTOCOL,
+        # GLM arg_key/arg_value, Hunyuan, Kimi K3, DeepSeek DSML (before hermes: GLM's calls
+        # open with <tool_call> too; V3.2 before V4: every DSML template has V4's marker)
+        glm.PROTOCOL,
+        hunyuan.PROTOCOL,
+        kimi_k3.PROTOCOL,
+        deepseek_v32.PROTOCOL,
+        deepseek_v4.PROTOCOL,
         hermes.PROTOCOL,
         kimi_k2.PROTOCOL,
         llama3_json.PROTOCOL,
@@ -330,10 +342,14 @@ def parse_output(
         if found and any(c.span is None or not _contained(c.span, own_starts, own) for c in found):
             others.append(other)
 
-    # What the room sees: the body without the consumed markup.
-    if consumed:
+    # What the room sees: the body without the consumed markup (a reply that is no strict call:
+    # without the channel tokens its format frames every reply with).
+    cut = consumed
+    if not cut and reasoning_error is None and spec.frame is not None:
+        cut = spec.frame(text, lo, hi)
+    if cut:
         pieces, pos = [], lo
-        for a, b in consumed:
+        for a, b in cut:
             pieces.append(text[pos:a])
             pos = b
         pieces.append(text[pos:hi])

@@ -15,6 +15,8 @@ StrictOut = tuple[list[ToolCall], list[tuple[int, int]]]
 StrictParser = Callable[[str, int, int, "Memo | None"], StrictOut]
 #: lenient(scan): calls found anywhere in scan.text[scan.start:]
 LenientExtractor = Callable[[Scan], Iterator[ToolCall]]
+#: frame(text, lo, hi): spans of text[lo:hi] that frame the reply (channel tokens), not content
+FrameFinder = Callable[[str, int, int], list[tuple[int, int]]]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class ToolCallProtocol:
     #: Every failed strict parse runs every protocol's lenient scan, and on most text there is
     #: nothing for most of them to find.
     lenient_needs: tuple[str, ...] = ()
+    #: where a format wraps every reply in channel tokens (Kimi K3's ``response`` channel), the
+    #: spans of those tokens: a reply that is not a strict call is shown without them
+    frame: FrameFinder | None = None
     _attempt: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
     _markup: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -34,6 +34,18 @@ from tests.support.template_calls import (
 #: template stem -> the protocol it speaks natively (every template that renders tool calls)
 NATIVE: dict[str, str] = {
     "Bielik-11B-v3.0-Instruct": "hermes",
+    "GLM-4.6": "glm",
+    "GLM-4.7-Flash": "glm",
+    "Kimi-K3": "kimi_k3",
+    "Spark2.5": "glm",
+    "deepseek-ai-DeepSeek-V3.2": "deepseek_v32",
+    "deepseek-ai-DeepSeek-V4": "deepseek_v4",
+    "deepseek-ai-DeepSeek-V4-Flash-0731": "deepseek_v4",
+    "inclusionai-ling-3.0-flash": "glm",
+    "poolside-Laguna-S-2.1": "glm",
+    "poolside-Laguna-XS-2.1": "glm",
+    "poolside-Laguna-XS.2": "glm",
+    "tencent-Hy3": "hunyuan",
     "MiMo-VL": "hermes",
     "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use": "hermes",
     "NousResearch-Hermes-3-Llama-3.1-8B-tool_use": "hermes",
@@ -94,6 +106,7 @@ REASONING_TAGS: tuple[tuple[str, str], ...] = (
     ("<|channel>", "<channel|>"),  # Gemma 4's thought channel
     ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),  # Apriel 1.6 (the opener is in the prompt)
     ("<|inner_prefix|>", "<|inner_suffix|>"),  # Apertus's inner thoughts
+    ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),  # Kimi K3's think channel
 )
 
 #: templates whose native protocol is being built (issue 22): expected to fail until it lands
@@ -189,7 +202,10 @@ def test_rendered_calls_parse_back_strictly(path: Path, kind: str) -> None:
 @pytest.mark.parametrize(("path", "kind"), _cases(WITH_CALLS, pending_too=False))
 def test_prose_around_the_calls_fails_strict(path: Path, kind: str) -> None:
     text = assistant_output(path, _expected(kind))
-    before = _parse(path, "Sure, here you go. " + text)
+    # after the reasoning block where the turn has one: before it, prose is reasoning
+    tags = _tags(text)
+    cut = text.index(tags[1]) + len(tags[1]) if tags else 0
+    before = _parse(path, text[:cut] + "Sure, here you go. " + text[cut:])
     assert not before.strict_ok
     assert before.lenient_calls, "the lenient diagnostic still finds the calls"
     after = _parse(path, text.rstrip() + " Done, anything else?")

@@ -5,7 +5,7 @@ reason, the set of leak classes, hard_fail): failed attempts of every protocol f
 special tokens or reasoning tags, bracketed placeholders and their near misses, and pairs of leaks
 in both orders.
 
-``tests/corpus/toolcalls/protocols.yaml``: raw outputs in each of the seven protocols, labeled
+``tests/corpus/toolcalls/protocols.yaml``: raw outputs in each protocol, labeled
 from docs/protocols.md with ``strict_ok``, the exact calls when strict, and whether the lenient
 reading finds a call. ``tests/corpus/toolcalls/reasons.yaml``: raw outputs labeled with the primary
 reason of the full scorer (docs/scoring.md), scored under ``tests/corpus/toolcalls/suite.yaml``.

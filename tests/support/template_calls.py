@@ -77,6 +77,7 @@ PARALLEL_CALLS: list[tuple[str, dict[str, Any]]] = [("post_update", RICH_ARGS), 
 
 _BASE = [{"role": "system", "content": "You are Mira, the leader."}, {"role": "user", "content": "Update the team."}]
 _TEXT_TURN = "XYZZY-plain-reply"
+_NEXT_USER = "XYZZY-next-question"
 _TOKEN = re.compile(r"<[^<>\s]{1,64}>|\[[A-Z_/]{2,32}\]")
 
 
@@ -136,7 +137,18 @@ def end_of_turn(path: Path) -> tuple[str, ...]:
     tail = _after_prompt(prompt, full)
     at = tail.find(_TEXT_TURN)
     tokens = _TOKEN.findall(tail[at + len(_TEXT_TURN) :]) if at != -1 else []
-    return (tokens[-1],) if tokens else ()
+    if tokens:
+        return (tokens[-1],)
+    # A template that leaves the last turn open (Hy3 closes a turn only when another follows):
+    # the first token after the reply, before the next user message, that the prompt lacks (the
+    # token opening a user turn is in the prompt; the one closing an assistant turn is not).
+    more = [*_BASE, {"role": "assistant", "content": _TEXT_TURN}, {"role": "user", "content": _NEXT_USER}]
+    again = _render(template, more, generation=False)
+    at, nxt = again.find(_TEXT_TURN), again.find(_NEXT_USER)
+    if at == -1 or nxt < at:
+        return ()
+    between = _TOKEN.findall(again[at + len(_TEXT_TURN) : nxt])
+    return next(((t,) for t in between if t not in prompt), ())
 
 
 def assistant_output(path: Path, calls: list[tuple[str, dict[str, Any]]]) -> str:
