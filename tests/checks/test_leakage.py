@@ -151,7 +151,7 @@ def test_render_and_output_time_find_the_same_placeholders() -> None:
 
     checked = 0
     for rec in RECORDS:
-        cfg = {k: v for k, v in rec.config.items() if k in ("special_tokens", "eot_tokens", "markers")}
+        cfg = {k: v for k, v in rec.config.items() if k in ("special_tokens", "eot_tokens", "markers", "call_markup")}
         if set(rec.config) - set(cfg) - {"scaffold_texts"} or "`" in rec.text:
             continue  # a suite's own patterns or names, or code (render does not exempt code)
         if any(r != Reason.LEAK_PLACEHOLDER for r, _, _ in rec.expected):
