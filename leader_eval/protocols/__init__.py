@@ -25,7 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.protocols import anthropic_xml, hermes, json_call, kimi_k2, llama3_json, openai, pythonic
+from leader_eval.protocols import (
+    anthropic_xml,
+    hermes,
+    json_call,
+    kimi_k2,
+    llama3_json,
+    openai,
+    pythonic,
+    qwen3_coder,
+    seed_oss,
+)
 from leader_eval.protocols._base import ToolCallProtocol
 from leader_eval.protocols._scan import (
     MAX_CALLS,
@@ -61,6 +71,10 @@ REGISTRY: dict[str, ToolCallProtocol] = {
     p.name: p
     for p in (
         json_call.PROTOCOL,
+        # issue 22 group A: XML-style and MiniMax formats (before hermes: several of these
+        # templates also hold <tool_call>)
+        seed_oss.PROTOCOL,
+        qwen3_coder.PROTOCOL,
         hermes.PROTOCOL,
         kimi_k2.PROTOCOL,
         llama3_json.PROTOCOL,

@@ -13,12 +13,14 @@ the parser guessing.
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TextValue", "type_arguments"]
+__all__ = ["PyTextValue", "TextValue", "type_arguments"]
 
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,4300})")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,4300})(?:\.[0-9]{1,4300})?(?:[eE][+-]?[0-9]{1,4})?")
@@ -32,6 +34,20 @@ class TextValue(str):
     """A parameter value the format wrote as text, not yet typed by a schema."""
 
     __slots__ = ()
+
+
+class PyTextValue(TextValue):
+    """A ``TextValue`` from a template that writes objects and arrays with Python's ``str()``
+    (Seed-OSS's and MiniCPM5's ``{{ value | string }}``: ``{'k': None}``): an ``object`` or
+    ``array`` parameter also takes a Python literal of JSON-shaped values where JSON fails, as
+    the vendors' parsers read it (``ast.literal_eval``). Up to ``_PY_LITERAL_MAX`` characters:
+    Python's parser costs about 1 us a character, so a longer one stays text (the schema check
+    reports it) rather than costing an adversarial output seconds."""
+
+    __slots__ = ()
+
+
+_PY_LITERAL_MAX = 32_768
 
 
 def _types(schema: Any) -> tuple[str, ...]:
@@ -70,7 +86,33 @@ def _json(text: str) -> tuple[bool, Any]:
         return False, None
 
 
-def _as(kind: str, text: str) -> tuple[bool, Any]:
+def _jsonable(v: Any) -> bool:
+    """Is ``v`` (from ``literal_eval``) made only of what JSON can hold?"""
+    if v is None or isinstance(v, bool | int | str):
+        return True
+    if isinstance(v, float):
+        return math.isfinite(v)
+    if isinstance(v, list):
+        return all(map(_jsonable, v))
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _jsonable(x) for k, x in v.items())
+    return False  # tuples, sets, bytes, complex: str() of JSON values never writes them
+
+
+def _py_literal(text: str) -> tuple[bool, Any]:
+    if len(text) > _PY_LITERAL_MAX or text[:1] not in ("{", "["):
+        return False, None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return False, None
+    try:
+        return (True, value) if _jsonable(value) else (False, None)
+    except RecursionError:
+        return False, None
+
+
+def _as(kind: str, text: str, python: bool = False) -> tuple[bool, Any]:
     """Can ``text`` be read as a value of JSON type ``kind``? (ok, value)"""
     s = text.strip()
     if kind == "integer":
@@ -85,6 +127,8 @@ def _as(kind: str, text: str) -> tuple[bool, Any]:
         return (True, None) if s in _NULL else (False, None)
     if kind in ("object", "array"):
         ok, value = _json(s)
+        if not ok and python:
+            ok, value = _py_literal(s)
         return (True, value) if ok and _json_type(value) == kind else (False, None)
     return False, None
 
@@ -103,8 +147,9 @@ def type_value(value: Any, schema: Any) -> Any:
         # A string parameter keeps its text exactly, even when it reads as a number: the format
         # cannot say otherwise, and a union with string is judged as the string.
         return text
+    python = isinstance(value, PyTextValue)
     for kind in kinds:
-        ok, typed = _as(kind, text)
+        ok, typed = _as(kind, text, python)
         if ok:
             return typed
     return text  # not readable as the declared type: the schema check reports it

@@ -46,6 +46,11 @@ NATIVE: dict[str, str] = {
     "meta-llama-Llama-3.2-3B-Instruct": "llama3_json",
     "meta-llama-Llama-3.3-70B-Instruct": "llama3_json",
     "moonshotai-Kimi-K2": "kimi_k2",
+    "Qwen3-Coder": "qwen3_coder",
+    "Qwen3.5-4B": "qwen3_coder",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "qwen3_coder",
+    "StepFun3.5-Flash": "qwen3_coder",
+    "ByteDance-Seed-OSS": "seed_oss",
 }
 
 #: (template stem, which calls) -> why the template cannot express them (documented per format
@@ -57,7 +62,7 @@ EXCLUDED: dict[tuple[str, str], str] = {
 
 #: reasoning tags a template's assistant turn may start with (a model declares its own; these are
 #: the ones the fixture templates write)
-REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"),)
+REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"))
 
 #: templates whose native protocol is being built (issue 22): expected to fail until it lands
 PENDING: frozenset[str] = frozenset(
@@ -138,7 +143,11 @@ def test_rendered_calls_parse_back_strictly(path: Path, kind: str) -> None:
 @pytest.mark.parametrize(("path", "kind"), _cases(WITH_CALLS, pending_too=False))
 def test_prose_around_the_calls_fails_strict(path: Path, kind: str) -> None:
     text = assistant_output(path, _expected(kind))
-    before = _parse(path, "Sure, here you go. " + text)
+    # the prose goes after a reasoning block the output closes (Qwen3.5's "</think>"): before
+    # it, prose is reasoning
+    tags = _tags(text)
+    at = text.find(tags[1]) + len(tags[1]) if tags else 0
+    before = _parse(path, text[:at] + "Sure, here you go. " + text[at:])
     assert not before.strict_ok
     assert before.lenient_calls, "the lenient diagnostic still finds the calls"
     after = _parse(path, text.rstrip() + " Done, anything else?")
