@@ -51,6 +51,10 @@ NATIVE: dict[str, str] = {
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "qwen3_coder",
     "StepFun3.5-Flash": "qwen3_coder",
     "ByteDance-Seed-OSS": "seed_oss",
+    "MiniMax-M1": "minimax_m1",
+    "MiniMax-M2": "minimax_m2",
+    "openbmb-MiniCPM5-1B": "minicpm5",
+    "muse-glimmer": "muse_glimmer",
 }
 
 #: (template stem, which calls) -> why the template cannot express them (documented per format
