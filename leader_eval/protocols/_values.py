@@ -48,6 +48,8 @@ class PyTextValue(TextValue):
 
 
 _PY_LITERAL_MAX = 32_768
+# nesting a format's parser builds is bounded by the parser; this only guards the recursion
+_MAX_DEPTH = 128
 
 
 def _types(schema: Any) -> tuple[str, ...]:
@@ -133,9 +135,19 @@ def _as(kind: str, text: str, python: bool = False) -> tuple[bool, Any]:
     return False, None
 
 
-def type_value(value: Any, schema: Any) -> Any:
-    """``value`` typed by ``schema`` where it is a ``TextValue``; anything else unchanged."""
+def type_value(value: Any, schema: Any, depth: int = 0) -> Any:
+    """``value`` typed by ``schema`` where it is a ``TextValue``, and inside objects and arrays
+    that hold one (a format that writes nested values as elements, MiniMax M3's, types each
+    leaf by the schema's ``properties`` or ``items`` at its place); anything else unchanged."""
     if not isinstance(value, TextValue):
+        if depth < _MAX_DEPTH and isinstance(value, dict | list) and _has_text(value):
+            sub = schema if isinstance(schema, Mapping) else {}
+            if isinstance(value, list):
+                items = sub.get("items")
+                return [type_value(v, items, depth + 1) for v in value]
+            props = sub.get("properties")
+            props = props if isinstance(props, Mapping) else {}
+            return {k: type_value(v, props.get(k), depth + 1) for k, v in value.items()}
         return value
     kinds = _types(schema)
     text = str(value)

@@ -53,6 +53,7 @@ NATIVE: dict[str, str] = {
     "ByteDance-Seed-OSS": "seed_oss",
     "MiniMax-M1": "minimax_m1",
     "MiniMax-M2": "minimax_m2",
+    "MiniMax-M3": "minimax_m3",
     "openbmb-MiniCPM5-1B": "minicpm5",
     "muse-glimmer": "muse_glimmer",
 }
@@ -66,7 +67,11 @@ EXCLUDED: dict[tuple[str, str], str] = {
 
 #: reasoning tags a template's assistant turn may start with (a model declares its own; these are
 #: the ones the fixture templates write)
-REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"))
+REASONING_TAGS: tuple[tuple[str, str], ...] = (
+    ("<think>", "</think>"),
+    ("<seed:think>", "</seed:think>"),
+    ("<mm:think>", "</mm:think>"),
+)
 
 #: templates whose native protocol is being built (issue 22): expected to fail until it lands
 PENDING: frozenset[str] = frozenset(
@@ -102,6 +107,31 @@ def test_what_a_template_cannot_express_stays_excluded(stem: str, kind: str) -> 
 
 def _expected(kind: str) -> list[tuple[str, dict[str, Any]]]:
     return ONE_CALL if kind == "one" else PARALLEL_CALLS
+
+
+def _without_nulls(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, {k: v for k, v in args.items() if v is not None}) for name, args in calls]
+
+
+#: template stem -> (what it leaves out of the calls it renders, the calls it does write): a
+#: documented exclusion per format (docs/protocols.md); the parser reads back what is written and
+#: invents nothing (the test below)
+LOSSY: dict[str, tuple[str, Any]] = {
+    "MiniMax-M3": ("the template omits arguments whose value is null", _without_nulls),
+}
+
+
+def _written(stem: str, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    return LOSSY[stem][1](calls) if stem in LOSSY else calls
+
+
+@pytest.mark.parametrize("stem", sorted(LOSSY))
+def test_what_a_template_leaves_out_is_not_invented_by_the_parser(stem: str) -> None:
+    path = CORPUS / f"{stem}.jinja"
+    written = _written(stem, PARALLEL_CALLS)
+    assert written != PARALLEL_CALLS, "the template now writes everything: drop the exclusion"
+    result = _parse(path, assistant_output(path, PARALLEL_CALLS))
+    assert [(c.name, c.arguments) for c in result.calls] == written
 
 
 def _tags(text: str) -> tuple[str, str] | None:
@@ -141,7 +171,7 @@ def test_rendered_calls_parse_back_strictly(path: Path, kind: str) -> None:
     text = assistant_output(path, _expected(kind))
     result = _parse(path, text)
     assert result.strict_ok, f"{result.protocol}: {result.error}\n{text!r}"
-    assert [(c.name, c.arguments) for c in result.calls] == _expected(kind)
+    assert [(c.name, c.arguments) for c in result.calls] == _written(path.stem, _expected(kind))
 
 
 @pytest.mark.parametrize(("path", "kind"), _cases(WITH_CALLS, pending_too=False))
