@@ -186,3 +186,31 @@ def test_prose_around_the_calls_fails_strict(path: Path, kind: str) -> None:
     assert before.lenient_calls, "the lenient diagnostic still finds the calls"
     after = _parse(path, text.rstrip() + " Done, anything else?")
     assert not after.strict_ok
+
+
+#: template stem -> a string its format cannot carry (its own closing markup, which the template
+#: writes unescaped): documented per format in docs/protocols.md
+UNSAYABLE: dict[str, str] = {
+    **{
+        stem: "a </parameter> b"
+        for stem in (
+            "Qwen3-Coder",
+            "Qwen3.5-4B",
+            "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+            "StepFun3.5-Flash",
+            "ByteDance-Seed-OSS",
+            "MiniMax-M2",
+        )
+    },
+    "openbmb-MiniCPM5-1B": "a <b> ]]> c",  # in a CDATA section, which ends at the first ]]>
+    "muse-glimmer": "a </atem:parameter> b",
+    "MiniMax-M3": "a ]<]minimax[>[ b",
+}
+
+
+@pytest.mark.parametrize("stem", sorted(UNSAYABLE))
+def test_a_string_holding_the_formats_own_markup_fails_strict_instead_of_a_wrong_value(stem: str) -> None:
+    path = CORPUS / f"{stem}.jinja"
+    text = assistant_output(path, [("assign_task", {"owner": UNSAYABLE[stem], "priority": 2})])
+    result = _parse(path, text)
+    assert not result.strict_ok and not result.calls, result.calls
