@@ -216,9 +216,48 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"Click" + "\u0130" * 1000000': lambda rng: "Click" + "\u0130" * 1_000_000,
     "a 1,000-letter word": lambda rng: "a" * 1000,
     "1 MB letters": lambda rng: "a" * 1_000_000 + "!",
+    # the XML-style and MiniMax formats (issue 22): parameters read one by one in Python, bounded
+    # per output (protocols/_xml.py), Python literals bounded per output (protocols/_values.py)
+    '"<function=f><parameter=a>x" * 38000': lambda rng: "<function=f><parameter=a>x" * 38_000,
+    "4,096 XML parameters in one call (the most one output may hold)": lambda rng: (
+        "<tool_call>\n<function=f>\n"
+        + "".join(f"<parameter=k{i}>\nv\n</parameter>\n" for i in range(4096))
+        + "</function>\n</tool_call>"
+    ),
+    "256 Seed-OSS calls of 4 KB Python-literal objects": lambda rng: (
+        (
+            "<seed:tool_call>\n<function=send_message_to_chat>\n<parameter=message>"
+            + str({f"k{i}": ["a b", i, None] for i in range(150)})
+            + "</parameter>\n</function>\n</seed:tool_call>\n"
+        )
+        * 256
+    ),
+    '"<minimax:tool_call><invoke name=a><parameter name=b>" * 17800': lambda rng: (
+        '<minimax:tool_call><invoke name="a"><parameter name="b">' * 17_800
+    ),
+    '"]<]minimax[>[<b>" * 62000 in an invoke': lambda rng: (
+        ']<]minimax[>[<tool_call>]<]minimax[>[<invoke name="a">' + "]<]minimax[>[<b>" * 62_000
+    ),
+    '"<function name=a><param name=b><![CDATA[" * 22700': lambda rng: (
+        '<function name="a"><param name="b"><![CDATA[' * 22_700
+    ),
+    '"to=a<|message|><atem:function_calls>" * 27700': lambda rng: "to=a<|message|><atem:function_calls>" * 27_700,
+    '"<tool_calls>{\\"name\\": " * 50000': lambda rng: '<tool_calls>{"name": ' * 50_000,
 }
-# inputs also scored under the protocol whose parser they stress (the case's own is json)
-OWN_PROTOCOL = {"1 MB pythonic list of calls": "pythonic", "1 MB hermes calls": "hermes"}
+# inputs also scored under the protocol whose parser they stress (the case's own is json); a tree
+# without that protocol (the baseline, for formats added since) skips them
+OWN_PROTOCOL = {
+    "1 MB pythonic list of calls": "pythonic",
+    "1 MB hermes calls": "hermes",
+    '"<function=f><parameter=a>x" * 38000': "qwen3_coder",
+    "4,096 XML parameters in one call (the most one output may hold)": "qwen3_coder",
+    "256 Seed-OSS calls of 4 KB Python-literal objects": "seed_oss",
+    '"<minimax:tool_call><invoke name=a><parameter name=b>" * 17800': "minimax_m2",
+    '"]<]minimax[>[<b>" * 62000 in an invoke': "minimax_m3",
+    '"<function name=a><param name=b><![CDATA[" * 22700': "minicpm5",
+    '"to=a<|message|><atem:function_calls>" * 27700': "muse_glimmer",
+    '"<tool_calls>{\\"name\\": " * 50000': "minimax_m1",
+}
 
 
 def build_scorer(suite_path: Path, protocol: str | None = None) -> Any:
@@ -303,6 +342,8 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         for name, make in ADVERSARIAL.items():
             text = make(rng)
             for protocol in dict.fromkeys([scorer.protocol, OWN_PROTOCOL.get(name, scorer.protocol)]):
+                if protocol not in _known_protocols():
+                    continue
                 sc = scorer if protocol == scorer.protocol else build_scorer(args.suite, protocol)
                 sample = _sample(0, text, "stop", sc.case.id)
                 best = float("inf")
@@ -312,6 +353,11 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                     best = min(best, time.perf_counter() - t0)
                 out["adversarial"][f"{name} [{protocol}]"] = (len(text), best * 1e3)
     return out
+
+
+def _known_protocols() -> tuple[str, ...]:
+    """The protocols of whichever leader_eval is first on sys.path."""
+    return tuple(getattr(importlib.import_module("leader_eval.protocols"), "PROTOCOLS", ()))
 
 
 def _extract(ref: str, into: Path) -> Path:

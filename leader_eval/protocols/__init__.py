@@ -52,7 +52,7 @@ from leader_eval.protocols._scan import (
     Scan,
     skip_ws,
 )
-from leader_eval.protocols._values import TextValue, type_arguments
+from leader_eval.protocols._values import LiteralBudget, TextValue, type_arguments
 from leader_eval.protocols.openai import api_calls
 from leader_eval.types import ToolCall
 
@@ -235,9 +235,9 @@ def _body_end(text: str, lo: int, eot_tokens: tuple[str, ...]) -> int:
 
 
 def _typed(calls: list[ToolCall], schemas: Mapping[str, Any] | None) -> list[ToolCall]:
-    out = []
+    out, budget = [], LiteralBudget()  # Python literals a format writes: bounded per output
     for c in calls:
-        args = type_arguments(c.arguments, schemas.get(c.name) if schemas else None)
+        args = type_arguments(c.arguments, schemas.get(c.name) if schemas else None, budget)
         out.append(c if args is c.arguments else ToolCall(c.name, args, c.protocol, c.span, c.raw))
     return out
 

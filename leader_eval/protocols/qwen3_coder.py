@@ -137,9 +137,9 @@ PROTOCOL = ToolCallProtocol(
     name="qwen3_coder",
     strict=strict,
     lenient=lenient,
-    opening=r"<tool_call>\s*<function=|<function=[^\s<>]{1,256}>",
+    opening=r"<tool_call>|<function=[^\s<>]{1,256}>",
     closing=(r"</tool_call>", r"</function>", r"</parameter>"),
-    inner=(r"<tool_call>", *INNER),
+    inner=INNER,
     # the Qwen3-Coder templates write parameters as <parameter=KEY> inside <tool_call> (which
     # selects hermes, the JSON form, on its own: this protocol must come first)
     template_markers=("<parameter=",),
