@@ -145,9 +145,10 @@ PROTOCOL = ToolCallProtocol(
     strict=strict,
     lenient=lenient,
     opening=_NS + r"<tool_call>",
-    closing=(_NS + r"</tool_call>", _NS + r"</invoke>"),
+    # each tag with or without the separator token before it (a leak scan finds the tag alone)
+    closing=(f"(?:{_NS})?</tool_call>", f"(?:{_NS})?</invoke>"),
     # the separator token itself is markup wherever it stands
-    inner=(_NS + r"""<invoke name="[^"<>\n]{1,256}">""", _NS),
+    inner=(f"(?:{_NS})?<tool_call>", f"(?:{_NS})?" + r"""<invoke name="[^"<>\n]{1,256}">""", _NS),
     template_markers=(NS,),
     lenient_needs=(_INVOKE,),
 )

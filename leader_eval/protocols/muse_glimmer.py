@@ -12,7 +12,8 @@ block holding one invoke. Parallel calls are further messages after ``<|eom|><|s
 The template writes strings as they are, ``true``/``false``/``null`` and JSON for the rest: text
 typed by the tool's schema in ``parse_output``, taken exactly. A reasoning message
 (``to=self<|message|>...<|eom|><|start|>assistant``) is set aside by declaring those two as the
-reasoning tags; a plain reply (``to=user<|message|>...``) is no call.
+reasoning tags; a plain reply (``to=user<|message|>...``) is no call (its channel header stays
+in the visible text: stripping it is the backend's job).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from leader_eval.types import ToolCall
 OPEN, CLOSE = "<atem:function_calls>", "</atem:function_calls>"
 NEXT_MESSAGE = "<|eom|><|start|>assistant"
 TAGS = InvokeTags("atem:invoke", "atem:parameter")
+_USER = "user"  # the room's channel: a message to it is a reply, not a call
 _RECIPIENT = re.compile(r"to=([^\s<>|]{1,256})<\|message\|>")
 
 
@@ -62,8 +64,11 @@ def _call(text: str, pos: int, hi: int, count: ParamCount) -> tuple[str, dict[st
 def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
     if not (text.startswith("to=", lo) or text.startswith(OPEN, lo)):
         raise Fail(NO_CALL_ERROR)
-    if _RECIPIENT.match(text, lo) is None:
+    head = _RECIPIENT.match(text, lo)
+    if head is None:
         raise Fail(f"expected to=NAME<|message|> at offset {lo}")
+    if head.group(1) == _USER and not text.startswith(OPEN, head.end()):
+        raise Fail(NO_CALL_ERROR)  # a message to the room: a plain reply
     calls: list[ToolCall] = []
     pos, count = lo, ParamCount()
     while True:

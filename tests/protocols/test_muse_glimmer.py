@@ -39,7 +39,8 @@ def test_a_reasoning_message_is_set_aside_when_declared() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("to=user<|message|>Hello", "expected <atem:function_calls>"),
+        ("to=user<|message|>Hello", NO_CALL_ERROR),
+        ("to=pause<|message|>Hello", "expected <atem:function_calls>"),
         ("Hello", NO_CALL_ERROR),
         (_msg("post").replace("to=post", "to=other"), "the message is to=other but invokes 'post'"),
         (_msg("post") + " bye", "expected <|eom|><|start|>assistant or the end"),
