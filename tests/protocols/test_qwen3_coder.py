@@ -43,9 +43,10 @@ def test_a_qwen3_coder_call_parses_with_values_typed_by_the_schema() -> None:
 
 
 def test_parallel_blocks_with_or_without_whitespace_between() -> None:
-    two = QWEN_CALL + QWEN_CALL.replace("post", "post")
-    assert len(_qwen(two).calls) == 2
-    assert len(_qwen(QWEN_CALL + "\n\n" + QWEN_CALL).calls) == 2
+    wait = "<tool_call>\n<function=wait>\n</function>\n</tool_call>"
+    for between in ("", "\n\n"):  # StepFun's template writes them back to back
+        r = _qwen(QWEN_CALL + between + wait)
+        assert r.strict_ok and [c.name for c in r.calls] == ["post", "wait"]
 
 
 def test_one_newline_each_side_of_a_value_is_the_format_the_rest_is_the_value() -> None:
