@@ -296,6 +296,33 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"<|tool_call_start|>[a(" * 60000': lambda rng: "<|tool_call_start|>[a(" * 60_000,
     '"<tool_calls>[" * 80000': lambda rng: "<tool_calls>[" * 80_000,
     '"function call<|role_sep|>{" * 40000': lambda rng: "function call<|role_sep|>{" * 40_000,
+    # the XML-style and MiniMax formats (issue 22): parameters read one by one in Python, bounded
+    # per output (protocols/_xml.py), Python literals bounded per output (protocols/_values.py)
+    '"<function=f><parameter=a>x" * 38000': lambda rng: "<function=f><parameter=a>x" * 38_000,
+    "4,096 XML parameters in one call (the most one output may hold)": lambda rng: (
+        "<tool_call>\n<function=f>\n"
+        + "".join(f"<parameter=k{i}>\nv\n</parameter>\n" for i in range(4096))
+        + "</function>\n</tool_call>"
+    ),
+    "256 Seed-OSS calls of 4 KB Python-literal objects": lambda rng: (
+        (
+            "<seed:tool_call>\n<function=send_message_to_chat>\n<parameter=message>"
+            + str({f"k{i}": ["a b", i, None] for i in range(150)})
+            + "</parameter>\n</function>\n</seed:tool_call>\n"
+        )
+        * 256
+    ),
+    '"<minimax:tool_call><invoke name=a><parameter name=b>" * 17800': lambda rng: (
+        '<minimax:tool_call><invoke name="a"><parameter name="b">' * 17_800
+    ),
+    '"]<]minimax[>[<b>" * 62000 in an invoke': lambda rng: (
+        ']<]minimax[>[<tool_call>]<]minimax[>[<invoke name="a">' + "]<]minimax[>[<b>" * 62_000
+    ),
+    '"<function name=a><param name=b><![CDATA[" * 22700': lambda rng: (
+        '<function name="a"><param name="b"><![CDATA[' * 22_700
+    ),
+    '"to=a<|message|><atem:function_calls>" * 27700': lambda rng: "to=a<|message|><atem:function_calls>" * 27_700,
+    '"<tool_calls>{\\"name\\": " * 50000': lambda rng: '<tool_calls>{"name": ' * 50_000,
 }
 # inputs also scored under the protocol whose parser they stress (the case's own is json); a
 # protocol the tree does not know (a baseline before it) is timed on the new tree only
@@ -314,6 +341,14 @@ OWN_PROTOCOL = {
     "Hy3 calls with 40,000 token suffixes": "hunyuan",
     "Kimi K3 unclosed arguments * 12000": "kimi_k3",
     "DSML unclosed parameters * 15000": "deepseek_v4",
+    '"<function=f><parameter=a>x" * 38000': "qwen3_coder",
+    "4,096 XML parameters in one call (the most one output may hold)": "qwen3_coder",
+    "256 Seed-OSS calls of 4 KB Python-literal objects": "seed_oss",
+    '"<minimax:tool_call><invoke name=a><parameter name=b>" * 17800': "minimax_m2",
+    '"]<]minimax[>[<b>" * 62000 in an invoke': "minimax_m3",
+    '"<function name=a><param name=b><![CDATA[" * 22700': "minicpm5",
+    '"to=a<|message|><atem:function_calls>" * 27700': "muse_glimmer",
+    '"<tool_calls>{\\"name\\": " * 50000': "minimax_m1",
 }
 
 
@@ -416,6 +451,11 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                     best = min(best, time.perf_counter() - t0)
                 out["adversarial"][f"{name} [{protocol}]"] = (len(text), best * 1e3)
     return out
+
+
+def _known_protocols() -> tuple[str, ...]:
+    """The protocols of whichever leader_eval is first on sys.path."""
+    return tuple(getattr(importlib.import_module("leader_eval.protocols"), "PROTOCOLS", ()))
 
 
 def _extract(ref: str, into: Path) -> Path:

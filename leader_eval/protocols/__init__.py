@@ -44,9 +44,16 @@ from leader_eval.protocols import (
     kimi_k3,
     lfm2,
     llama3_json,
+    minicpm5,
+    minimax_m1,
+    minimax_m2,
+    minimax_m3,
+    muse_glimmer,
     nemotron_v2,
     openai,
     pythonic,
+    qwen3_coder,
+    seed_oss,
 )
 from leader_eval.protocols._base import ToolCallProtocol
 from leader_eval.protocols._scan import (
@@ -59,7 +66,7 @@ from leader_eval.protocols._scan import (
     Scan,
     skip_ws,
 )
-from leader_eval.protocols._values import TextValue, type_arguments
+from leader_eval.protocols._values import LiteralBudget, TextValue, type_arguments
 from leader_eval.protocols.openai import api_calls
 from leader_eval.types import ToolCall
 
@@ -101,6 +108,15 @@ REGISTRY: dict[str, ToolCallProtocol] = {
         kimi_k3.PROTOCOL,
         deepseek_v32.PROTOCOL,
         deepseek_v4.PROTOCOL,
+        # issue 22 group A: XML-style and MiniMax formats (before hermes: several of these
+        # templates also hold <tool_call>)
+        seed_oss.PROTOCOL,
+        qwen3_coder.PROTOCOL,
+        minimax_m1.PROTOCOL,
+        minimax_m2.PROTOCOL,
+        minimax_m3.PROTOCOL,
+        minicpm5.PROTOCOL,
+        muse_glimmer.PROTOCOL,
         hermes.PROTOCOL,
         kimi_k2.PROTOCOL,
         llama3_json.PROTOCOL,
@@ -251,9 +267,9 @@ def _body_end(text: str, lo: int, eot_tokens: tuple[str, ...]) -> int:
 
 
 def _typed(calls: list[ToolCall], schemas: Mapping[str, Any] | None) -> list[ToolCall]:
-    out = []
+    out, budget = [], LiteralBudget()  # Python literals a format writes: bounded per output
     for c in calls:
-        args = type_arguments(c.arguments, schemas.get(c.name) if schemas else None)
+        args = type_arguments(c.arguments, schemas.get(c.name) if schemas else None, budget)
         out.append(c if args is c.arguments else ToolCall(c.name, args, c.protocol, c.span, c.raw))
     return out
 

@@ -69,6 +69,16 @@ NATIVE: dict[str, str] = {
     "GigaChat3.1-10B-A1.8B": "gigachat3_1",
     "LFM2.5-8B-A1B": "lfm2",
     "NVIDIA-Nemotron-Nano-v2": "nemotron_v2",
+    "Qwen3-Coder": "qwen3_coder",
+    "Qwen3.5-4B": "qwen3_coder",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "qwen3_coder",
+    "StepFun3.5-Flash": "qwen3_coder",
+    "ByteDance-Seed-OSS": "seed_oss",
+    "MiniMax-M1": "minimax_m1",
+    "MiniMax-M2": "minimax_m2",
+    "MiniMax-M3": "minimax_m3",
+    "openbmb-MiniCPM5-1B": "minicpm5",
+    "muse-glimmer": "muse_glimmer",
 }
 
 #: templates that take tools but render no assistant tool calls (the model writes its calls as
@@ -107,6 +117,8 @@ REASONING_TAGS: tuple[tuple[str, str], ...] = (
     ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),  # Apriel 1.6 (the opener is in the prompt)
     ("<|inner_prefix|>", "<|inner_suffix|>"),  # Apertus's inner thoughts
     ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),  # Kimi K3's think channel
+    ("<seed:think>", "</seed:think>"),
+    ("<mm:think>", "</mm:think>"),
 )
 
 #: templates whose native protocol is being built (issue 22): expected to fail until it lands
@@ -153,6 +165,31 @@ def _expected(kind: str) -> list[tuple[str, dict[str, Any]]]:
     return ONE_CALL if kind == "one" else PARALLEL_CALLS
 
 
+def _without_nulls(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, {k: v for k, v in args.items() if v is not None}) for name, args in calls]
+
+
+#: template stem -> (what it leaves out of the calls it renders, the calls it does write): a
+#: documented exclusion per format (docs/protocols.md); the parser reads back what is written and
+#: invents nothing (the test below)
+LOSSY: dict[str, tuple[str, Any]] = {
+    "MiniMax-M3": ("the template omits arguments whose value is null", _without_nulls),
+}
+
+
+def _written(stem: str, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    return LOSSY[stem][1](calls) if stem in LOSSY else calls
+
+
+@pytest.mark.parametrize("stem", sorted(LOSSY))
+def test_what_a_template_leaves_out_is_not_invented_by_the_parser(stem: str) -> None:
+    path = CORPUS / f"{stem}.jinja"
+    written = _written(stem, PARALLEL_CALLS)
+    assert written != PARALLEL_CALLS, "the template now writes everything: drop the exclusion"
+    result = _parse(path, assistant_output(path, PARALLEL_CALLS))
+    assert [(c.name, c.arguments) for c in result.calls] == written
+
+
 def _tags(text: str) -> tuple[str, str] | None:
     return next((t for t in REASONING_TAGS if t[1] in text), None)
 
@@ -196,7 +233,7 @@ def test_rendered_calls_parse_back_strictly(path: Path, kind: str) -> None:
     text = assistant_output(path, _expected(kind))
     result = _parse(path, text)
     assert result.strict_ok, f"{result.protocol}: {result.error}\n{text!r}"
-    assert [(c.name, c.arguments) for c in result.calls] == _expected(kind)
+    assert [(c.name, c.arguments) for c in result.calls] == _written(path.stem, _expected(kind))
 
 
 @pytest.mark.parametrize(("path", "kind"), _cases(WITH_CALLS, pending_too=False))
@@ -210,3 +247,31 @@ def test_prose_around_the_calls_fails_strict(path: Path, kind: str) -> None:
     assert before.lenient_calls, "the lenient diagnostic still finds the calls"
     after = _parse(path, text.rstrip() + " Done, anything else?")
     assert not after.strict_ok
+
+
+#: template stem -> a string its format cannot carry (its own closing markup, which the template
+#: writes unescaped): documented per format in docs/protocols.md
+UNSAYABLE: dict[str, str] = {
+    **{
+        stem: "a </parameter> b"
+        for stem in (
+            "Qwen3-Coder",
+            "Qwen3.5-4B",
+            "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+            "StepFun3.5-Flash",
+            "ByteDance-Seed-OSS",
+            "MiniMax-M2",
+        )
+    },
+    "openbmb-MiniCPM5-1B": "a <b> ]]> c",  # in a CDATA section, which ends at the first ]]>
+    "muse-glimmer": "a </atem:parameter> b",
+    "MiniMax-M3": "a ]<]minimax[>[ b",
+}
+
+
+@pytest.mark.parametrize("stem", sorted(UNSAYABLE))
+def test_a_string_holding_the_formats_own_markup_fails_strict_instead_of_a_wrong_value(stem: str) -> None:
+    path = CORPUS / f"{stem}.jinja"
+    text = assistant_output(path, [("assign_task", {"owner": UNSAYABLE[stem], "priority": 2})])
+    result = _parse(path, text)
+    assert not result.strict_ok and not result.calls, result.calls

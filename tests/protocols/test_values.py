@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from leader_eval.protocols import TextValue, parse_output
-from leader_eval.protocols._values import type_arguments
+from leader_eval.protocols._values import PyTextValue, type_arguments
 
 PARAMS = {
     "type": "object",
@@ -62,3 +62,24 @@ def test_parse_output_types_xml_parameters_by_the_called_tools_schema() -> None:
     assert typed.strict_ok and typed.calls[0].arguments == {"task": "42"}
     untyped = parse_output(text, "anthropic_xml")
     assert untyped.calls[0].arguments == {"task": 42}
+
+
+def test_python_literals_type_objects_only_for_formats_that_write_them() -> None:
+    schema = {"properties": {"m": {"type": "object"}, "a": {"type": "array"}}}
+    py = type_arguments({"m": PyTextValue("{'k': None, 'v': [True, 1.5]}"), "a": PyTextValue("['x']")}, schema)
+    assert py == {"m": {"k": None, "v": [True, 1.5]}, "a": ["x"]}
+    assert type_arguments({"m": TextValue("{'k': None}")}, schema) == {"m": "{'k': None}"}
+    # not JSON-shaped (a set, a tuple, a non-string key), or too long for Python's parser: text
+    for raw in ("{'k': {1, 2}}", "{1: 'a'}", "{'k': (1, 2)}", "{'k': float('nan')}", "{'k': '" + "x" * 40_000 + "'}"):
+        assert type_arguments({"m": PyTextValue(raw)}, schema) == {"m": raw}
+
+
+def test_text_nested_in_objects_and_arrays_is_typed_at_its_place() -> None:
+    schema = {
+        "properties": {
+            "meta": {"type": "object", "properties": {"id": {"type": "string"}, "n": {"type": "integer"}}},
+            "xs": {"type": "array", "items": {"type": "number"}},
+        }
+    }
+    args = {"meta": {"id": TextValue("7"), "n": TextValue("7"), "free": TextValue("7")}, "xs": [TextValue("1.5")]}
+    assert type_arguments(args, schema) == {"meta": {"id": "7", "n": 7, "free": 7}, "xs": [1.5]}

@@ -78,7 +78,8 @@ PARALLEL_CALLS: list[tuple[str, dict[str, Any]]] = [("post_update", RICH_ARGS), 
 _BASE = [{"role": "system", "content": "You are Mira, the leader."}, {"role": "user", "content": "Update the team."}]
 _TEXT_TURN = "XYZZY-plain-reply"
 _NEXT_USER = "XYZZY-next-question"
-_TOKEN = re.compile(r"<[^<>\s]{1,64}>|\[[A-Z_/]{2,32}\]")
+# MiniMax's end of turn is "[e~["
+_TOKEN = re.compile(r"<[^<>\s]{1,64}>|\[[A-Z_/]{2,32}\]|\[e~\[")
 
 
 def _assistant(calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
