@@ -25,7 +25,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
-from leader_eval.protocols import anthropic_xml, hermes, json_call, kimi_k2, llama3_json, openai, pythonic
+from leader_eval.protocols import (
+    anthropic_xml,
+    command_r,
+    deepseek,
+    harmony,
+    hermes,
+    json_call,
+    kimi_k2,
+    llama3_json,
+    mistral,
+    openai,
+    pythonic,
+    solar_open,
+)
 from leader_eval.protocols._base import ToolCallProtocol
 from leader_eval.protocols._scan import (
     MAX_CALLS,
@@ -61,6 +74,15 @@ REGISTRY: dict[str, ToolCallProtocol] = {
     p.name: p
     for p in (
         json_call.PROTOCOL,
+        # group c (issue 22): DeepSeek, Mistral, harmony, Solar Open, Command R; each before
+        # hermes, and each variant before the more general marker of its family
+        deepseek.V3,
+        deepseek.V31,
+        mistral.V11,
+        mistral.LIST,
+        harmony.PROTOCOL,
+        solar_open.PROTOCOL,
+        command_r.PROTOCOL,
         hermes.PROTOCOL,
         kimi_k2.PROTOCOL,
         llama3_json.PROTOCOL,
@@ -94,20 +116,22 @@ def detect(*, chat_template: str | None = None, renderer: str | None = None) -> 
     """The tool-call protocol a model speaks natively, from its renderer name (tinker-cookbook)
     or its chat template; ``json`` when the template takes no tools (or there is none).
 
-    A renderer name wins when a protocol claims its prefix. A template that takes tools selects
-    the first protocol (registry order) whose marker it contains, else ``hermes``.
+    A renderer name wins when a protocol claims its prefix. A template selects the first
+    protocol (registry order) whose marker it contains, whether or not it takes ``tools``: some
+    templates render the calls of the conversation without reading a tool list (DeepSeek
+    R1-Distill, V3.1). A template without any marker that takes tools gets ``hermes``.
     """
     if renderer:
         name = renderer.lower()
         for p in REGISTRY.values():
             if any(name.startswith(prefix) for prefix in p.renderers):
                 return p.name
-    if not chat_template or not _takes_tools(chat_template):
+    if not chat_template:
         return "json"
     for p in REGISTRY.values():
         if any(marker in chat_template for marker in p.template_markers):
             return p.name
-    return _TOOLS_DEFAULT
+    return _TOOLS_DEFAULT if _takes_tools(chat_template) else "json"
 
 
 def _takes_tools(template: str) -> bool:
