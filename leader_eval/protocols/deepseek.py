@@ -36,7 +36,7 @@ FENCE_OPEN, FENCE_CLOSE = "```json", "```"
 # A tool name: no whitespace, no markup, no fence; bounded so a match is linear and short.
 _NAME = r"[^\s<>`{\uff5c]{1,256}"
 # deepseek_v3: the type (always "function" in the templates), the name, the fence opening
-_V3_HEAD = re.compile(r"function" + re.escape(SEP) + r"(" + _NAME + r")[ \t]*\n?\s*```json[ \t]*\n?")
+_V3_HEAD = re.compile(r"function" + re.escape(SEP) + r"(" + _NAME + r")\s*```json")
 # deepseek_v31: the name, the separator
 _V31_HEAD = re.compile(r"(" + _NAME + r")" + re.escape(SEP))
 _FENCE_END = re.compile(r"\s*```")
@@ -57,7 +57,7 @@ def _v3_call(text: str, pos: int, memo: _scan.Memo | None) -> tuple[str, dict[st
     m = _V3_HEAD.match(text, pos)
     if not m:
         raise _scan.Fail(f"expected function{SEP}NAME and a ```json fence at offset {pos}")
-    value, end = _scan.decode(text, m.end(), memo)
+    value, end = _scan.decode(text, _scan.skip_ws(text, m.end()), memo)
     args = _arguments(value)
     f = _FENCE_END.match(text, end)
     if not f:
@@ -69,6 +69,8 @@ def _v31_call(text: str, pos: int, memo: _scan.Memo | None) -> tuple[str, dict[s
     m = _V31_HEAD.match(text, pos)
     if not m:
         raise _scan.Fail(f"expected NAME{SEP} at offset {pos}")
+    if _V3_HEAD.match(text, pos):
+        raise _scan.Fail(f"expected NAME{SEP}{{...}} at offset {pos}, found the V3/R1 shape function{SEP}NAME ```json")
     value, end = _scan.decode(text, _scan.skip_ws(text, m.end()), memo)
     return m.group(1), _arguments(value), end
 
