@@ -219,8 +219,11 @@ def _body_end(text: str, lo: int, eot_tokens: tuple[str, ...]) -> int:
     """Strip trailing whitespace and end-of-turn tokens (any number, any order)."""
     hi = len(text)
     while True:
+        # rstrip in C over bounded windows: a Python loop over a megabyte of trailing blanks took
+        # half a second, and one copy of the whole body per token would be quadratic
         while hi > lo and text[hi - 1].isspace():
-            hi -= 1
+            start = max(lo, hi - 4096)
+            hi = start + len(text[start:hi].rstrip())
         try:
             if not text.endswith(eot_tokens, lo, hi):  # none of them ends the body (the usual case)
                 return hi
