@@ -132,7 +132,9 @@ def _lenient(name: str, head: re.Pattern[str]) -> Any:
     return lenient
 
 
-def _protocol(name: str, strict: Any, lenient: Any, markers: tuple[str, ...]) -> ToolCallProtocol:
+def _protocol(
+    name: str, strict: Any, lenient: Any, markers: tuple[str, ...], renderers: tuple[str, ...] = ()
+) -> ToolCallProtocol:
     return ToolCallProtocol(
         name=name,
         strict=strict,
@@ -142,6 +144,7 @@ def _protocol(name: str, strict: Any, lenient: Any, markers: tuple[str, ...]) ->
         closing=(_TOKENS[1], _TOKENS[3]),
         inner=(_TOKENS[4],),
         template_markers=markers,
+        renderers=renderers,
     )
 
 
@@ -153,8 +156,13 @@ V3 = _protocol(
     _lenient("deepseek_v3", _LENIENT_V3),
     ("'<\uff5ctool\u2581sep\uff5c>' + tool['function']['name']", "<\uff5ctool\u2581sep\uff5c>' + tool.function.name"),
 )
+#: tinker-cookbook's ``deepseekv3`` renderers write V3.1's shape
 V31 = _protocol(
-    "deepseek_v31", _strict("deepseek_v31", _v31_call), _lenient("deepseek_v31", _LENIENT_V31), (CALLS_BEGIN,)
+    "deepseek_v31",
+    _strict("deepseek_v31", _v31_call),
+    _lenient("deepseek_v31", _LENIENT_V31),
+    (CALLS_BEGIN,),
+    renderers=("deepseekv3",),
 )
 
 #: the module's protocols (tests/protocols/test_protocols.py reads them)

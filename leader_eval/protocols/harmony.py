@@ -97,5 +97,6 @@ PROTOCOL = ToolCallProtocol(
         re.escape(CONSTRAIN) + "(?:json)?",
         re.escape(START),
     ),
-    template_markers=(CALL, "to=functions."),
+    template_markers=(CALL,),
+    renderers=("gpt_oss",),  # tinker-cookbook's gpt_oss_* renderers
 )

@@ -10,7 +10,7 @@ import jinja2
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from leader_eval.protocols import NOT_ALONE_ERROR, REGISTRY, parse_output
+from leader_eval.protocols import NOT_ALONE_ERROR, REGISTRY, detect, parse_output
 from leader_eval.protocols.deepseek import CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP
 from tests.support.template_calls import CORPUS, PARALLEL_CALLS, SCHEMAS
 
@@ -140,3 +140,7 @@ def test_hostile_inputs_stay_fast(protocol: str, text: str) -> None:
     r = parse_output(text, protocol)
     assert time.perf_counter() - t < 1.0
     assert not r.strict_ok
+
+
+def test_tinker_cookbooks_deepseek_renderer_speaks_v31() -> None:
+    assert detect(renderer="deepseekv3_disable_thinking") == "deepseek_v31"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from leader_eval.protocols import NOT_ALONE_ERROR, REGISTRY, parse_output
+from leader_eval.protocols import NOT_ALONE_ERROR, REGISTRY, detect, parse_output
 from leader_eval.suite.chat_template import render_chat_template
 from tests.support.template_calls import CORPUS, ONE_CALL, SCHEMAS, TOOLS
 
@@ -113,3 +113,8 @@ def test_hostile_inputs_stay_fast(text: str) -> None:
     r = parse_output(text, "harmony")
     assert time.perf_counter() - t < 1.0
     assert not r.strict_ok
+
+
+def test_tinker_cookbooks_gpt_oss_renderers_speak_harmony() -> None:
+    assert detect(renderer="gpt_oss_low_reasoning") == "harmony"
+    assert detect(renderer="gpt_oss_no_sysprompt") == "harmony"
