@@ -90,12 +90,12 @@ PROTOCOL = ToolCallProtocol(
     lenient_needs=(RECIPIENT,),
     opening=r"(?:<\|start\|>assistant\s*)?(?:to=functions\.[^\s<>|]{1,256}|<\|channel\|>commentary\s+to=functions\.)",
     closing=(re.escape(CALL),),
+    # only the call's own pieces: <|start|>, <|channel|> and <|message|> frame every harmony
+    # message (a final answer too), so they are the format's special tokens, not call markup
     inner=(
         r"to=functions\.[^\s<>|]{1,256}",
-        re.escape(CHANNEL) + r"(?:commentary(?:\s+(?:<\|constrain\|>)?json)?)?",
-        re.escape(MESSAGE),
-        re.escape(CONSTRAIN) + "(?:json)?",
-        re.escape(START),
+        re.escape(CHANNEL) + r"commentary[ \t]+(?:<\|constrain\|>)?json",
+        re.escape(CONSTRAIN) + "json",
     ),
     template_markers=(CALL,),
     renderers=("gpt_oss",),  # tinker-cookbook's gpt_oss_* renderers

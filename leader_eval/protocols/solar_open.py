@@ -94,6 +94,6 @@ PROTOCOL = ToolCallProtocol(
     lenient_needs=(CALL_BEGIN,),
     opening=r"(?:<\|begin\|>assistant\s*)?<\|tool_calls\|>|<\|tool_call:begin\|>",
     closing=(re.escape(CALLS_END), re.escape(CALL_END)),
-    inner=(re.escape(NAME), re.escape(ARGS), re.escape(START)),
+    inner=(re.escape(NAME), re.escape(ARGS)),  # <|begin|>assistant is the role header, no call markup
     template_markers=(CALL_BEGIN,),
 )

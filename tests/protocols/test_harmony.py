@@ -93,8 +93,10 @@ def test_the_template_with_thinking_renders_what_the_parser_reads() -> None:
 def test_the_markup_is_the_protocols_own_and_prose_is_not() -> None:
     p = REGISTRY["harmony"]
     assert p.is_attempt(" to=functions.pause<|channel|>") and p.is_attempt("<|channel|>commentary to=functions.x")
-    assert all(p.owns(t) for t in ("<|call|>", "<|message|>", "<|constrain|>json", "to=functions.pause"))
+    assert all(p.owns(t) for t in ("<|call|>", "<|constrain|>json", "to=functions.pause"))
     assert not p.is_attempt("to=the team") and not p.owns("functions.") and not p.owns("commentary")
+    # the frame of every harmony message (a final answer's too) is no call markup
+    assert not any(p.owns(t) for t in ("<|message|>", "<|channel|>", "<|start|>assistant", "<|channel|>final"))
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,7 @@ def test_the_markup_is_the_protocols_own() -> None:
     p = REGISTRY["solar_open"]
     assert p.is_attempt("<|tool_calls|>") and p.is_attempt("<|begin|>assistant<|tool_calls|>")
     assert all(p.owns(t) for t in ("<|calls|>", "<|tool_call:end|>", "<|tool_call:name|>", "<|tool_call:args|>"))
-    assert not p.owns("<|tool_call|>")
+    assert not p.owns("<|tool_call|>") and not p.owns("<|begin|>assistant")
 
 
 @pytest.mark.parametrize(
