@@ -283,6 +283,23 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     "DSML unclosed parameters * 15000": lambda rng: (
         '<\uff5cDSML\uff5cinvoke name="f"><\uff5cDSML\uff5cparameter name="k" string="true">' * 15_000
     ),
+    # issue 22 (group c): the native formats' markers, repeated and unclosed, and their parsers' longest runs
+    "1 MB deepseek_v3 calls": lambda rng: (
+        "<\uff5ctool\u2581calls\u2581begin\uff5c>"
+        + (
+            "<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>pause\n```json\n"
+            '{"minutes": 5}\n```<\uff5ctool\u2581call\u2581end\uff5c>'
+        )
+        * 13_000
+    ),
+    '"[TOOL_CALLS]" * 80000': lambda rng: "[TOOL_CALLS]" * 80_000,
+    '"[TOOL_CALLS]f[ARGS]{}" * 50000': lambda rng: "[TOOL_CALLS]f[ARGS]{}" * 50_000,
+    '"to=functions." * 70000': lambda rng: "to=functions." * 70_000,
+    '"to=functions.f<|channel|>commentary" + " " * 1000000': lambda rng: (
+        "to=functions.f<|channel|>commentary" + " " * 1_000_000
+    ),
+    '"<|tool_call:begin|>" * 50000': lambda rng: "<|tool_call:begin|>" * 50_000,
+    '"<|START_ACTION|>[" * 50000': lambda rng: "<|START_ACTION|>[" * 50_000,
     "a 1,000-letter word": lambda rng: "a" * 1000,
     "1 MB letters": lambda rng: "a" * 1_000_000 + "!",
     # issue 22's native formats (group d): their worst cases, in their own protocol and under json
@@ -349,6 +366,13 @@ OWN_PROTOCOL = {
     '"<function name=a><param name=b><![CDATA[" * 22700': "minicpm5",
     '"to=a<|message|><atem:function_calls>" * 27700': "muse_glimmer",
     '"<tool_calls>{\\"name\\": " * 50000': "minimax_m1",
+    "1 MB deepseek_v3 calls": "deepseek_v3",
+    '"[TOOL_CALLS]" * 80000': "mistral",
+    '"[TOOL_CALLS]f[ARGS]{}" * 50000': "mistral_v11",
+    '"to=functions." * 70000': "harmony",
+    '"to=functions.f<|channel|>commentary" + " " * 1000000': "harmony",
+    '"<|tool_call:begin|>" * 50000': "solar_open",
+    '"<|START_ACTION|>[" * 50000': "command_r",
 }
 
 

@@ -29,6 +29,8 @@ from leader_eval.protocols import (
     anthropic_xml,
     apertus,
     apriel,
+    command_r,
+    deepseek,
     deepseek_v4,
     deepseek_v32,
     functionary,
@@ -37,6 +39,7 @@ from leader_eval.protocols import (
     gigachat3_1,
     glm,
     granite3,
+    harmony,
     hermes,
     hunyuan,
     json_call,
@@ -48,12 +51,14 @@ from leader_eval.protocols import (
     minimax_m1,
     minimax_m2,
     minimax_m3,
+    mistral,
     muse_glimmer,
     nemotron_v2,
     openai,
     pythonic,
     qwen3_coder,
     seed_oss,
+    solar_open,
 )
 from leader_eval.protocols._base import ToolCallProtocol
 from leader_eval.protocols._scan import (
@@ -117,6 +122,15 @@ REGISTRY: dict[str, ToolCallProtocol] = {
         minimax_m3.PROTOCOL,
         minicpm5.PROTOCOL,
         muse_glimmer.PROTOCOL,
+        # group c (issue 22): DeepSeek, Mistral, harmony, Solar Open, Command R; each before
+        # hermes, and each variant before the more general marker of its family
+        deepseek.V3,
+        deepseek.V31,
+        mistral.V11,
+        mistral.LIST,
+        harmony.PROTOCOL,
+        solar_open.PROTOCOL,
+        command_r.PROTOCOL,
         hermes.PROTOCOL,
         kimi_k2.PROTOCOL,
         llama3_json.PROTOCOL,
@@ -150,20 +164,22 @@ def detect(*, chat_template: str | None = None, renderer: str | None = None) -> 
     """The tool-call protocol a model speaks natively, from its renderer name (tinker-cookbook)
     or its chat template; ``json`` when the template takes no tools (or there is none).
 
-    A renderer name wins when a protocol claims its prefix. A template that takes tools selects
-    the first protocol (registry order) whose marker it contains, else ``hermes``.
+    A renderer name wins when a protocol claims its prefix. A template selects the first
+    protocol (registry order) whose marker it contains, whether or not it takes ``tools``: some
+    templates render the calls of the conversation without reading a tool list (DeepSeek
+    R1-Distill, V3.1). A template without any marker that takes tools gets ``hermes``.
     """
     if renderer:
         name = renderer.lower()
         for p in REGISTRY.values():
             if any(name.startswith(prefix) for prefix in p.renderers):
                 return p.name
-    if not chat_template or not _takes_tools(chat_template):
+    if not chat_template:
         return "json"
     for p in REGISTRY.values():
         if any(marker in chat_template for marker in p.template_markers):
             return p.name
-    return _TOOLS_DEFAULT
+    return _TOOLS_DEFAULT if _takes_tools(chat_template) else "json"
 
 
 def _takes_tools(template: str) -> bool:
@@ -251,8 +267,11 @@ def _body_end(text: str, lo: int, eot_tokens: tuple[str, ...]) -> int:
     """Strip trailing whitespace and end-of-turn tokens (any number, any order)."""
     hi = len(text)
     while True:
+        # rstrip in C over bounded windows: a Python loop over a megabyte of trailing blanks took
+        # half a second, and one copy of the whole body per token would be quadratic
         while hi > lo and text[hi - 1].isspace():
-            hi -= 1
+            start = max(lo, hi - 4096)
+            hi = start + len(text[start:hi].rstrip())
         try:
             if not text.endswith(eot_tokens, lo, hi):  # none of them ends the body (the usual case)
                 return hi

@@ -44,7 +44,9 @@ TEMPLATES = {
 def test_every_protocol_module_exports_one_registered_protocol() -> None:
     pkg = Path(protocols.__file__).parent
     modules = [m.name for m in pkgutil.iter_modules([str(pkg)]) if not m.name.startswith("_")]
-    exported = {importlib.import_module(f"leader_eval.protocols.{m}").PROTOCOL.name for m in modules}
+    # a family's variants may share a module (``VARIANTS``: deepseek, mistral)
+    loaded = [importlib.import_module(f"leader_eval.protocols.{m}") for m in modules]
+    exported = {p.name for mod in loaded for p in getattr(mod, "VARIANTS", None) or (mod.PROTOCOL,)}
     assert exported == set(PROTOCOLS)
     for name, p in REGISTRY.items():
         assert isinstance(p, ToolCallProtocol) and p.name == name

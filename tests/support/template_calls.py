@@ -75,7 +75,8 @@ SECOND_ARGS: dict[str, Any] = {"owner": "Ravi", "due": "2026-12-01", "priority":
 ONE_CALL: list[tuple[str, dict[str, Any]]] = [("post_update", RICH_ARGS)]
 PARALLEL_CALLS: list[tuple[str, dict[str, Any]]] = [("post_update", RICH_ARGS), ("assign_task", SECOND_ARGS)]
 
-_BASE = [{"role": "system", "content": "You are Mira, the leader."}, {"role": "user", "content": "Update the team."}]
+_LAST_USER = "Update the team."
+_BASE = [{"role": "system", "content": "You are Mira, the leader."}, {"role": "user", "content": _LAST_USER}]
 _TEXT_TURN = "XYZZY-plain-reply"
 _NEXT_USER = "XYZZY-next-question"
 # MiniMax's end of turn is "[e~["
@@ -125,6 +126,14 @@ def _after_prompt(prompt: str, full: str) -> str:
         k = max(full.rfind("<", 0, i), full.rfind("[", 0, i))
         if k != -1 and not any(c in full[k:i] for c in ">]\n"):
             i = k
+        elif _LAST_USER in prompt[i:]:
+            # the template writes the last user turn differently once a reply follows it
+            # (Mistral Nemo's puts the system message into the final user turn only): the
+            # reply starts after the prompt's end, found in the full text
+            tail = prompt[prompt.rindex(_LAST_USER) :]
+            at = full.find(tail, i)
+            if at != -1:
+                i = at + len(tail)
     return full[i:]
 
 
@@ -137,7 +146,18 @@ def end_of_turn(path: Path) -> tuple[str, ...]:
     full = _render(template, [*_BASE, {"role": "assistant", "content": _TEXT_TURN}], generation=False)
     tail = _after_prompt(prompt, full)
     at = tail.find(_TEXT_TURN)
-    tokens = _TOKEN.findall(tail[at + len(_TEXT_TURN) :]) if at != -1 else []
+    after = tail[at + len(_TEXT_TURN) :] if at != -1 else ""
+    if after and prompt == _render(template, _BASE, generation=False):
+        # the template appends its generation prompt even when not asked (Command R7B's): the
+        # text turn's render ends with it too. The part it shares with the prompt's end opens
+        # with the end-of-turn token that closes the user's turn and the reply's alike.
+        n = 0
+        while n < min(len(after), len(prompt)) and after[-1 - n] == prompt[-1 - n]:
+            n += 1
+        shared = _TOKEN.findall(after[len(after) - n :])
+        if shared:
+            return (shared[0],)
+    tokens = _TOKEN.findall(after)
     if tokens:
         return (tokens[-1],)
     # A template that leaves the last turn open (Hy3 closes a turn only when another follows):
