@@ -49,6 +49,11 @@ class ToolCallProtocol:
     #: where a format wraps every reply in channel tokens (Kimi K3's ``response`` channel), the
     #: spans of those tokens: a reply that is not a strict call is shown without them
     frame: FrameFinder | None = None
+    #: special tokens the format is written with that also frame other messages (Kimi K3's
+    #: ``<|open|>``/``<|sep|>``/``<|close|>``, harmony's ``<|channel|>``): a leak scan reports them
+    #: as special tokens, but inside a failed attempt at this protocol they are the attempt
+    #: (already named ``unparseable``), never a second finding
+    tokens: tuple[str, ...] = ()
     _attempt: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
     _markup: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 

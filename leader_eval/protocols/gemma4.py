@@ -196,4 +196,5 @@ PROTOCOL = ToolCallProtocol(
     inner=(re.escape(QUOTE),),
     template_markers=(OPEN + _CALL,),
     lenient_needs=(OPEN,),
+    tokens=(QUOTE, TOOL_RESPONSE),
 )

@@ -38,4 +38,5 @@ PROTOCOL = ToolCallProtocol(
     opening=r"(?:<\|message_sep\|>\s*)?function call<\|role_sep\|>",
     template_markers=("'role': 'function call'",),
     lenient_needs=(HEADER,),
+    tokens=("<|message_sep|>", "<|role_sep|>"),
 )

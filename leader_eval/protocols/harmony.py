@@ -99,4 +99,5 @@ PROTOCOL = ToolCallProtocol(
     ),
     template_markers=(CALL,),
     renderers=("gpt_oss",),  # tinker-cookbook's gpt_oss_* renderers
+    tokens=("<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|call|>", "<|end|>"),
 )

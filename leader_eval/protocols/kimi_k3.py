@@ -190,4 +190,5 @@ PROTOCOL = ToolCallProtocol(
     renderers=("kimi_k3",),
     lenient_needs=(f"{OPEN}call",),
     frame=frame,
+    tokens=("<|open|>", "<|sep|>", "<|close|>"),
 )

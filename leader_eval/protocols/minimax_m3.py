@@ -151,4 +151,5 @@ PROTOCOL = ToolCallProtocol(
     inner=(f"(?:{_NS})?<tool_call>", f"(?:{_NS})?" + r"""<invoke name="[^"<>\n]{1,256}">""", _NS),
     template_markers=(NS,),
     lenient_needs=(_INVOKE,),
+    tokens=(NS,),
 )

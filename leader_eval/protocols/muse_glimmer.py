@@ -113,4 +113,5 @@ PROTOCOL = ToolCallProtocol(
     inner=TAGS.markup(),
     template_markers=(OPEN,),
     lenient_needs=("<atem:invoke",),
+    tokens=("<|message|>", "<|eom|>", "<|start|>"),
 )

@@ -96,4 +96,13 @@ PROTOCOL = ToolCallProtocol(
     closing=(re.escape(CALLS_END), re.escape(CALL_END)),
     inner=(re.escape(NAME), re.escape(ARGS)),  # <|begin|>assistant is the role header, no call markup
     template_markers=(CALL_BEGIN,),
+    tokens=(
+        "<|begin|>",
+        "<|tool_calls|>",
+        "<|calls|>",
+        "<|tool_call:begin|>",
+        "<|tool_call:name|>",
+        "<|tool_call:args|>",
+        "<|tool_call:end|>",
+    ),
 )

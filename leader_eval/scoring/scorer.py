@@ -533,7 +533,7 @@ def _attempt_after_leaks(parsed: ParseResult, findings: list[Finding]) -> bool:
 
 
 def _without_failed_attempt(findings: list[Finding], parsed: ParseResult) -> list[Finding]:
-    """Drop tool-markup "leaks" that are the failed call itself.
+    """Drop tool-markup "leaks" (and the format's own framing tokens) that are the failed call itself.
 
     When the whole output is a broken attempt at the protocol in force (cut-off JSON, extra keys,
     trailing text after the call), the failure is already named ``unparseable``; reporting the
@@ -545,12 +545,16 @@ def _without_failed_attempt(findings: list[Finding], parsed: ParseResult) -> lis
     if not (_looks_like_attempt(parsed) or _attempt_after_leaks(parsed, findings)):
         return findings
     protocol = REGISTRY[parsed.protocol]
+    own_tokens = frozenset(protocol.tokens)
     return [
         f
         for f in findings
-        if f.reason != Reason.LEAK_TOOL_MARKUP
-        or f.where != "text"
-        or not (protocol.owns(f.text) or f.text.lstrip().startswith(("{", "[")))
+        if f.where != "text"
+        or not (
+            (f.reason == Reason.LEAK_TOOL_MARKUP and (protocol.owns(f.text) or f.text.lstrip().startswith(("{", "["))))
+            # the format's own framing tokens, which a leak scan reads as special tokens
+            or (f.reason == Reason.LEAK_SPECIAL_TOKEN and f.text.strip() in own_tokens)
+        )
     ]
 
 
