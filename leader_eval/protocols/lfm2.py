@@ -3,10 +3,12 @@
     <|tool_call_start|>[NAME(key='text', n=42, ok=True), OTHER(x=None)]<|tool_call_end|>
 
 The list is read as ``pythonic`` reads it (Python literals, keyword arguments only). The LFM2.5
-template writes a string argument raw between single quotes and a mapping as JSON, so a string
-holding a newline or a single quote, or a mapping holding ``true``/``false``/``null``, is not
-Python: strict parsing reports it instead of guessing; a backslash in a string is read as the
-Python escape it starts (docs/protocols.md)."""
+template writes a string argument raw between single quotes and a mapping as JSON. A raw line
+break inside a quoted string is what the template writes for a message of several lines, so it
+is read as that line break (a model that does exactly what its template showed is not failed);
+a string holding a single quote, or a mapping holding ``true``/``false``/``null``, is not
+Python and cannot be told apart: strict parsing reports it instead of guessing; a backslash in a
+string is read as the Python escape it starts (docs/protocols.md)."""
 
 from __future__ import annotations
 
@@ -24,11 +26,51 @@ OPEN, CLOSE = "<|tool_call_start|>", "<|tool_call_end|>"
 _MAX_BLOCKS = 32
 
 
-def _as_lfm2(calls: list[ToolCall], shift: int = 0) -> list[ToolCall]:
-    return [
-        ToolCall(c.name, c.arguments, "lfm2", None if c.span is None else (c.span[0] + shift, c.span[1] + shift), c.raw)
-        for c in calls
-    ]
+#: stands in for a raw line break inside a quoted string while Python's parser reads the list
+#: (one character for one, so every offset stays); a text that already holds it is read as is
+_BREAK = "\ue000"
+
+
+def _quoted_breaks(text: str) -> str:
+    """``text`` with each raw line break inside a quoted string replaced by ``_BREAK`` (linear)."""
+    if "\n" not in text or _BREAK in text:
+        return text
+    out = list(text)
+    quote = ""
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+            elif ch == "\n":
+                out[i] = _BREAK
+        elif ch in "'\"":
+            quote = ch
+        i += 1
+    return "".join(out)
+
+
+def _restore(value: object) -> object:
+    if isinstance(value, str):
+        return value.replace(_BREAK, "\n")
+    if isinstance(value, dict):
+        return {_restore(k): _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    return value
+
+
+def _as_lfm2(calls: list[ToolCall], shift: int = 0, source: str | None = None) -> list[ToolCall]:
+    out = []
+    for c in calls:
+        span = None if c.span is None else (c.span[0] + shift, c.span[1] + shift)
+        args = c.arguments if source is None else _restore(c.arguments)
+        raw = c.raw if source is None or span is None else source[span[0] : span[1]]
+        out.append(ToolCall(c.name, args, "lfm2", span, raw))  # type: ignore[arg-type]
+    return out
 
 
 def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
@@ -44,8 +86,9 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
         raise _scan.Fail(f"no calls between {OPEN} and {CLOSE}")
     if text.find(OPEN, inner_lo, inner_hi) != -1:
         raise _scan.Fail(f"a second {OPEN} block: one list holds every call")
-    calls, _ = pythonic.strict(text, inner_lo, inner_hi, memo)
-    return _as_lfm2(calls), [(lo, hi)]
+    read = _quoted_breaks(text[inner_lo:inner_hi])
+    calls, _ = pythonic.strict(read, 0, len(read), None)
+    return _as_lfm2(calls, inner_lo, text), [(lo, hi)]
 
 
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
@@ -59,7 +102,7 @@ def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
         nxt = text.find(OPEN, a)
         ends = [e for e in (close, nxt) if e != -1]
         b = min(ends) if ends else len(text)
-        yield from _as_lfm2(list(pythonic.lenient(_scan.Scan(text[a:b], 0))), a)
+        yield from _as_lfm2(list(pythonic.lenient(_scan.Scan(_quoted_breaks(text[a:b]), 0))), a, text)
 
 
 PROTOCOL = ToolCallProtocol(

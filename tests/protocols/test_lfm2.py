@@ -32,12 +32,10 @@ def test_the_list_parses_with_its_own_protocol_name_and_spans() -> None:
     assert r.calls[1].raw == "team.b()"
 
 
-# what the template can express: strings without a newline, quote or backslash, mappings without
-# true/false/null (it writes a string raw between single quotes and a mapping as JSON)
-EXPRESSIBLE: dict[str, Any] = {
-    **RICH_ARGS,
-    "message": 'She said "ship it" \u2014 na\u00efve caf\u00e9 \u6771\u4eac \U0001f680 <b>bold</b> {"k": 1}',
-}
+# what the template can express: strings without a single quote or backslash (a raw line break
+# inside the quotes is read as the line break it writes), mappings without true/false/null (it
+# writes a string raw between single quotes and a mapping as JSON)
+EXPRESSIBLE: dict[str, Any] = {**RICH_ARGS, "message": RICH_ARGS["message"] + "\nand a third line"}
 
 
 @pytest.mark.parametrize(
@@ -53,7 +51,7 @@ def test_what_the_template_can_express_round_trips(calls: list[tuple[str, dict[s
 
 @pytest.mark.parametrize(
     "args",
-    [{"message": "line one\nline two"}, {"message": "it's"}, {"meta": {"ok": True}}, {"meta": {"x": None}}],
+    [{"message": "it's"}, {"meta": {"ok": True}}, {"meta": {"x": None}}],
 )
 def test_what_the_template_cannot_express_is_refused_not_guessed(args: dict[str, Any]) -> None:
     text = assistant_output(LFM25, [("post_update", args)])

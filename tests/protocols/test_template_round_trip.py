@@ -130,10 +130,6 @@ EXCLUDED: dict[tuple[str, str], str] = (
             "parallel",
         ): "harmony ends the turn at <|call|>: the template renders the first call only"
     }
-    | {
-        ("LFM2.5-8B-A1B", kind): "LFM2.5 writes a string raw between single quotes: a newline in it is not Python"
-        for kind in ("one", "parallel")
-    }
 )
 
 #: reasoning tags a template's assistant turn may start with (a model declares its own; these are
