@@ -324,8 +324,13 @@ def is_empty(text: str, cfg: DegenerationConfig) -> bool:
     return _is_empty(text, cfg)
 
 
+#: letters and symbols that render as blank space (Hangul fillers, the blank braille pattern):
+#: a message of them shows the room nothing, as one of spaces does
+_BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
 def _invisible(ch: str) -> bool:
-    return ch.isspace() or unicodedata.category(ch) == "Cf"
+    return ch.isspace() or unicodedata.category(ch) == "Cf" or ch in _BLANK_GLYPHS
 
 
 @functools.cache

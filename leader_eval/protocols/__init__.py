@@ -176,10 +176,28 @@ def detect(*, chat_template: str | None = None, renderer: str | None = None) -> 
                 return p.name
     if not chat_template:
         return "json"
+    # a comment is no rendering: "{# unlike Mistral's [TOOL_CALLS] #}" selects nothing
+    body = _without_comments(chat_template)
     for p in REGISTRY.values():
-        if any(marker in chat_template for marker in p.template_markers):
+        if any(marker in body for marker in p.template_markers):
             return p.name
     return _TOOLS_DEFAULT if _takes_tools(chat_template) else "json"
+
+
+def _without_comments(template: str) -> str:
+    """``template`` less its jinja2 comments (``{# ... #}``; an unclosed one runs to the end), in
+    one forward pass."""
+    if "{#" not in template:
+        return template
+    parts, pos = [], 0
+    while (start := template.find("{#", pos)) != -1:
+        parts.append(template[pos:start])
+        end = template.find("#}", start + 2)
+        if end == -1:
+            return "".join(parts)
+        pos = end + 2
+    parts.append(template[pos:])
+    return "".join(parts)
 
 
 def _takes_tools(template: str) -> bool:

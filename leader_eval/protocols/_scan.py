@@ -47,6 +47,21 @@ def _reject_constant(name: str) -> Any:
 
 
 DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"key {dup!r} given twice in one object")
+    return d
+
+
+#: strict parsing refuses an object that names a key twice (``{"name": "pause", "name": "wait"}``):
+#: which one a model meant cannot be told, and a decoder silently keeping the last would judge a
+#: call the model did not make (the XML-style formats refuse a parameter given twice too)
+STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
 _WS = re.compile(r"\s*")
 
 
@@ -55,10 +70,11 @@ def skip_ws(text: str, pos: int) -> int:
     return m.end() if m else pos
 
 
-def decode(text: str, pos: int, memo: Memo | None = None) -> tuple[Any, int]:
-    """Decode one JSON value starting exactly at ``pos``; raise ``Fail`` with a one-line reason."""
+def decode(text: str, pos: int, memo: Memo | None = None, *, unique_keys: bool = True) -> tuple[Any, int]:
+    """Decode one JSON value starting exactly at ``pos``; raise ``Fail`` with a one-line reason.
+    Strict parsing (the default) refuses a key given twice in an object."""
     try:
-        got: tuple[Any, int] = DECODER.raw_decode(text, pos)
+        got: tuple[Any, int] = (STRICT_DECODER if unique_keys else DECODER).raw_decode(text, pos)
         if memo is not None:
             memo[pos] = got
         return got

@@ -67,7 +67,7 @@ def _api_arguments(s: str, strict: bool) -> dict[str, Any]:
         return obj
     if lo == len(s):
         return {}
-    obj, _ = decode(s, lo)  # lenient: ignore trailing junk, unwrap a double-encoded string
+    obj, _ = decode(s, lo, unique_keys=False)  # lenient: ignore trailing junk, unwrap a double-encoded string
     return object_arguments(obj, strict=False)
 
 

@@ -581,12 +581,18 @@ def _argument_repetition(parsed: ParseResult, cfg: DegenerationConfig) -> CheckR
 CONTENT_CONSTRAINTS = ("mentions_goal", "contains", "contains_any")
 
 
+#: argument names that say they carry the message itself (beside a channel, a recipient, ...)
+MESSAGE_NAMES = frozenset(("message", "msg", "content", "text", "body", "reply", "response", "answer"))
+
+
 def message_arguments(cases: Sequence[Case], tools: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
-    """The (tool, argument) pairs that carry an output's message: a tool's one required parameter
-    that some case of the suite judges for content (``CONTENT_CONSTRAINTS``), as
-    ``send_message_to_chat.message``. A blank value there fails ``empty`` in every case of the
-    suite, also in one that sets no constraint on it. Other arguments (``assign_task.task``, one
-    of two required; ``pause.reason``, optional) follow their schema."""
+    """The (tool, argument) pairs that carry an output's message: a required parameter of a tool
+    that some case of the suite judges for content (``CONTENT_CONSTRAINTS``) and that is either
+    the tool's only required parameter or named as a message (``MESSAGE_NAMES``: a
+    ``send_message(channel, message)`` tool's ``message``), as ``send_message_to_chat.message``.
+    A blank value there fails ``empty`` in every case of the suite, also in one that sets no
+    constraint on it. Other arguments (``assign_task.task``, one of two required and named as a
+    task; ``pause.reason``, optional) follow their schema."""
     out: set[tuple[str, str]] = set()
     for case in cases:
         for call in case.expect.get("calls") or ():
@@ -596,7 +602,12 @@ def message_arguments(cases: Sequence[Case], tools: Mapping[str, Any]) -> frozen
             required = schema.get("required") if isinstance(schema, Mapping) else None
             for arg, constraint in (call.get("args") or {}).items():
                 judged = isinstance(constraint, Mapping) and any(k in constraint for k in CONTENT_CONSTRAINTS)
-                if judged and required == [arg]:
+                if (
+                    judged
+                    and isinstance(required, list)
+                    and arg in required
+                    and (required == [arg] or str(arg).lower() in MESSAGE_NAMES)
+                ):
                     out.add((str(call.get("tool")), str(arg)))
     return frozenset(out)
 

@@ -368,3 +368,25 @@ def test_pythonic_call_count_is_not_fooled_by_commas_in_strings() -> None:
     # a long list broken within its first MAX_CALLS elements fails as not Python
     broken = "[f(a=1), f(], " + ", ".join(["f(a=1)"] * (MAX_CALLS + 5)) + "]"
     assert parse_output(broken, "pythonic").error.startswith("not a Python expression")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("protocol", "text"),
+    [
+        ("json", '{"tool": "pause", "arguments": {"minutes": 5, "minutes": 6}}'),
+        ("hermes", '<tool_call>{"name": "pause", "name": "wait", "arguments": {}}</tool_call>'),
+        (
+            "kimi_k2",
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.pause:0<|tool_call_argument_begin|>"
+            '{"minutes": 5, "minutes": 6}<|tool_call_end|><|tool_calls_section_end|>',
+        ),
+        ("mistral_v11", '[TOOL_CALLS]pause[ARGS]{"minutes": 5, "minutes": 6}'),
+        ("functionary", '<function=pause>{"minutes": 5, "minutes": 6}</function>'),
+    ],
+)
+def test_a_key_given_twice_fails_strict_and_names_the_key(protocol: str, text: str) -> None:
+    """Which of two values a model meant cannot be told: strict parsing refuses the object (as
+    the XML-style formats refuse a parameter given twice); the lenient diagnostic still reads it."""
+    r = parse_output(text, protocol)
+    assert not r.strict_ok and "given twice" in (r.error or "")
+    assert r.lenient_calls

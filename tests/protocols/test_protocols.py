@@ -127,3 +127,10 @@ def test_the_same_gguf_template_gives_one_default_protocol_on_every_backend(
     want = detect(chat_template=local.chat_template)
     assert want == (template or "json")
     assert local.default_protocol == openai.default_protocol == tinker.default_protocol == want
+
+
+def test_a_marker_in_a_template_comment_selects_nothing() -> None:
+    hermes = TEMPLATES["hermes"]
+    for comment in ("{# unlike Mistral's [TOOL_CALLS] #}", "{# not <arg_key> #}", "{# <minimax:tool_call> #}"):
+        assert detect(chat_template=comment + hermes) == "hermes", comment
+    assert detect(chat_template=hermes + "{# an unclosed comment <arg_key>") == "hermes"

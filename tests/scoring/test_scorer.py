@@ -504,6 +504,22 @@ def test_the_message_argument_is_a_single_required_parameter_judged_for_content(
     assert message_arguments(flagship.cases, flagship_tools) == {("send_message_to_chat", "message")}
 
 
+def test_a_message_beside_a_channel_is_still_the_message(suite: Suite) -> None:
+    """A chat tool that also requires a channel: its ``message`` (judged for content) carries the
+    output's message, so a blank one, or one of blank glyphs (Hangul filler, blank braille), is
+    ``empty``."""
+    from leader_eval.scoring.scorer import message_arguments
+
+    chat = next(t for t in suite.tools if t.name == "send_message_to_chat")
+    params = {**chat.parameters, "properties": {**chat.parameters["properties"], "channel": {"type": "string"}},
+              "required": ["channel", "message"]}  # fmt: skip
+    tools = {**{t.name: t.parameters for t in suite.tools}, "send_message_to_chat": params}
+    assert message_arguments(suite.cases, tools) == {("send_message_to_chat", "message")}
+    for blank in ("  ", "\u3164\u3164", "\u2800"):
+        score = _scorer(suite, "kickoff").score(_sample(_call(blank), "kickoff"))
+        assert score.reason == "empty", blank
+
+
 # --- every family's tokens (issue 22) ---------------------------------------------------------
 
 GEMMA4 = ModelInfo(
