@@ -60,6 +60,21 @@ _TOOL_TAG_NAMES = (
     "|function_calls|function_call|function_results"
 )
 
+# the same names in the other spellings (tool-call, toolcall, ToolCall, FUNCTION-CALL, tool-result):
+# any tag whose name is tool/function + use/call/code/result/response is call markup. A CamelCase
+# opener right after a word character is a generic type in prose (List<ToolCall>); a closer, or
+# <TOOLCALL> glued to text (a template's token), never is.
+_TOOL_TAG_SPELLINGS = r"(?:tool|function)-?(?:use|calls?|code|results?|responses?)"
+_TOOL_TAG_SPELLED = (
+    rf"(?:/(?i:{_TOOL_TAG_SPELLINGS})|(?:(?<![\w.]<)|(?![TF][a-z]))(?i:{_TOOL_TAG_SPELLINGS})(?:\s[^<>\n]{{0,200}})?)>"
+)
+# bare <call> and <tools> are call markup only around a call: before a JSON object (or a list of
+# them), or as <call>NAME</call>; their closers only right after a JSON object or list ends.
+# "<call> me maybe", "bring the <tools>" and "<call>the plumber</call>" stay prose.
+_JSON_AHEAD = r"(?=\s{0,5}(?:\[\s{0,5})?\{\s{0,5}[\"'])"
+_BARE_CALL = rf"(?i:call|tools)>{_JSON_AHEAD}|(?i:call)>\s{{0,5}}[A-Za-z_][\w.-]{{0,100}}+\s{{0,5}}</(?i:call)>"
+_BARE_CLOSE = r"(?:(?<=[\]}]<)|(?<=[\]}]\s<))/(?i:call|tools)>"
+_TOOL_NAMED = r"(?i:tool)\s{1,5}name=[^<>\n]{0,200}>"  # <tool name="pause"/>; "the <tool> shed" is prose
 _INVOKE = r"invoke\s{1,5}name=[^<>\n]{0,200}>?"
 _FUNCTION_EQ = r"function=[^<>\n]{1,200}>"
 _CLOSING_PARTS = r"/(?:function|invoke|parameter)>"
@@ -108,6 +123,10 @@ _REASON_TAG = rf"/?(?i:{_REASON_NAMES})\s{{0,3}}>"
 _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # tool-call markup tags of common protocols (Anthropic-style XML, Hermes/Qwen, Qwen3-coder)
     ("tool", "<", rf"/?(?i:{_TOOL_TAG_NAMES})(?:\s[^<>\n]{{0,200}})?>"),
+    ("tool", "<", _TOOL_TAG_SPELLED),
+    ("tool", "<", _BARE_CALL),
+    ("tool", "<", _TOOL_NAMED),
+    ("tool", "<", _BARE_CLOSE),
     ("tool", "<", _FUNCTION_EQ),
     ("tool", "<", _CLOSING_PARTS),
     ("tool", "<", _INVOKE),
@@ -211,6 +230,53 @@ _CODE_EXEMPT = frozenset({"tool", "reason", "declared", "ph", "json"})
 _CONTEXT_CHARS = 60
 _BAR_TOKEN = re.compile("<\\|[^|<>\\s]{1,64}\\|>|<\uff5c[^\uff5c<>\\s]{1,64}\uff5c>")  # <|x|>, <｜x｜>
 W = TypeVar("W", str, bytes)  # a word: str, or bytes for an ASCII text (see _ascii_words)
+# --- tokens that are also ordinary writing ---------------------------------------------------
+# A few built-in or mined tokens have a reading in prose that their family's framing never has.
+# Each reading is a narrow shape; outside it the token is a leak. They apply to the built-in and
+# mined tokens only: a token the model declares (LeakConfig.special_tokens, eot_tokens) is its own
+# token wherever it stands. docs/leakage.md, "Tokens that are also writing".
+_STRIKE_REACH = 200  # characters back from a </s> to the <s> it would close
+_NOT_STRUCK = re.compile(r"[\n<>\[\]|\uff5c]")  # a struck text is words on one line, no markup
+# [IMG] as a label: at a line's start (after blanks and a list marker), then a blank and a word
+_LABEL_BEFORE = re.compile(r"\n[ \t]{0,8}(?:[-*+\u2022>][ \t]{1,4}|\d{1,3}[.)][ \t]{1,4})?\Z")
+_LABEL_AFTER = re.compile(r"[ \t]{1,4}\w")
+_SPACED_AFTER = re.compile(r"[ \t]{1,4}[^\s<\[]")
+# exemptions granted per text (each a bounded look around in Python): past it, the safe side
+_PROSE_READINGS_MAX = 256
+
+
+def _closes_strikethrough(text: str, start: int, end: int, lo: int, vis: tuple[int, int]) -> bool:
+    """``</s>`` at ``start`` closes an HTML ``<s>`` on its line around plain text (``<s>old</s>``):
+    Llama 2's and Mistral's eos never follows its bos around bare words, their framing puts
+    [INST] or another token between. A whole output wrapped in ``<s> ... </s>`` (``vis``: where
+    the visible text starts and ends) is that framing too."""
+    a = text.rfind("<s>", max(lo, start - _STRIKE_REACH), start)
+    if a == -1 or _NOT_STRUCK.search(text, a + 3, start) is not None or text[a + 3 : start].isspace():
+        return False
+    return not (a <= vis[0] and end >= vis[1])
+
+
+def _labels_a_line(text: str, start: int, end: int, lo: int, vis: tuple[int, int]) -> bool:
+    """``[IMG]`` as a label that opens a line and is followed by words (``[IMG] Foto vom Dach``,
+    ``- [IMG] dach.jpg``): Mistral's image token stands for pixels, before [IMG_BREAK]/[IMG_END]
+    or other image tokens, never before a caption on its line. Mid-prose it is the token."""
+    a = max(lo, start - 24)  # longer than any blanks and list marker _LABEL_BEFORE takes
+    before = ("\n" if a == lo else "") + text[a:start]  # the visible text's start opens a line
+    return _LABEL_BEFORE.search(before) is not None and _LABEL_AFTER.match(text, end) is not None
+
+
+def _spaced_word(text: str, start: int, end: int, lo: int, vis: tuple[int, int]) -> bool:
+    """Reka's ``<sep>`` between blanks in a line of prose (``Trenner <sep> hier``): the template
+    writes it glued, after a turn's text or a blank line and before a role word (``<sep>human:``)."""
+    return start > lo and text[start - 1] in " \t" and _SPACED_AFTER.match(text, end) is not None
+
+
+_PROSE_READINGS: dict[str, Callable[[str, int, int, int, tuple[int, int]], bool]] = {
+    "</s>": _closes_strikethrough,
+    "[IMG]": _labels_a_line,
+    "<sep>": _spaced_word,
+}
+
 # a text with more leaks than this is hopeless anyway; the cap bounds the time on inputs
 # such as "<think>" * 50000, where building 50,000 findings was the cost
 MAX_FINDINGS = 1000
@@ -1125,6 +1191,8 @@ def find_leaks(
     json_budget = _JSON_MAX_CANDIDATES
     slot_budget = _SLOT_MAX_CANDIDATES
     code_budget = _CODE_MAX_EXEMPT
+    prose_budget = _PROSE_READINGS_MAX
+    vis: tuple[int, int] | None = None
     kinds = cfg.group_kinds
     dropped: frozenset[str] = frozenset()  # kinds whose later matches are all skipped (see _without)
     then: Iterable[re.Match[str]] | None = _scan(cfg, text, lo, hi)
@@ -1204,6 +1272,13 @@ def find_leaks(
                 continue
             if kind in ("marker", "ph") and m.group() in cfg.allowed:
                 continue
+            if kind in ("special", "cat") and prose_budget > 0 and (reading := _PROSE_READINGS.get(m.group())):
+                if vis is None:  # where the visible text starts and ends, found once
+                    first = _NON_SPACE.search(text, lo, hi)
+                    vis = (first.start(), lo + len(text[lo:hi].rstrip())) if first else (hi, hi)
+                if reading(text, start, end, lo, vis):
+                    prose_budget -= 1
+                    continue
             spans.append((_KIND_REASON[kind], start, end))
     if tags:
         spans.extend((Reason.LEAK_REASONING, s, e) for s, e in _reasoning_findings(tags))
