@@ -55,21 +55,17 @@ from leader_eval.types import Finding, Reason
 # by first character: a top-level alternation whose branches all start with a literal lets
 # the regex engine skip non-candidate positions in C (measured: 6 us vs 224 us per 2 KB).
 
-_TOOL_TAG_NAMES = (
-    "tool_use|tool_call|tool_calls|tool_code|tool_result|tool_results|tool_response"
-    "|function_calls|function_call|function_results"
-)
-
-# the same names in the other spellings (tool-call, toolcall, ToolCall, FUNCTION-CALL, tool-result):
-# any tag whose name is tool/function + use/call/code/result/response is call markup. A CamelCase
-# opener right after a word character is a generic type in prose (List<ToolCall>); a closer, or
-# <TOOLCALL> glued to text (a template's token), never is.
-_TOOL_TAG_SPELLINGS = r"(?:tool|function)-?(?:use|calls?|code|results?|responses?)"
+# tool-call markup tags of common protocols (Anthropic-style XML, Hermes/Qwen, ...) in every
+# spelling: any tag whose name is tool/function + use/call/code/result/response is call markup,
+# snake case or not (tool_call, tool-call, toolcall, ToolCall, FUNCTION-CALL, tool-result). A
+# CamelCase opener right after a word character is a generic type in prose (List<ToolCall>); a
+# closer, or <TOOLCALL> glued to text (a template's token), never is.
+_TOOL_TAG_SPELLINGS = r"(?:tool|function)[-_]?(?:use|calls?|code|results?|responses?)"
 _CAMEL_GUARD = r"(?:(?<![\w.]<[TF])|(?![a-z]))"  # after the first letter: not "List<To..."
-_TOOL_TAG_SPELLED = (
-    rf"/(?i:{_TOOL_TAG_SPELLINGS})>"
-    rf"|(?:[tT]{_CAMEL_GUARD}(?i:ool)|[fF]{_CAMEL_GUARD}(?i:unction))-?(?i:use|calls?|code|results?|responses?)"
-    r"(?:\s[^<>\n]{0,200})?>"
+_TOOL_TAG = (
+    rf"(?:/(?i:{_TOOL_TAG_SPELLINGS})"
+    r"|(?:[tT]" + _CAMEL_GUARD + r"(?i:ool)|[fF]" + _CAMEL_GUARD + r"(?i:unction))"
+    r"[-_]?(?i:use|calls?|code|results?|responses?))(?:\s[^<>\n]{0,200})?>"
 )
 # bare <call> and <tools> are call markup only around a call: before a JSON object (or a list of
 # them), or as <call>NAME</call>; their closers only right after a JSON object or list ends.
@@ -77,7 +73,7 @@ _TOOL_TAG_SPELLED = (
 # regex scan of its own, in C): as scanner branches, "<call>" * 166,666 took 175 ms.
 _JSON_AHEAD = r"(?=\s{0,5}(?:\[\s{0,5})?\{\s{0,5}[\"'])"
 _BARE_CALL = (
-    rf"<(?:(?i:call|tools)>{_JSON_AHEAD}|(?i:call)>\s{{0,5}}[A-Za-z_][\w.-]{{0,100}}+\s{{0,5}}</(?i:call)>"
+    rf"<(?:(?i:call)>(?:{_JSON_AHEAD}|\s{{0,5}}[A-Za-z_][\w.-]{{0,100}}+\s{{0,5}}</(?i:call)>)|(?i:tools)>{_JSON_AHEAD}"
     r"|/(?:(?<=[\]}]</)|(?<=[\]}]\s</))(?i:call|tools)>)"
 )
 _TOOL_NAMED = r"(?i:tool)\s{1,5}name=[^<>\n]{0,200}>"  # <tool name="pause"/>; "the <tool> shed" is prose
@@ -127,9 +123,8 @@ _REASON_NAMES = (
 _REASON_TAG = rf"/?(?i:{_REASON_NAMES})\s{{0,3}}>"
 
 _BUILTIN: tuple[tuple[str, str, str], ...] = (
-    # tool-call markup tags of common protocols (Anthropic-style XML, Hermes/Qwen, Qwen3-coder)
-    ("tool", "<", rf"/?(?i:{_TOOL_TAG_NAMES})(?:\s[^<>\n]{{0,200}})?>"),
-    ("tool", "<", _TOOL_TAG_SPELLED),
+    # tool-call markup tags in every spelling, and Qwen3-coder's XML parts
+    ("tool", "<", _TOOL_TAG),
     ("tool", "<", _TOOL_NAMED),
     ("tool", "<", _FUNCTION_EQ),
     ("tool", "<", _CLOSING_PARTS),
@@ -463,7 +458,9 @@ _SPECIFIC_LEADS: dict[str, str] = {
     # the built-in entries that are not closed shapes, each with a necessary condition of its own
     _INVOKE: r"invoke\s",  # <invoke name=... (the ">" is optional)
     # the call tags' first letters (their lookarounds hide them from first_class): "<b>" passes none
-    _TOOL_TAG_SPELLED: f"[/tTfF]{_closed_tail('<')}",
+    _TOOL_TAG: "|".join(
+        f"{o}{_any_case(w)}[-_]?[uUcCrR]" for o in ("/", "") for w in ("tool", "function")
+    ),  # "<tools>", "<b>" pass none
     _TOOL_NAMED: r"[tT][oO][oO][lL]\s",
     # words: the word itself ("<f>", "<b>" are HTML, and pass a closed lead)
     _FUNCTION_EQ: "function=",
@@ -482,9 +479,11 @@ _SPECIFIC_LEADS: dict[str, str] = {
     _NAMESPACED: "|".join(f"{o}{ns}:{_closed_tail('<')}" for o in ("/", "") for ns in _NAMESPACES.split("|")),
     _BAR_NAMESPACED: "|".join(f"{o}\uff5c[A-Za-z]{{1,16}}+\uff5c{_closed_tail('<')}" for o in ("/", "")),
     # its names' first letters in any case (and "\u017f", an "s" to a case-insensitive match)
+    # (a closing tag's too, after its "/": "</b>", "</call>" pass none)
     _REASON_TAG: "|".join(
-        f"{head}{_closed_tail('<')}"
-        for head in ("/", "[tTrRsS\u017f]", *(_any_case(ns) + ":" for ns in _NAMESPACES.split("|")))
+        f"{slash}{head}{_closed_tail('<')}"
+        for slash in ("/", "")
+        for head in ("[tTrRsS\u017f]", *(_any_case(ns) + ":" for ns in _NAMESPACES.split("|")))
     ),
     _JSON_KEY: blanks_then(r"[\"'][a-z]", r"\s", 20),  # a JSON object's first key
     # control words, a link's text or not ([INST][/INST]): one lead for the three
