@@ -340,6 +340,17 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     ),
     '"to=a<|message|><atem:function_calls>" * 27700': lambda rng: "to=a<|message|><atem:function_calls>" * 27_700,
     '"<tool_calls>{\\"name\\": " * 50000': lambda rng: '<tool_calls>{"name": ' * 50_000,
+    # call tags in every spelling and the tokens that are also writing (red team, issue 22 point 3)
+    '"<call>" * 166666': lambda rng: "<call>" * 166_666,
+    '"<call>a" * 140000': lambda rng: "<call>a" * 140_000,
+    '"}</call>" * 125000': lambda rng: "}</call>" * 125_000,
+    '"<tools> [ {" * 90000': lambda rng: "<tools> [ {" * 90_000,
+    '"List<ToolCall" * 70000': lambda rng: "List<ToolCall" * 70_000,
+    '"<tool-call " + 199 x, * 5000': lambda rng: ("<tool-call " + "x" * 199) * 5_000,
+    '"<s>x</s>" * 125000': lambda rng: "<s>x</s>" * 125_000,
+    '"<s>" + 190 letters + "</s>", * 5000': lambda rng: ("<s>" + "a" * 190 + "</s>") * 5_000,
+    '"[IMG] a\\n" * 125000': lambda rng: "[IMG] a\n" * 125_000,
+    '"x <sep> y " * 100000': lambda rng: "x <sep> y " * 100_000,
 }
 # inputs also scored under the protocol whose parser they stress (the case's own is json); a
 # protocol the tree does not know (a baseline before it) is timed on the new tree only

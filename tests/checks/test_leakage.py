@@ -168,3 +168,15 @@ def test_render_and_output_time_find_the_same_placeholders() -> None:
         assert rendered == leaks, f"{rec.id}: render {rendered} vs output {leaks} in {rec.text!r}"
         checked += 1
     assert checked > 300
+
+
+def test_a_token_read_as_writing_only_in_its_narrow_shape() -> None:
+    cfg = compile_leak_config(LeakConfig())
+    # [IMG] far along a line of blanks does not open the line: the look back is bounded, not a pass
+    assert [f.text for f in find_leaks("Bild" + " " * 30 + "[IMG] vom Dach", cfg)] == ["[IMG]"]
+    assert find_leaks("  2. [IMG] dach.jpg", cfg) == []
+    # a strikethrough of markup is not plain words: the eos reading wins
+    assert [f.text for f in find_leaks("<s><b>alt</b></s> neu", cfg)] == ["</s>"]
+    # past the per-text budget of exemptions the rest are flagged (the safe side)
+    found = find_leaks("<s>alt</s> neu. " * 300, cfg)
+    assert len(found) == 300 - 256 and {f.text for f in found} == {"</s>"}

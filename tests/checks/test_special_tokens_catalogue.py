@@ -37,13 +37,34 @@ def test_only_token_shapes_are_mined() -> None:
     assert all(not any(c.isspace() for c in t) for t in (*TOKENS, *TAG_HEADS))
 
 
+# mined tokens that are also ordinary writing when spaced in a line of prose (docs/leakage.md,
+# "Tokens that are also writing"): Reka's <sep>. Glued, as their templates write them, they leak.
+WRITTEN_SPACED = ("<sep>",)
+
+
 @pytest.mark.parametrize("token", TOKENS)
-def test_every_catalogue_token_is_a_leak_in_any_output(token: str) -> None:
-    text = f"@Ada take the map {token} now."
+@pytest.mark.parametrize("gap", [" ", ""], ids=["spaced", "glued"])
+def test_every_catalogue_token_is_a_leak_in_any_output(token: str, gap: str) -> None:
+    if gap and token in WRITTEN_SPACED:
+        pytest.skip("a word in prose when spaced: see test_a_token_that_is_also_writing_leaks_where_it_is_a_token")
+    text = f"@Ada take the map{gap}{token}{gap}now."
+    at = 17 + len(gap)
     found = find_leaks(text, compile_leak_config(LeakConfig()))
-    covering = [f for f in found if f.start <= 18 and f.end >= 18 + len(token)]
+    covering = [f for f in found if f.start <= at and f.end >= at + len(token)]
     assert covering, (token, found)
     assert covering[0].reason in (Reason.LEAK_SPECIAL_TOKEN, Reason.LEAK_TOOL_MARKUP, Reason.LEAK_REASONING)
+
+
+def test_a_token_that_is_also_writing_leaks_where_it_is_a_token() -> None:
+    plain = compile_leak_config(LeakConfig())
+    for token in WRITTEN_SPACED:
+        assert token in TOKENS
+        assert find_leaks(f"Put {token} between the fields.", plain) == []
+        for text in (f"@Ada go.{token}human: hi", f"@Ada go.\n\n{token}", f"@Ada go {token}"):
+            assert [f.text for f in find_leaks(text, plain)] == [token], text
+        # declared by the model, it is its token wherever it stands
+        declared = compile_leak_config(LeakConfig(special_tokens=(token,)))
+        assert [f.text for f in find_leaks(f"Put {token} between the fields.", declared)] == [token]
 
 
 @pytest.mark.parametrize("head", TAG_HEADS)
