@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from leader_eval.checks.slot_words import KOREAN_AFTER, SLOT_WORDS, union
 
@@ -331,10 +331,8 @@ CORNER_BRACKETS = {"\u300c": "\u300d", "\u300e": "\u300f"}
 
 # what may open a parenthesised slot: "your" in any language, an instruction verb, capitalised
 # or upper case (in prose a lower-case parenthesis is an aside: "(your call)")
-def _possessives(table: Mapping[str, frozenset[str]]) -> frozenset[str]:
-    return table.get("possessives", frozenset())
-
-
+# the languages that put an article before "your"
+_ARTICLED = tuple(SLOT_WORDS[k] for k in ("it", "pt", "hu"))
 # (and an article before "your": "(Il tuo nome)", "(Az Ön neve)")
 _PAREN_OPENERS = sorted(
     {
@@ -343,13 +341,19 @@ _PAREN_OPENERS = sorted(
             *_POSSESSIVES,
             *_FIRST_VERBS,
             "your",
-            *(f"{a} {p}" for t in _WORD_LANGUAGES.values() for a in t.get("articles", ()) for p in _possessives(t)),
+            *(f"{a} {p}" for t in _ARTICLED for a in t["articles"] for p in t["possessives"]),
         )
         if w.replace(" ", "").isalpha()
         for f in (str.capitalize, str.upper, str.title)
     },
     key=lambda w: (-len(w), w),
 )
+
+
+# the words in parentheses as _WORD_RUN{1,60}+ and ")", read in chunks: the closer within 60
+# characters first, then the runs of letters possessively ("(Il tuo " * 125000: a branch per letter
+# was half the scan)
+_PAREN_RUN = "(?=[^()\n]{0,60}\\))(?:[^\\W\u3007]++|['\u2019\\- " + _MARKS + "]++){1,60}+\\)"
 
 
 def _by_first_letter(words: list[str]) -> str:
@@ -377,7 +381,7 @@ SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
     (
         "(",
         rf"(?=[ \t]{{0,3}}[{''.join(sorted({w[0] for w in _PAREN_OPENERS}))}])"
-        rf"(?=[ \t]{{0,3}}(?:{_by_first_letter(_PAREN_OPENERS)})[ '\u2019\-])" + _WORD_RUN + r"{1,60}+\)",
+        rf"(?=[ \t]{{0,3}}(?:{_by_first_letter(_PAREN_OPENERS)})[ '\u2019\-])" + _PAREN_RUN,
     ),
 )
 
@@ -615,6 +619,8 @@ def _braced_slot(inner: str, opener: str) -> bool:
     ``{datum}``): in prose a template's variable. A lower-case English ``<name>`` is a tag and
     ``<tool name>`` a prompt's metavariable."""
     first = inner[:1]
+    if len(inner) < 2:
+        return False  # {x}: a variable in maths or code
     if first.isupper() or not first.islower() or inner.split(" ", 1)[0] in SLOT_VERBS:
         return is_slot_phrase(inner)
     if opener != "{" or (first.isascii() and _english_slot_phrase(inner)):
