@@ -370,6 +370,9 @@ SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
     ("<", _BRACED_SLOT_GUARD + _WORD_RUN + "{1,60}+>"),
     # in braces any letter first: {nombre}, {datum} (is_slot_at asks for another language than English)
     ("{", r"(?<![A-Za-z0-9_\\]\{)(?=[^\W\d_])" + _WORD_RUN + r"{1,60}+\}"),
+    # a word between percent signs, a mail merge's or a batch file's variable: %NAME%, %nombre%
+    # (not after a word or a digit: "50%Name%"; not a percentage: "10% and 20%")
+    ("%", "(?<![\\w%]%)(?=[^\\W\\d_])[^\\W\u3007]{1,40}+%(?![\\w%])"),
     # a positional format field: {0}, {1} ("x^{0}", "\mathbf{0}", "a_{0}" are maths)
     ("{", r"(?<![\w\\^]\{)[0-9]{1,2}\}"),
     *(
@@ -597,6 +600,7 @@ def is_slot_at(text: str, start: int, end: int, lo: int = 0) -> bool:
     - in corner brackets: a slot phrase before an honorific, or an instruction (``_corner_slot``);
     - in parentheses: a slot phrase that opens with "your" or an instruction, capitalised;
     - ``{0}``: a positional field in a format string (``_positional_slot``);
+    - between percent signs: a slot word or upper snake case ending in one (``_percent_slot``);
     - in angle brackets and braces: a slot phrase (the candidate's guard asked for a capital)."""
     opener, inner = text[start], text[start + 1 : end - 1]
     if opener in SQUARE_BRACKETS:
@@ -609,7 +613,18 @@ def is_slot_at(text: str, start: int, end: int, lo: int = 0) -> bool:
         return _corner_slot(text, inner, end)
     if opener == "(":
         return not inner.lstrip()[:1].islower() and is_slot_phrase(inner)
+    if opener == "%":
+        return _percent_slot(inner)
     return _braced_slot(inner, opener)
+
+
+def _percent_slot(inner: str) -> bool:
+    """``%NAME%``, ``%nombre%``, ``%AGENT_NAME%``: a slot word alone (in any language) or upper
+    snake case ending in a slot noun; ``%PATH%``, ``%APPDATA%`` are a system's variables."""
+    if inner in PLACEHOLDER_WORDS or is_slot_phrase(inner):
+        return True
+    last = inner.rsplit("_", 1)[-1].lower()
+    return "_" in inner and inner == inner.upper() and last in _OF_OBJECTS
 
 
 def _braced_slot(inner: str, opener: str) -> bool:
