@@ -248,6 +248,12 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"(" + "\u00d7" * 1000000': lambda rng: "(" + "\u00d7" * 1_000_000,
     '"[\u0928\u093e\u092e" * 250000': lambda rng: "[\u0928\u093e\u092e" * 250_000,
     '"(Il tuo " * 125000': lambda rng: "(Il tuo " * 125_000,
+    '"%nombre% " * 111111': lambda rng: "%nombre% " * 111_111,
+    '"%a" * 500000': lambda rng: "%a" * 500_000,
+    '"X" * 1000000': lambda rng: "X" * 1_000_000,
+    '"XXX " * 250000': lambda rng: "XXX " * 250_000,
+    '"Dear XXX, " * 100000': lambda rng: "Dear XXX, " * 100_000,
+    '"OOO\ub2d8 " * 200000': lambda rng: "OOO\ub2d8 " * 200_000,
     "1 MB Japanese prose with quotes and headings": lambda rng: (
         (
             "\u3010\u304a\u77e5\u3089\u305b\u3011\u300c\u306f\u3044\u300d\u3068\u8a00\u3063\u305f\u3002"

@@ -356,6 +356,9 @@ _PAREN_OPENERS = sorted(
 _PAREN_RUN = "(?=[^()\n]{0,60}\\))(?:[^\\W\u3007]++|['\u2019\\- " + _MARKS + "]++){1,60}+\\)"
 
 
+_NAME_RUNS = "X\u0425O"  # X, Cyrillic Х, O
+
+
 def _by_first_letter(words: list[str]) -> str:
     """``words`` as an alternation grouped by first letter (``Y(?:OUR|our)|...``): the regex engine
     tries a group only where its letter stands, not every word at every "(" ("(" * 10**6)."""
@@ -373,6 +376,9 @@ SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
     # a word between percent signs, a mail merge's or a batch file's variable: %NAME%, %nombre%
     # (not after a word or a digit: "50%Name%"; not a percentage: "10% and 20%")
     ("%", "(?<![\\w%]%)(?=[^\\W\\d_])[^\\W\u3007]{1,40}+%(?![\\w%])"),
+    # a run of three or more X (Latin, Cyrillic) or O standing for a name: "Dear XXX", "OOO님"
+    # (is_slot_at asks for a greeting before or an honorific after)
+    *((c, f"(?<![A-Za-z0-9\u0400-\u04ff]{c}){c}{{2,19}}+(?![A-Za-z0-9\u0400-\u04ff])") for c in _NAME_RUNS),
     # a positional format field: {0}, {1} ("x^{0}", "\mathbf{0}", "a_{0}" are maths)
     ("{", r"(?<![\w\\^]\{)[0-9]{1,2}\}"),
     *(
@@ -615,7 +621,25 @@ def is_slot_at(text: str, start: int, end: int, lo: int = 0) -> bool:
         return not inner.lstrip()[:1].islower() and is_slot_phrase(inner)
     if opener == "%":
         return _percent_slot(inner)
+    if opener in _NAME_RUNS:
+        return _name_run_slot(text, start, end, lo)
     return _braced_slot(inner, opener)
+
+
+def _name_run_slot(text: str, start: int, end: int, lo: int) -> bool:
+    """``XXX``, ``ХХХ``, ``OOO`` where a name goes: after a greeting (``Dear XXX``, ``Уважаемый
+    ХХХ``, ``尊敬的XXX``) or before an honorific (``OOO님``, ``XXX様``); not ``Super Bowl XXX``,
+    ``the XXX size``, ``OOO until Monday``."""
+    if text.startswith(_HONORIFICS, end):
+        return True
+    before = text[max(lo, start - 24) : start]
+    if before.endswith(_ZH_GREETINGS):
+        return True
+    m = _GREETING_BEFORE.search(before)
+    return m is not None and m.group(1).lower() in _GREETINGS
+
+
+_ZH_GREETINGS = ("\u5c0a\u656c\u7684", "\u4eb2\u7231\u7684", "\u656c\u7231\u7684")  # 尊敬的 亲爱的 敬爱的
 
 
 def _percent_slot(inner: str) -> bool:
