@@ -700,7 +700,7 @@ def _value_place(text: str, start: int, lo: int) -> bool:
 
 
 _POSITIONAL = re.compile(r"(?<![\w\\^]\{)\{([0-9]{1,2})\}")
-_GREETING_BEFORE = re.compile(r"(\w{1,20})[ \t]{1,3}\Z")
+_GREETING_BEFORE = re.compile(r"(\w{1,20}),?[ \t]{1,3}\Z")  # "Hallo {0}", "Привет, {0}"
 
 
 @functools.lru_cache(maxsize=4)
