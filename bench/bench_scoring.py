@@ -233,6 +233,27 @@ ADVERSARIAL: dict[str, Callable[[random.Random], str]] = {
     '"Assigned to [OWNER] " * 50000': lambda rng: "Assigned to [OWNER] " * 50_000,
     '"[Namen hier einf\u00fcgen " * 50000': lambda rng: "[Namen hier einf\u00fcgen " * 50_000,
     '"[\u0430" * 500000': lambda rng: "[\u0430" * 500_000,
+    # slots in every language, second round: any-script braces and angles, labels mid-line, in
+    # headings, tables and bold, kaomoji, combining marks, article and "your" in parentheses
+    '"{a" * 500000': lambda rng: "{a" * 500_000,
+    '"{x} " * 250000': lambda rng: "{x} " * 250_000,
+    '"{ab} " * 200000': lambda rng: "{ab} " * 200_000,
+    '"{datum} " * 125000': lambda rng: "{datum} " * 125_000,
+    '"<\u0418" * 500000': lambda rng: "<\u0418" * 500_000,
+    '"<\u0418\u043c\u044f> " * 166666': lambda rng: "<\u0418\u043c\u044f> " * 166_666,
+    '"Zeit: 10 Uhr, [Ort]: M\u00fchle\\n" * 40000': lambda rng: "Zeit: 10 Uhr, [Ort]: M\u00fchle\n" * 40_000,
+    '"| [Ort] | M\u00fchle |\\n" * 55000': lambda rng: "| [Ort] | M\u00fchle |\n" * 55_000,
+    '"### [Datum] 12.03.\\n" * 55000': lambda rng: "### [Datum] 12.03.\n" * 55_000,
+    '"m(\uff3f\uff3f)m " * 125000': lambda rng: "m(\uff3f\uff3f)m " * 125_000,
+    '"(" + "\u00d7" * 1000000': lambda rng: "(" + "\u00d7" * 1_000_000,
+    '"[\u0928\u093e\u092e" * 250000': lambda rng: "[\u0928\u093e\u092e" * 250_000,
+    '"(Il tuo " * 125000': lambda rng: "(Il tuo " * 125_000,
+    '"%nombre% " * 111111': lambda rng: "%nombre% " * 111_111,
+    '"%a" * 500000': lambda rng: "%a" * 500_000,
+    '"X" * 1000000': lambda rng: "X" * 1_000_000,
+    '"XXX " * 250000': lambda rng: "XXX " * 250_000,
+    '"Dear XXX, " * 100000': lambda rng: "Dear XXX, " * 100_000,
+    '"OOO\ub2d8 " * 200000': lambda rng: "OOO\ub2d8 " * 200_000,
     "1 MB Japanese prose with quotes and headings": lambda rng: (
         (
             "\u3010\u304a\u77e5\u3089\u305b\u3011\u300c\u306f\u3044\u300d\u3068\u8a00\u3063\u305f\u3002"

@@ -470,8 +470,12 @@ _SPECIFIC_LEADS: dict[str, str] = {
     # upper case, or the one lower-case word: "<p>" is HTML
     next(rest for first, rest in PLACEHOLDER_SHAPES if first == "<"): f"[A-Z]{_closed_tail('<')}|placeholder>",
     # upper case, or an instruction verb and a blank (as the shapes' own lookahead): "<a>", "{x}"
-    _SLOT_ANGLED: "|".join([f"[A-Z]{_closed_tail('<')}", *(f"{v}\\s{_closed_tail('<')}" for v in _SLOT_VERBS)]),
-    _SLOT_BRACED: "|".join([f"[A-Z]{_closed_tail('{')}", *(f"{v}\\s{_closed_tail('{')}" for v in _SLOT_VERBS)]),
+    # (positive sets, which the group's precheck can read: a letter of another script, any case)
+    _SLOT_ANGLED: "|".join(
+        [f"[A-Z\\u0080-\\U0010ffff]{_closed_tail('<')}", *(f"{v}\\s{_closed_tail('<')}" for v in _SLOT_VERBS)]
+    ),
+    # any letter after "{": {nombre}, {datum}, {имя}
+    _SLOT_BRACED: f"[A-Za-z\\u0080-\\U0010ffff]{_closed_tail('{')}",
     _LLAMA2_SYS: _LLAMA2_SYS,  # <<SYS>>: an opener inside
     _MINIMAX_EOS: _MINIMAX_EOS,  # [e~[: an opener inside
     # the family shapes' own heads (bounded): "<b>" passes none of them, as it passes no other

@@ -218,7 +218,8 @@ def _words_of(inner: str) -> list[str]:
     """Lower-case words: hyphens split them, "e-mail" is "email", French and Italian elisions
     (``l'expéditeur``) and the Arabic article (``المستلم``) are taken off."""
     out = []
-    for w in inner.lower().replace("\u2019", "'").replace("e-mail", "email").replace("-", " ").split():
+    lowered = inner.lower().replace("i\u0307", "i")  # a lower-cased Turkish "İ" keeps its dot
+    for w in lowered.replace("\u2019", "'").replace("e-mail", "email").replace("-", " ").split():
         if "'" in w:
             w = next((w[len(e) :] for e in _ELISIONS if w.startswith(e) and len(w) > len(e)), w)
         if w.startswith("\u0627\u0644") and len(w) > 3:  # ال
@@ -302,32 +303,60 @@ def _cjk_slot(inner: str) -> bool:
     return s in _CJK_ALONE or s.endswith(_CJK_HEADS) or (asked and s in _CJK_ASKED)
 
 
+# combining marks, which are no \w: Devanagari vowel signs (नाम), Hebrew points, Arabic harakat,
+# the dot of a lower-cased Turkish "İ"
+_MARKS = "\u0300-\u036f\u0591-\u05c7\u064b-\u065f\u0900-\u0903\u093a-\u094f\u0951-\u0957\u0962\u0963"
+
+
 def _alternation(words: frozenset[str]) -> str:
     return "|".join(sorted(words, key=lambda w: (-len(w), w)))
 
 
-_SLOT_CHARS = r"[A-Za-z0-9'\- ]{1,60}+"
 #: what the leak detector matches after "[" before asking ``is_slot_phrase`` (padding allowed:
 #: ``[ Your Name ]``)
-SLOT_CANDIDATE = "(?=[ \t]{0,3}[^\\W\\d_])(?:[^\\W\u3007]|['\u2019\\- ]){1,60}+\\](?![\\[(])"
-#: the same after "<" and "{": ``<Your Name>``, ``<YOUR NAME>``, ``{Agent Name}``, ``{Name}``,
-#: ``<insert goal here>``. These need an upper-case first letter or a ``SLOT_VERBS`` verb first:
-#: in lower case, ``<name>``, ``<time>``, ``<b>`` are HTML/XML tags and ``<tool name>``,
-#: ``<your message>`` are how a prompt spells a format ("Reply with {"tool": "<tool name>", ...}")
-_BRACED_SLOT_GUARD = rf"(?=[A-Z]|(?:{_alternation(SLOT_VERBS)})\s)"
+SLOT_CANDIDATE = "(?=[ \t]{0,3}[^\\W\\d_])(?:[^\\W\u3007]|['\u2019\\- " + _MARKS + "]){1,60}+\\](?![\\[(])"
+#: the same after "<": ``<Your Name>``, ``<YOUR NAME>``, ``<Prénom>``, ``<名前>``, ``<insert goal
+#: here>``. These need an upper-case or uncased first letter or a ``SLOT_VERBS`` verb first: in
+#: lower case, ``<name>``, ``<time>``, ``<b>`` are HTML/XML tags and ``<tool name>``, ``<your
+#: message>`` are how a prompt spells a format ("Reply with {"tool": "<tool name>", ...}")
+_BRACED_SLOT_GUARD = rf"(?=[^\W\d_a-z]|(?:{_alternation(SLOT_VERBS)})\s)"
 # the words of a slot in any script: letters, digits, "_" (not 〇, a filler of its own), apostrophes,
 # hyphens and spaces
-_WORD_RUN = "(?:[^\\W\u3007]|['\u2019\\- ])"
+_WORD_RUN = "(?:[^\\W\u3007]|['\u2019\\- " + _MARKS + "])"
 #: brackets read as square ones: full-width, lenticular, tortoise-shell, white lenticular
 SQUARE_BRACKETS = {"[": "]", "\uff3b": "\uff3d", "\u3010": "\u3011", "\u3014": "\u3015", "\u3016": "\u3017"}
 #: corner brackets quote in Japanese: a slot only before an honorific or as an instruction
 CORNER_BRACKETS = {"\u300c": "\u300d", "\u300e": "\u300f"}
+
+
 # what may open a parenthesised slot: "your" in any language, an instruction verb, capitalised
 # or upper case (in prose a lower-case parenthesis is an aside: "(your call)")
+# the languages that put an article before "your"
+_ARTICLED = tuple(SLOT_WORDS[k] for k in ("it", "pt", "hu"))
+# (and an article before "your": "(Il tuo nome)", "(Az Ön neve)")
 _PAREN_OPENERS = sorted(
-    {f(w) for w in (_POSSESSIVES | _FIRST_VERBS | {"your"}) if w.isalpha() for f in (str.capitalize, str.upper)},
+    {
+        f(w)
+        for w in (
+            *_POSSESSIVES,
+            *_FIRST_VERBS,
+            "your",
+            *(f"{a} {p}" for t in _ARTICLED for a in t["articles"] for p in t["possessives"]),
+        )
+        if w.replace(" ", "").isalpha()
+        for f in (str.capitalize, str.upper, str.title)
+    },
     key=lambda w: (-len(w), w),
 )
+
+
+# the words in parentheses as _WORD_RUN{1,60}+ and ")", read in chunks: the closer within 60
+# characters first, then the runs of letters possessively ("(Il tuo " * 125000: a branch per letter
+# was half the scan)
+_PAREN_RUN = "(?=[^()\n]{0,60}\\))(?:[^\\W\u3007]++|['\u2019\\- " + _MARKS + "]++){1,60}+\\)"
+
+
+_NAME_RUNS = "X\u0425O"  # X, Cyrillic Х, O
 
 
 def _by_first_letter(words: list[str]) -> str:
@@ -341,12 +370,19 @@ def _by_first_letter(words: list[str]) -> str:
 
 SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
     ("[", SLOT_CANDIDATE),
-    ("<", _BRACED_SLOT_GUARD + _SLOT_CHARS + ">"),
-    ("{", r"(?<![A-Za-z0-9\\]\{)" + _BRACED_SLOT_GUARD + _SLOT_CHARS + r"\}"),
+    ("<", _BRACED_SLOT_GUARD + _WORD_RUN + "{1,60}+>"),
+    # in braces any letter first: {nombre}, {datum} (is_slot_at asks for another language than English)
+    ("{", r"(?<![A-Za-z0-9_\\]\{)(?=[^\W\d_])" + _WORD_RUN + r"{1,60}+\}"),
+    # a word between percent signs, a mail merge's or a batch file's variable: %NAME%, %nombre%
+    # (not after a word or a digit: "50%Name%"; not a percentage: "10% and 20%")
+    ("%", "(?<![\\w%]%)(?=[^\\W\\d_])[^\\W\u3007]{1,40}+%(?![\\w%])"),
+    # a run of three or more X (Latin, Cyrillic) or O standing for a name: "Dear XXX", "OOO님"
+    # (is_slot_at asks for a greeting before or an honorific after)
+    *((c, f"(?<![A-Za-z0-9\u0400-\u04ff]{c}){c}{{2,19}}+(?![A-Za-z0-9\u0400-\u04ff])") for c in _NAME_RUNS),
     # a positional format field: {0}, {1} ("x^{0}", "\mathbf{0}", "a_{0}" are maths)
     ("{", r"(?<![\w\\^]\{)[0-9]{1,2}\}"),
     *(
-        (opener, f"(?=[ \u3000]{{0,3}}[^\\W\\d_])(?:[^\\W\u3007]|['\u2019\\- \u3000]){{1,60}}+{closer}")
+        (opener, f"(?=[ \u3000]{{0,3}}[^\\W\\d_])(?:[^\\W\u3007]|['\u2019\\- \u3000{_MARKS}]){{1,60}}+{closer}")
         for opener, closer in SQUARE_BRACKETS.items()
         if opener != "["
     ),
@@ -354,7 +390,7 @@ SLOT_CANDIDATES: tuple[tuple[str, str], ...] = (
     (
         "(",
         rf"(?=[ \t]{{0,3}}[{''.join(sorted({w[0] for w in _PAREN_OPENERS}))}])"
-        rf"(?=[ \t]{{0,3}}(?:{_by_first_letter(_PAREN_OPENERS)})[ '\u2019\-])" + _WORD_RUN + r"{1,60}+\)",
+        rf"(?=[ \t]{{0,3}}(?:{_by_first_letter(_PAREN_OPENERS)})[ '\u2019\-])" + _PAREN_RUN,
     ),
 )
 
@@ -410,13 +446,21 @@ _NUMERALS = (
     "0-9\uff10-\uff19\u96f6\u4e00\u4e8c\u4e09\u56db\u4e94\u516d\u4e03\u516b\u4e5d\u5341\u767e\u5343\u4e07\u5104\u5146"
 )
 _GLYPHS = "\u25cb\u25ef\u25cf\u25ce\u25b3\u25b2\u25bd\u25a1\u25a0\u00d7\u2606\u2605"
+
+
+def _not_kaomoji(g: str) -> str:
+    """Not a face: a run of ``g`` (its first glyph just read) alone in parentheses that open after
+    a blank, the text's start or the arm "m": ``m(＿＿)m``, ``疲れた (××)``; ``担当者(〇〇)`` stays."""
+    return f"(?!(?<=[(\uff08]{g})(?<![^\\W\uff4dm][(\uff08]{g}){g}{{0,40}}+[)\uff09])"
+
+
 _FILLERS: tuple[tuple[str, str], ...] = (
-    ("\u3007", "(?<![" + _NUMERALS + "\u3007]\u3007)\u3007{1,39}+(?![" + _NUMERALS + "])"),
+    ("\u3007", f"(?<![{_NUMERALS}\u3007]\u3007){_not_kaomoji(chr(0x3007))}\u3007{{1,39}}+(?![{_NUMERALS}])"),
     *(
-        (g, "(?<![" + _GLYPHS + "0-9]" + g + ")" + g + "{1,39}+(?![" + _GLYPHS + "0-9])")
+        (g, "(?<![" + _GLYPHS + "0-9]" + g + ")" + _not_kaomoji(g) + g + "{1,39}+(?![" + _GLYPHS + "0-9])")
         for g in "\u25cb\u25ef\u25cf\u25b3\u25a1\u00d7"
     ),
-    ("\uff3f", "\uff3f{1,39}+"),
+    ("\uff3f", _not_kaomoji("\uff3f") + "\uff3f{1,39}+"),
 )
 
 #: (first character, rest of the regex): the shapes, split so the leak detector can group its
@@ -464,9 +508,15 @@ _UNFILLED = (
     | _VERBS
     | _HERE_WORDS
 )
-_LINE_START = re.compile(r"[ \t]{0,8}(?:(?:[-*>]|[0-9]{1,3}[.)])[ \t]{1,3})?")
+# indent, a list or quote marker, a heading's hashes or a table's bar, and bold: "### [Datum] 12.03.",
+# "| [Ort] | Mühle |", "**[Ort]** Mühle"
+_LINE_START = re.compile(r"[ \t]{0,8}(?:(?:[-*>|]|#{1,6}|[0-9]{1,3}[.)])[ \t]{1,3})?(?:\*\*|__)?")
 _LINK_DESTINATION = r"(?:<|[a-z][a-z0-9+.-]{1,20}:|/|\.{1,2}/|#)"  # <url>, https:, mailto:, /path, ./path, #anchor
-_LABEL_VALUE = re.compile(r":?[ \t]{1,3}(?=\S)")
+# after the label: bold's closer, then a colon (a blank before it in French: "[Nom] : Ada") or
+# blanks (and a table's bar), then the value on the same line
+_LABEL_VALUE = re.compile(r"(?:\*\*|__)?(?:([ \t]?[:\uff1a])[ \t]{0,3}|[ \t]{1,3}(?:\|[ \t]{1,3})?)(?=[^\s|])")
+# what stands before a label in the middle of a line: "Zeit: 10 Uhr, [Ort]: Mühle"
+_LABEL_SEPARATORS = frozenset(",;|\u2013\u2014\u2022\u00b7\uff0c\u3001\uff1b")
 
 
 _REFERENCE = re.compile(rf"(?:^|\n)[ ]{{0,3}}(\[[^\[\]\n]{{1,62}}\]):[ \t]{{0,3}}{_LINK_DESTINATION}")
@@ -510,13 +560,24 @@ def is_filled_label(text: str, start: int, end: int, lo: int = 0) -> bool:
     m = _LABEL_VALUE.match(text, end)
     if m is None or not _UNFILLED.isdisjoint(inner.lower().replace("-", " ").split()):
         return False
-    first = text[m.end()]
-    if first.isdigit() or first in "(@+":
-        return text[end] == ":" or _at_line_start(text, start, lo)
-    return first.isupper() and _at_line_start(text, start, lo)
+    first, colon = text[m.end()], m.group(1) is not None
+    if _at_line_start(text, start, lo):
+        return colon or first.isupper() or first.isdigit() or first in "(@+"
+    if not colon:
+        return False
+    return first.isdigit() or first in "(@+" or (first.isupper() and _after_separator(text, start, lo))
 
 
-_UNCASED_VALUE = re.compile(r"([:\uff1a]?)([ \t\u3000]{0,3})(\w{1,40})")
+def _after_separator(text: str, start: int, lo: int) -> bool:
+    """Does ``start`` follow a comma, a semicolon, a dash or a bar on its line (up to three blanks
+    between): a label in the middle of a line of labels?"""
+    k = start - 1
+    while k >= lo and k > start - 4 and text[k] in " \t\u3000":
+        k -= 1
+    return k >= lo and text[k] in _LABEL_SEPARATORS
+
+
+_UNCASED_VALUE = re.compile(r"(?:\*\*|__)?((?:[ \t]?[:\uff1a])?)([ \t\u3000]{0,3}(?:\|[ \t]{1,3})?)(\w{1,40})")
 
 
 def _uncased_label(text: str, start: int, end: int, lo: int) -> bool:
@@ -527,7 +588,7 @@ def _uncased_label(text: str, start: int, end: int, lo: int) -> bool:
     if word.startswith(_HONORIFICS):
         return False
     if not _at_line_start(text, start, lo):
-        return bool(colon) and word[0].isdigit()
+        return bool(colon) and (word[0].isdigit() or _after_separator(text, start, lo))
     # hiragana, Hangul or a Chinese particle written on: a particle or an ending, not a value
     c = word[0]
     return bool(colon or blanks) or not ("\u3040" <= c <= "\u309f" or "\uac00" <= c <= "\ud7a3" or c in _ZH_PARTICLES)
@@ -545,6 +606,7 @@ def is_slot_at(text: str, start: int, end: int, lo: int = 0) -> bool:
     - in corner brackets: a slot phrase before an honorific, or an instruction (``_corner_slot``);
     - in parentheses: a slot phrase that opens with "your" or an instruction, capitalised;
     - ``{0}``: a positional field in a format string (``_positional_slot``);
+    - between percent signs: a slot word or upper snake case ending in one (``_percent_slot``);
     - in angle brackets and braces: a slot phrase (the candidate's guard asked for a capital)."""
     opener, inner = text[start], text[start + 1 : end - 1]
     if opener in SQUARE_BRACKETS:
@@ -556,8 +618,53 @@ def is_slot_at(text: str, start: int, end: int, lo: int = 0) -> bool:
     if opener in CORNER_BRACKETS:
         return _corner_slot(text, inner, end)
     if opener == "(":
-        return inner.lstrip()[:1].isupper() and is_slot_phrase(inner)
-    return is_slot_phrase(inner)
+        return not inner.lstrip()[:1].islower() and is_slot_phrase(inner)
+    if opener == "%":
+        return _percent_slot(inner)
+    if opener in _NAME_RUNS:
+        return _name_run_slot(text, start, end, lo)
+    return _braced_slot(inner, opener)
+
+
+def _name_run_slot(text: str, start: int, end: int, lo: int) -> bool:
+    """``XXX``, ``ХХХ``, ``OOO`` where a name goes: after a greeting (``Dear XXX``, ``Уважаемый
+    ХХХ``, ``尊敬的XXX``) or before an honorific (``OOO님``, ``XXX様``); not ``Super Bowl XXX``,
+    ``the XXX size``, ``OOO until Monday``."""
+    if text.startswith(_HONORIFICS, end):
+        return True
+    before = text[max(lo, start - 24) : start]
+    if before.endswith(_ZH_GREETINGS):
+        return True
+    m = _GREETING_BEFORE.search(before)
+    return m is not None and m.group(1).lower() in _GREETINGS
+
+
+_ZH_GREETINGS = ("\u5c0a\u656c\u7684", "\u4eb2\u7231\u7684", "\u656c\u7231\u7684")  # 尊敬的 亲爱的 敬爱的
+
+
+def _percent_slot(inner: str) -> bool:
+    """``%NAME%``, ``%nombre%``, ``%AGENT_NAME%``: a slot word alone (in any language) or upper
+    snake case ending in a slot noun; ``%PATH%``, ``%APPDATA%`` are a system's variables."""
+    if inner in PLACEHOLDER_WORDS or is_slot_phrase(inner):
+        return True
+    last = inner.rsplit("_", 1)[-1].lower()
+    return "_" in inner and inner == inner.upper() and last in _OF_OBJECTS
+
+
+def _braced_slot(inner: str, opener: str) -> bool:
+    """In angle brackets and braces a slot phrase that starts upper case or in a script without case
+    (``<Prénom>``, ``<ИМЯ>``, ``{Empfänger}``, ``<名前>``, ``{이름}``) or with an instruction verb;
+    in braces also a lower-case one in another language than English (``{nombre}``, ``{имя}``,
+    ``{datum}``): in prose a template's variable. A lower-case English ``<name>`` is a tag and
+    ``<tool name>`` a prompt's metavariable."""
+    first = inner[:1]
+    if len(inner) < 2:
+        return False  # {x}: a variable in maths or code
+    if first.isupper() or not first.islower() or inner.split(" ", 1)[0] in SLOT_VERBS:
+        return is_slot_phrase(inner)
+    if opener != "{" or (first.isascii() and _english_slot_phrase(inner)):
+        return False
+    return _cjk_slot(inner) if _CJK_CHAR.search(inner) else _word_slot(_words_of(inner))
 
 
 def _role_slot(text: str, start: int, end: int, lo: int, inner: str) -> bool:
@@ -593,7 +700,7 @@ def _value_place(text: str, start: int, lo: int) -> bool:
 
 
 _POSITIONAL = re.compile(r"(?<![\w\\^]\{)\{([0-9]{1,2})\}")
-_GREETING_BEFORE = re.compile(r"(\w{1,20})[ \t]{1,3}\Z")
+_GREETING_BEFORE = re.compile(r"(\w{1,20}),?[ \t]{1,3}\Z")  # "Hallo {0}", "Привет, {0}"
 
 
 @functools.lru_cache(maxsize=4)
@@ -627,8 +734,8 @@ def _corner_slot(text: str, inner: str, end: int) -> bool:
 
 
 def _at_line_start(text: str, start: int, lo: int) -> bool:
-    # looks back at most 16 characters (the longest _LINE_START): linear on a long line of hits
-    k = max(lo, start - 16)
+    # looks back at most 24 characters (the longest _LINE_START): linear on a long line of hits
+    k = max(lo, start - 24)
     nl = text.rfind("\n", k, start)
     if nl == -1 and k > lo:
         return False
