@@ -141,6 +141,55 @@ REGISTRY: dict[str, ToolCallProtocol] = {
 }
 PROTOCOLS: tuple[str, ...] = tuple(REGISTRY)
 
+
+@dataclass(frozen=True)
+class _Prefilter:
+    """Which protocols' lenient scans can find anything in a text, decided once per text: a
+    failed strict parse runs the lenient scans of all ~35 protocols, and on most text most of
+    them have nothing to find. Each distinct needle is searched once (a needle whose first
+    character the text lacks is absent without a search); a protocol is a candidate when one of
+    its needles is there."""
+
+    #: first character -> the needles starting with it
+    by_first: dict[str, tuple[str, ...]]
+    #: protocols whose lenient scan runs whatever the text (no needles: ``openai``'s)
+    always: frozenset[str]
+    owners: dict[str, tuple[str, ...]]
+
+    def candidates(self, scan: Scan) -> frozenset[str]:
+        text, start = scan.text, scan.start
+        names = set(self.always)
+        present: dict[str, bool] = {}
+        for first, needles in self.by_first.items():
+            if text.find(first, start) == -1:
+                present.update(dict.fromkeys(needles, False))
+                continue
+            for n in needles:
+                held = present[n] = n == first or text.find(n, start) != -1
+                if held:
+                    names.update(self.owners[n])
+        scan.know(present)
+        return frozenset(names)
+
+
+def _prefilter() -> _Prefilter:
+    owners: dict[str, list[str]] = {}
+    for p in REGISTRY.values():
+        for n in p.lenient_needs:
+            if n:
+                owners.setdefault(n, []).append(p.name)
+    by_first: dict[str, list[str]] = {}
+    for n in owners:
+        by_first.setdefault(n[0], []).append(n)
+    return _Prefilter(
+        by_first={k: tuple(v) for k, v in by_first.items()},
+        always=frozenset(p.name for p in REGISTRY.values() if p.lenient is None or not p.lenient_needs),
+        owners={n: tuple(v) for n, v in owners.items()},
+    )
+
+
+_PREFILTER = _prefilter()
+
 #: a template that takes tools but shows no protocol's marker: Hermes/Qwen's convention, the
 #: most common one among open-weight chat templates
 _TOOLS_DEFAULT = "hermes"
@@ -388,8 +437,9 @@ def parse_output(
     if scan is not None:
         own = sorted({c.span for c in lenient if c.span is not None})
         own_starts = [a for a, _ in own]
+    candidates = _PREFILTER.candidates(scan) if scan is not None else frozenset()
     for other in PROTOCOLS if scan is not None else ():
-        if other == protocol:
+        if other == protocol or other not in candidates:
             continue
         found = _lenient(other, scan, api_tool_calls)  # type: ignore[arg-type]  # not None here
         if found and any(c.span is None or not _contained(c.span, own_starts, own) for c in found):

@@ -311,6 +311,11 @@ class Scan:
             pos: (window_charges(n, pos, got[1]), got) for pos, got in (memo or {}).items()
         }
 
+    def know(self, present: dict[str, bool]) -> None:
+        """Take the prefilter's answers (needle -> held at or after ``start``), found for every
+        protocol's needles in one pass (``protocols.marker_prefilter``)."""
+        self._holds.update(present)
+
     def holds(self, needle: str) -> bool:
         """Does the text hold ``needle`` at or after ``start``? (Asked once per needle: protocols
         share needles, and most of them are absent from most text.) A needle whose first
