@@ -163,3 +163,19 @@ def test_render_and_output_time_find_the_same_placeholders() -> None:
         assert rendered == leaks, f"{rec.id}: render {rendered} vs output {leaks} in {rec.text!r}"
         checked += 1
     assert checked > 300
+
+
+def test_the_scanners_first_characters_are_read_from_its_entries_as_from_its_pattern() -> None:
+    # compile_leak_config reads the characters a scan can start at from its entries instead of
+    # parsing the ~10,000-character pattern again: the same answer for every kind of entry
+    from leader_eval.checks import leakage
+
+    for cfg in (
+        LeakConfig(),
+        LeakConfig(markers=("[NO CHAT]", "[brb:"), special_tokens=("<|im_start|>", "\n<x>")),
+        LeakConfig(
+            eot_tokens=("<|eot_id|>",), reasoning_tags=("<think>", "</think>"), placeholder_names=("agent_name",)
+        ),
+    ):
+        compiled = compile_leak_config(cfg)
+        assert compiled.scanner_firsts == leakage._first_chars(compiled.scanner) is not None
