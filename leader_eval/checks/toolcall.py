@@ -15,11 +15,12 @@ docs/protocols.md documents the constraint semantics and the reasons.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from leader_eval.bounded.json_schema import is_bound, validator_for
@@ -39,6 +40,15 @@ _REGEXES: dict[str, SuiteRegex | None] = {}
 _GOAL_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {}
 
 # --------------------------------------------------------------------------- caches
+
+
+@functools.cache
+def _jsonschema_api() -> tuple[Callable[..., Any], type[Exception]]:
+    """(``best_match``, ``Unresolvable``), imported once, where arguments first meet a schema."""
+    from jsonschema.exceptions import best_match
+    from referencing.exceptions import Unresolvable
+
+    return best_match, Unresolvable
 
 
 def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
@@ -535,9 +545,7 @@ def _schema_check(
         schema = tools.get(call.name)
         if schema is None:
             continue  # an unknown tool is tool_choice's finding
-        from jsonschema.exceptions import best_match
-        from referencing.exceptions import Unresolvable
-
+        best_match, unresolvable = _jsonschema_api()
         validator = validators[call.name] if validators and call.name in validators else _validator(schema)
         try:
             if _fast_valid(validator, call.arguments):
@@ -549,7 +557,7 @@ def _schema_check(
                 ArgFailure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", "shallower arguments", "too deep")
             )
             continue
-        except Unresolvable as exc:  # only a schema handed in directly: a suite's refs are checked at load
+        except unresolvable as exc:  # only a schema handed in directly: a suite's refs are checked at load
             why = f"the tool schema's $ref {getattr(exc, 'ref', '')!r} is not resolvable (nothing is fetched)"
             failures.append(
                 ArgFailure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", {"schema": "$ref", "message": why}, None)
