@@ -23,24 +23,30 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any
-
-from jsonschema.exceptions import ValidationError
-from jsonschema.validators import Draft202012Validator, extend
-from referencing import Registry, Resource
-from referencing.exceptions import NoSuchResource
+from typing import TYPE_CHECKING, Any
 
 from leader_eval.bounded.regex import RegexTimeout, compile_suite_regex
+
+if TYPE_CHECKING:
+    from jsonschema.validators import Draft202012Validator
+    from referencing import Registry, Resource
+
+# jsonschema and referencing (~35 ms of CPU to import) are heavy dependencies: imported where a
+# validator is built or reports, so a suite without tool schemas never loads them
 
 # --------------------------------------------------------------------------- validators
 
 
 def refuse_retrieval(uri: str) -> Resource[Any]:
     """The registry's retrieve function: every URI not loaded at lint time is refused."""
+    from referencing.exceptions import NoSuchResource
+
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 def empty_registry() -> Registry[Any]:
+    from referencing import Registry
+
     return Registry(retrieve=refuse_retrieval)  # type: ignore[call-arg]
 
 
@@ -51,6 +57,8 @@ def compile_validator(
 
     ``validator.schema is schema`` holds, so callers may cache by identity.
     """
+    from jsonschema.validators import Draft202012Validator
+
     registry = registry if registry is not None else empty_registry()
     checker = Draft202012Validator.FORMAT_CHECKER
     cls = _bounded_class()  # ``pattern`` & co. match in bounded time
@@ -65,14 +73,16 @@ def compile_validator(
 
 @lru_cache(maxsize=1)
 def _bounded_class() -> Any:
+    from jsonschema.validators import Draft202012Validator
+
     return bounded_validator_class(Draft202012Validator)
 
 
 #: schemas a suite loaded, by identity: (the schema, the registry of its suite's files, its URI)
-_BOUND: dict[int, tuple[Mapping[str, Any], Registry[Any], str]] = {}
+_BOUND: dict[int, tuple[Mapping[str, Any], Registry[Any] | None, str]] = {}
 
 
-def bind(schemas: Iterable[tuple[Mapping[str, Any], Registry[Any], str]]) -> None:
+def bind(schemas: Iterable[tuple[Mapping[str, Any], Registry[Any] | None, str]]) -> None:
     """Remember that each schema (a tool's ``parameters`` dict, by identity) resolves its refs in
     ``registry`` from ``base_uri``: ``validator_for`` then validates it against those files."""
     if len(_BOUND) > 4096:  # a long-lived process loading many suites
@@ -135,6 +145,8 @@ def _search(pattern: str, text: str) -> bool | None:
 
 
 def _pattern_keyword(validator: Any, patrn: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
     if validator.is_type(instance, "string"):
         hit = _search(patrn, instance)
         if hit is None:
@@ -144,6 +156,8 @@ def _pattern_keyword(validator: Any, patrn: Any, instance: Any, schema: Any) -> 
 
 
 def _pattern_properties_keyword(validator: Any, pp: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in pp.items():
@@ -156,6 +170,8 @@ def _pattern_properties_keyword(validator: Any, pp: Any, instance: Any, schema: 
 
 
 def _additional_properties_keyword(validator: Any, ap: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
     if not validator.is_type(instance, "object"):
         return
     properties = schema.get("properties", {})
@@ -180,6 +196,8 @@ def _additional_properties_keyword(validator: Any, ap: Any, instance: Any, schem
 def bounded_validator_class(base: Any) -> Any:
     """``base`` (a jsonschema validator class) whose ``pattern``, ``patternProperties`` and
     ``additionalProperties`` match with the bounded engines instead of ``re.search``."""
+    from jsonschema.validators import extend
+
     return extend(
         base,
         {

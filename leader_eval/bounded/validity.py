@@ -116,7 +116,7 @@ def _object_check(props: dict[str, Predicate], required: tuple[str, ...], extra:
 
 
 #: what ``compile_validity(..., trusted=True)`` handles besides ``_HANDLED``
-_TRUSTED = frozenset({"pattern", "enum"})
+_TRUSTED = frozenset({"pattern", "enum", "oneOf"})
 
 
 def compile_validity(schema: Any, *, trusted: bool = False) -> Predicate | None:
@@ -125,7 +125,8 @@ def compile_validity(schema: Any, *, trusted: bool = False) -> Predicate | None:
     ``trusted``: the schema is this project's own (the suite schema), so ``pattern`` is run as
     jsonschema runs it (``re.search``: a pattern from a suite or a model could take exponential
     time there, hence never for those) and ``enum`` of strings is handled too (jsonschema's
-    ``equal`` compares a string only with ``==``, and no other type equals a string)."""
+    ``equal`` compares a string only with ``==``, and no other type equals a string), and so is
+    ``oneOf`` of alternatives that each only require keys (decided exactly: exactly one holds)."""
     if schema is True:
         return _always
     if schema is False:
@@ -147,6 +148,21 @@ def compile_validity(schema: Any, *, trusted: bool = False) -> Predicate | None:
             return None
         strings = frozenset(members)
         checks.append(lambda v: type(v) is str and v in strings)
+
+    if "oneOf" in schema:
+        # only alternatives of required keys (the suite schema's "content or file"): each is
+        # decided exactly (present or not), so "exactly one holds" is jsonschema's oneOf
+        branches = schema["oneOf"]
+        if not isinstance(branches, list) or not branches:
+            return None
+        keys: list[tuple[str, ...]] = []
+        for b in branches:
+            need = b.get("required") if isinstance(b, Mapping) and set(b) == {"required"} else None
+            if not isinstance(need, list) or not all(isinstance(k, str) for k in need):
+                return None
+            keys.append(tuple(need))
+        alternatives = tuple(keys)
+        checks.append(lambda v: _one_of_required(v, alternatives))
 
     if "type" in schema:
         names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
@@ -198,3 +214,11 @@ def compile_validity(schema: Any, *, trusted: bool = False) -> Predicate | None:
         return True
 
     return valid
+
+
+def _one_of_required(v: Any, alternatives: tuple[tuple[str, ...], ...]) -> bool:
+    """jsonschema's ``oneOf`` of ``{"required": keys}`` alternatives: ``required`` holds for any
+    value that is not an object, so there every alternative holds."""
+    if type(v) is not dict:
+        return len(alternatives) == 1
+    return sum(all(k in v for k in keys) for keys in alternatives) == 1

@@ -15,21 +15,24 @@ docs/protocols.md documents the constraint semantics and the reasons.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
-from referencing.exceptions import Unresolvable
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from leader_eval.bounded.json_schema import is_bound, validator_for
 from leader_eval.bounded.regex import RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.bounded.validity import Predicate, compile_validity
 from leader_eval.types import CheckResult, Reason, ToolCall
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
+# jsonschema (a heavy import) is imported where arguments meet a schema: a suite whose outputs
+# carry no call to a tool with a schema never loads it
 
 _VALIDATORS: dict[Any, Draft202012Validator] = {}
 _FAST: dict[int, tuple[Draft202012Validator, Predicate | None]] = {}
@@ -37,6 +40,15 @@ _REGEXES: dict[str, SuiteRegex | None] = {}
 _GOAL_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {}
 
 # --------------------------------------------------------------------------- caches
+
+
+@functools.cache
+def _jsonschema_api() -> tuple[Callable[..., Any], type[Exception]]:
+    """(``best_match``, ``Unresolvable``), imported once, where arguments first meet a schema."""
+    from jsonschema.exceptions import best_match
+    from referencing.exceptions import Unresolvable
+
+    return best_match, Unresolvable
 
 
 def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
@@ -70,6 +82,8 @@ def _fast_valid(validator: Draft202012Validator, arguments: Any) -> bool:
     for the schemas ``fast_validity`` handles (~1 us instead of ~10 us); False: ask jsonschema."""
     known = _FAST.get(id(validator))
     if known is None or known[0] is not validator:
+        from jsonschema import Draft202012Validator
+
         pred: Predicate | None = None
         if validator.TYPE_CHECKER is Draft202012Validator.TYPE_CHECKER:  # the types it copies
             try:
@@ -531,6 +545,7 @@ def _schema_check(
         schema = tools.get(call.name)
         if schema is None:
             continue  # an unknown tool is tool_choice's finding
+        best_match, unresolvable = _jsonschema_api()
         validator = validators[call.name] if validators and call.name in validators else _validator(schema)
         try:
             if _fast_valid(validator, call.arguments):
@@ -542,7 +557,7 @@ def _schema_check(
                 ArgFailure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", "shallower arguments", "too deep")
             )
             continue
-        except Unresolvable as exc:  # only a schema handed in directly: a suite's refs are checked at load
+        except unresolvable as exc:  # only a schema handed in directly: a suite's refs are checked at load
             why = f"the tool schema's $ref {getattr(exc, 'ref', '')!r} is not resolvable (nothing is fetched)"
             failures.append(
                 ArgFailure(Reason.SCHEMA_VIOLATION, f"calls[{i}].arguments", {"schema": "$ref", "message": why}, None)

@@ -69,7 +69,7 @@ class LiveScores:
         self._started = False
         self._queue: deque[Sample] = deque()
         self._closed = False
-        self._closing = asyncio.Event()  # bound to the loop that first waits on it
+        self._waiter: asyncio.Future[None] | None = None  # what drain sleeps on, close() ends it
 
     def on_sample(self, sample: Sample) -> None:
         """Queue a recorded sample for ``drain``."""
@@ -89,13 +89,22 @@ class LiveScores:
             elif self._closed:
                 return
             else:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closing.wait(), POLL_S)
+                # POLL_S or until close(), whichever comes first: a bare future and a timer (a
+                # wait_for made a task and cancelled it every time, ~1,000 times a run)
+                loop = asyncio.get_running_loop()
+                self._waiter = waiter = loop.create_future()
+                timer = loop.call_later(POLL_S, _wake, waiter)
+                try:
+                    await waiter
+                finally:
+                    timer.cancel()
+                    self._waiter = None
 
     def close(self) -> None:
         """No more samples: ``drain`` returns once the queue is empty."""
         self._closed = True
-        self._closing.set()
+        if self._waiter is not None:
+            _wake(self._waiter)
 
     def score(self, sample: Sample) -> None:
         """Score one recorded sample. Never raises for a sample that fails to score: ``score_run``
@@ -174,3 +183,8 @@ class LiveScores:
         if hit is None or len(hit[1]) != len(scores) or any(a is not b for a, b in zip(hit[1], scores, strict=True)):
             return None
         return hit[0]
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -129,8 +129,10 @@ class SuiteScoring:
     def __init__(self, suite: Suite, protocol: str, model: ModelInfo) -> None:
         self.suite, self.protocol, self.model = suite, protocol, model
         self.eot_tokens = model.end_of_turn
-        #: (the case's own forbid patterns, its scaffold texts) -> its leak configs (text, arguments)
-        self._leak_cfgs: dict[tuple[Any, ...], tuple[CompiledLeakConfig, CompiledLeakConfig]] = {}
+        #: (the case's own forbid patterns, its scaffold texts) -> its leak config for the text
+        self._leak_cfgs: dict[tuple[Any, ...], CompiledLeakConfig] = {}
+        #: id of a text leak config -> (it, its config for call arguments)
+        self._arg_leak_cfgs: dict[int, tuple[CompiledLeakConfig, CompiledLeakConfig]] = {}
 
     @cached_property
     def tools_json(self) -> str:
@@ -155,24 +157,31 @@ class SuiteScoring:
             own_call_markup=_own_call_markup(self.protocol),
         )
 
-    def leak_configs(
-        self, case: Case, scaffold_texts: tuple[str, ...]
-    ) -> tuple[CompiledLeakConfig, CompiledLeakConfig]:
-        """The case's leak config for its visible text, and for its calls' arguments (where the
-        end-of-turn token is never "at the end of the output")."""
+    def leak_config(self, case: Case, scaffold_texts: tuple[str, ...]) -> CompiledLeakConfig:
+        """The case's leak config for its visible text."""
         case_forbid = tuple(case.expect.get("forbid", ()))
         key = (case_forbid, scaffold_texts)
         hit = self._leak_cfgs.get(key)
         if hit is None:
             base = self._leak_base
-            leak_cfg = compile_leak_config(
+            hit = self._leak_cfgs[key] = compile_leak_config(
                 replace(base, forbid=(*base.forbid, *case_forbid), scaffold_texts=scaffold_texts)
             )
+        return hit
+
+    def arg_leak_config(self, leak_cfg: CompiledLeakConfig) -> CompiledLeakConfig:
+        """``leak_cfg`` for its calls' arguments, where the end-of-turn token is never "at the end
+        of the output". Compiled the first time a call's arguments are scanned: most outputs hold
+        no call, and compiling the scanner costs ~30 ms (a run of plain-text outputs never pays)."""
+        hit = self._arg_leak_cfgs.get(id(leak_cfg))
+        if hit is None:
             # the declared reasoning pair stays: a block in an argument is a leak, as in the text
             # (``_leaks`` says the channel was already taken off)
             arg_cfg = compile_leak_config(replace(leak_cfg.config, eot_tokens=()))
-            hit = self._leak_cfgs[key] = (leak_cfg, arg_cfg)
-        return hit
+            # keyed by identity (no hashing of the whole config per call): the value holds
+            # leak_cfg, so its id is not reused while the entry lives
+            hit = self._arg_leak_cfgs[id(leak_cfg)] = (leak_cfg, arg_cfg)
+        return hit[1]
 
     @cached_property
     def degen_cfg(self) -> DegenerationConfig:
@@ -223,7 +232,7 @@ class CaseScorer:
         if shared is None or shared.suite is not self.suite or _other_model(shared.model, self.model):
             shared = self.shared = SuiteScoring(self.suite, self.protocol, self.model)
         self.eot_tokens = shared.eot_tokens
-        self.leak_cfg, self.arg_leak_cfg = shared.leak_configs(self.case, self.scaffold_texts)
+        self.leak_cfg = shared.leak_config(self.case, self.scaffold_texts)
         self.degen_cfg = shared.degen_cfg
         self.tools = shared.tools
         self.message_args = shared.message_args
@@ -307,6 +316,11 @@ class CaseScorer:
             parsed.reasoning or sample.reasoning,
             records,
         )
+
+    @cached_property
+    def arg_leak_cfg(self) -> CompiledLeakConfig:
+        assert self.shared is not None  # set by __post_init__
+        return self.shared.arg_leak_config(self.leak_cfg)
 
     def _leaks(self, parsed: ParseResult) -> list[Finding]:
         found = find_leaks(

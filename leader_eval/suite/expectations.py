@@ -26,8 +26,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jsonschema.exceptions import best_match
-
 from leader_eval.checks.toolcall import check_arg
 
 __all__ = ["unsatisfiable"]
@@ -99,6 +97,8 @@ def _refused(validator: Any, arg: str, value: Any, normalize: Any) -> str | None
         return None
     if not errors:
         return None
+    from jsonschema.exceptions import best_match  # a heavy import, loaded once errors exist
+
     best = best_match(errors)
     return " ".join(str(best.message).split())[:200] if best is not None else None
 

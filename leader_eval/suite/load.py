@@ -10,11 +10,9 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
-from jsonschema.validators import Draft202012Validator
 
 from leader_eval.bounded.limits import MAX_TEMPLATE_BYTES
 from leader_eval.bounded.validity import Predicate, compile_validity
@@ -27,6 +25,9 @@ from leader_eval.suite.records import Case, ScaffoldMessage, Suite, Tool, check_
 from leader_eval.suite.render import check_templates
 from leader_eval.suite.tool_schema import LoadedSchemas, load_tool_schemas
 from leader_eval.suite.yaml_source import JsonPath, line_of, load_yaml
+
+if TYPE_CHECKING:
+    from jsonschema.validators import Draft202012Validator
 
 # the records (records.py) stay importable from here, where the layers above have always found them
 __all__ = [
@@ -153,16 +154,30 @@ class _Regexes:
 
 
 @functools.cache
-def _suite_validator() -> Draft202012Validator:
-    """The suite schema's validator, with each case's ``$ref`` taken in place: the same checks and
-    errors (a reference adds nothing to an error's instance path), without resolving the
-    reference once per case (~20% of validating a suite of many small cases)."""
+def _suite_schema_inline() -> dict[str, Any]:
+    """The suite schema with each case's ``$ref`` taken in place: the same checks and errors (a
+    reference adds nothing to an error's instance path), without resolving the reference once per
+    case (~20% of validating a suite of many small cases)."""
     schema = dict(suite_schema())
     cases = dict(schema["properties"]["cases"])
     if cases.get("items") == {"$ref": "#/$defs/case"}:
         cases["items"] = schema["$defs"]["case"]
         schema["properties"] = {**schema["properties"], "cases": cases}
-    return Draft202012Validator(schema)
+    return schema
+
+
+@functools.cache
+def _suite_validator() -> Draft202012Validator:
+    """The suite schema's validator, without a format checker (``format`` only annotates, as
+    ``_FORMATS_ANNOTATE`` says). jsonschema, a heavy import, is loaded only for a suite that the
+    predicates below cannot show valid."""
+    from jsonschema.validators import Draft202012Validator
+
+    return Draft202012Validator(_suite_schema_inline())
+
+
+#: what ``_suite_validator`` does with ``format``: a validator without a format checker only annotates
+_FORMATS_ANNOTATE = True
 
 
 @functools.cache
@@ -172,13 +187,22 @@ def _case_validity() -> Predicate | None:
     are); False: jsonschema decides. None where the ``cases`` array itself has a keyword beyond
     its type, ``items`` and ``minItems`` of at most 1 (then one valid case stands for many only
     if that keyword said so; jsonschema checks them all)."""
-    validator = _suite_validator()
-    spec = validator.schema["properties"]["cases"]
+    schema = _suite_schema_inline()
+    spec = schema["properties"]["cases"]
     if set(spec) - {"type", "items", "minItems"} or spec.get("type") != "array" or spec.get("minItems", 0) > 1:
         return None
-    return compile_validity(
-        _handled_only(spec["items"], validator.schema, validator.format_checker is None), trusted=True
-    )
+    return compile_validity(_handled_only(spec["items"], schema, _FORMATS_ANNOTATE), trusted=True)
+
+
+@functools.cache
+def _suite_validity() -> Predicate | None:
+    """True only for a suite document that the suite schema finds no error in, decided without
+    jsonschema as ``_case_validity`` decides a case (False: jsonschema decides). ``$id``,
+    ``$schema`` and ``$defs`` at the root name the schema and hold what ``_handled_only`` takes in
+    place of a ``$ref``: none of them is a check on the document."""
+    schema = _suite_schema_inline()
+    root = {k: v for k, v in schema.items() if k not in ("$id", "$schema", "$defs")}
+    return compile_validity(_handled_only(root, schema, _FORMATS_ANNOTATE), trusted=True)
 
 
 def _handled_only(schema: Any, root: Mapping[str, Any], formats_annotate: bool, depth: int = 0) -> Any:
@@ -209,18 +233,23 @@ def _handled_only(schema: Any, root: Mapping[str, Any], formats_annotate: bool, 
 def _validate_schema(path: Path, data: dict[str, Any], lines: dict[JsonPath, int], errors: _Errors) -> set[int] | None:
     """Record every schema error (one per place); return the indices of the cases they lie in,
     or None when one lies outside the cases (then nothing else can be checked)."""
-    validator = _suite_validator()
     fast = _case_validity()
     cases_in = data.get("cases") if isinstance(data, dict) else None
     if fast is not None and type(cases_in) is list and cases_in and all(map(fast, cases_in)):
         # every case is shown valid: jsonschema need only walk the rest, and one case stands for
         # the array's own keywords (type, minItems <= 1: what _case_validity allows)
         data = {**data, "cases": cases_in[:1]}
+        whole = _suite_validity()
+        if whole is not None and whole(data):  # and the rest too: jsonschema would find nothing
+            return set()
+    from jsonschema.exceptions import best_match
+
+    validator = _suite_validator()
     seen: set[JsonPath] = set()
     cases: set[int] | None = set()
     for error in validator.iter_errors(data):
         # within one error (a oneOf, an anyOf) the deepest is the most specific
-        best = jsonschema.exceptions.best_match([error]) or error
+        best = best_match([error]) or error
         p: JsonPath = tuple(best.absolute_path)
         if best.validator == "additionalProperties" and isinstance(best.instance, dict):
             # point at the unexpected key itself, not at the mapping that holds it

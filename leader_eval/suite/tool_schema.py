@@ -43,14 +43,8 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
-
-import jsonschema
-from jsonschema.validators import Draft202012Validator
-from referencing import Registry, Resource
-from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012
 
 from leader_eval.bounded.json_schema import bind, compile_validator, empty_registry, schema_patterns
 from leader_eval.bounded.limits import MAX_REF_FILES
@@ -58,6 +52,13 @@ from leader_eval.bounded.regex import regex_problem
 from leader_eval.errors import SuiteError
 from leader_eval.suite.files import read_text, resolve_in_root
 from leader_eval.suite.yaml_source import JsonPath, line_of, load_yaml
+
+if TYPE_CHECKING:
+    from jsonschema.validators import Draft202012Validator
+    from referencing import Registry
+
+# jsonschema and referencing are heavy (~35 ms of CPU to import): imported where a schema is
+# checked or loaded, so a suite without tool schemas never loads them
 
 #: Schemas applied to one value, one inside the other, through $ref and the in-place keywords.
 #: jsonschema 4.26 validates a chain of 200 ``allOf`` + ``$ref`` links (400 schemas) and ends in a
@@ -113,7 +114,7 @@ class SchemaSite:
 class LoadedSchemas:
     """Schemas and every file they reference, resolved and checked; validators never retrieve."""
 
-    registry: Registry[Any]
+    registry: Registry[Any] | None  # None: no schema was loaded (a validator gets an empty one)
     uris: Mapping[str, str]  # site name -> URI of its document
     schemas: Mapping[str, Mapping[str, Any]]
     files: tuple[Path, ...] = ()  # the ``$ref`` target files read
@@ -234,9 +235,12 @@ def _check_metaschema(doc: _Doc, what: str) -> None:
         raise SuiteError(
             doc.file, _line(doc, ()), f"{what} must be a JSON Schema object, got {type(doc.contents).__name__}"
         )
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import Draft202012Validator
+
     try:
         Draft202012Validator.check_schema(doc.contents)
-    except jsonschema.exceptions.SchemaError as exc:
+    except SchemaError as exc:
         line = _line(doc, tuple(exc.absolute_path))
         raise SuiteError(doc.file, line, f"{what} is not a valid JSON Schema: {exc.message[:200]}") from exc
     except RecursionError:
@@ -290,7 +294,7 @@ def load_schemas(root: Path | None, sites: Sequence[SchemaSite]) -> LoadedSchema
     ``root`` is the suite root (``None``: no files may be referenced).
     """
     if not sites:
-        return LoadedSchemas(empty_registry(), {}, {})
+        return LoadedSchemas(None, {}, {})
     root = root.resolve() if root is not None else None
     docs: list[_Doc] = []
     uris: dict[str, str] = {}
@@ -341,6 +345,9 @@ def load_schemas(root: Path | None, sites: Sequence[SchemaSite]) -> LoadedSchema
                 raise SuiteError(
                     doc.file, line, f"$ref {rel!r} names {target}, and another $ref names another file by that path"
                 )
+    from referencing import Resource
+    from referencing.jsonschema import DRAFT202012
+
     named = list(by_uri.items())
     every = [*docs, *files.values()]
     registry = (
@@ -370,6 +377,8 @@ def _follow_refs(
     checked: set[int],
 ) -> None:
     """Resolve every ``$ref`` from every document as validation will, and check what it reaches."""
+    from referencing.exceptions import Unresolvable
+
     seen: set[tuple[int, str]] = set()
     stack: list[tuple[Any, str, _Doc, JsonPath]] = [(d.contents, uri, d, ()) for uri, d in named]
     while stack:

@@ -27,10 +27,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-import jsonschema
-from jsonschema.validators import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.errors import SuiteError
@@ -39,6 +36,12 @@ from leader_eval.suite.records import check_suite_regex, suite_schema
 from leader_eval.suite.tool_schema import SchemaSite, load_schema, standalone_validator
 from leader_eval.suite.yaml_source import JsonPath, line_of, load_yaml
 from leader_eval.types import ToolCall
+
+if TYPE_CHECKING:
+    from jsonschema.validators import Draft202012Validator
+
+# jsonschema (a heavy import) is imported where a fixture file is checked: a suite without
+# fixtures never loads it
 
 ACK: dict[str, Any] = {"ok": True}
 #: a file a suite may read as fixtures: bounded, so a hostile path cannot fill memory
@@ -218,10 +221,13 @@ def _load_file(
         data, at = data["fixtures"], ("fixtures",)
     if not isinstance(data, list):
         raise SuiteError(path, 1, "a fixture file holds a list of fixtures (or a mapping with a 'fixtures' list)")
+    from jsonschema.exceptions import best_match
+    from jsonschema.validators import Draft202012Validator
+
     schema = {"$defs": suite_schema()["$defs"], "type": "array", "items": {"$ref": "#/$defs/fixture"}}
     errors = list(Draft202012Validator(schema).iter_errors(data))
     if errors:
-        best = jsonschema.exceptions.best_match(errors)
+        best = best_match(errors)
         p: JsonPath = (*at, *best.absolute_path)
         where = "/".join(str(x) for x in best.absolute_path) or "(top level)"
         msg = best.message[:200]
@@ -275,11 +281,13 @@ def _fixture(
         paths = [(*at, "result")]
     validator = returns.get(tool)
     if validator is not None:
+        from jsonschema.exceptions import best_match
+
         for o, p in zip(outcomes, paths, strict=True):
             if not o.ok:
                 continue
             try:
-                err = jsonschema.exceptions.best_match(validator.iter_errors(o.value))
+                err = best_match(validator.iter_errors(o.value))
             except RecursionError:
                 raise SuiteError(path, line_of(lines, p), f"fixture result for {tool!r} nests too deeply") from None
             if err is not None:

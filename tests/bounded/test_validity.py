@@ -128,6 +128,11 @@ def test_scoring_reports_jsonschema_failures_unchanged() -> None:
 _PATTERNS = ["^a", "b$", "^[A-Za-z0-9_.-]+$(?![\\s\\S])", "x|y", ""]
 
 
+def _one_of_required() -> st.SearchStrategy[Any]:
+    required = st.fixed_dictionaries({"required": st.lists(st.sampled_from(_NAMES), max_size=2)})
+    return st.lists(required, min_size=1, max_size=3)
+
+
 def _trusted_schemas() -> st.SearchStrategy[Any]:
     leaf = st.fixed_dictionaries(
         {},
@@ -136,6 +141,7 @@ def _trusted_schemas() -> st.SearchStrategy[Any]:
             "pattern": st.sampled_from(_PATTERNS),
             "enum": st.lists(st.sampled_from(["a", "b", "1", "", "true"]), min_size=1, max_size=3),
             "minLength": st.integers(0, 3),
+            "oneOf": _one_of_required(),
         },
     )
     return st.recursive(
@@ -171,6 +177,25 @@ def test_trusted_pattern_and_enum_valid_here_means_valid_for_jsonschema(schema: 
     for value in values:
         if pred(value):
             assert validator.is_valid(value), (schema, value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(one_of=_one_of_required(), values=st.lists(_trusted_values, min_size=1, max_size=6))
+def test_trusted_one_of_required_keys_decides_as_jsonschema(one_of: Any, values: list[Any]) -> None:
+    # the suite schema's "content or file": alternatives of required keys are decided exactly,
+    # so the predicate answers both ways as jsonschema does
+    schema = {"oneOf": one_of}
+    pred = compile_validity(schema, trusted=True)
+    assert pred is not None
+    validator = Draft202012Validator(schema)
+    for value in values:
+        assert pred(value) == validator.is_valid(value), (schema, value)
+
+
+def test_trusted_one_of_beyond_required_keys_is_left_to_jsonschema() -> None:
+    for schema in ({"oneOf": [{"type": "string"}, {"required": ["a"]}]}, {"oneOf": []}, {"oneOf": {"required": []}}):
+        assert compile_validity(schema, trusted=True) is None, schema
+    assert compile_validity({"oneOf": [{"required": ["a"]}]}) is None  # a suite's or a model's schema
 
 
 def test_trusted_enum_of_other_types_is_left_to_jsonschema() -> None:

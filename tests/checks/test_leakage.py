@@ -180,3 +180,19 @@ def test_a_token_read_as_writing_only_in_its_narrow_shape() -> None:
     # past the per-text budget of exemptions the rest are flagged (the safe side)
     found = find_leaks("<s>alt</s> neu. " * 300, cfg)
     assert len(found) == 300 - 256 and {f.text for f in found} == {"</s>"}
+
+
+def test_the_scanners_first_characters_are_read_from_its_entries_as_from_its_pattern() -> None:
+    # compile_leak_config reads the characters a scan can start at from its entries instead of
+    # parsing the ~10,000-character pattern again: the same answer for every kind of entry
+    from leader_eval.checks import leakage
+
+    for cfg in (
+        LeakConfig(),
+        LeakConfig(markers=("[NO CHAT]", "[brb:"), special_tokens=("<|im_start|>", "\n<x>")),
+        LeakConfig(
+            eot_tokens=("<|eot_id|>",), reasoning_tags=("<think>", "</think>"), placeholder_names=("agent_name",)
+        ),
+    ):
+        compiled = compile_leak_config(cfg)
+        assert compiled.scanner_firsts == leakage._first_chars(compiled.scanner) is not None

@@ -428,3 +428,27 @@ def test_valid_cases_are_shown_valid_without_jsonschema(tmp_path: Path) -> None:
     p = tmp_path / "s.yaml"
     p.write_text(_MANY_CASES, encoding="utf-8")
     assert [c.id for c in load_suite(p).cases] == [f"c{i}" for i in range(6)]
+
+
+def test_a_valid_suite_without_tool_schemas_loads_without_jsonschema(tmp_path: Path) -> None:
+    # jsonschema is a heavy import (~35 ms of CPU): a suite the predicates show valid, with no
+    # tool schema to check, loads and renders in a process that never imports it
+    import subprocess
+    import sys
+
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        "name: plain\nprotocol: openai\nsampling: {temperature: 0.0, max_tokens: 16, samples: 1}\n"
+        'scaffold:\n  messages:\n    - {role: user, content: "Say hi. ({{ i }})"}\ntools: []\ncases:\n'
+        + "".join(f"  - {{id: c{i}, vars: {{i: {i}}}, expect: {{no_call: true, require: [hi]}}}}\n" for i in range(6)),
+        encoding="utf-8",
+    )
+    code = (
+        "import sys\n"
+        "from leader_eval.suite.load import load_suite\n"
+        f"suite = load_suite({str(p)!r})\n"
+        "assert len(suite.cases) == 6\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
