@@ -275,9 +275,21 @@ def _main(args: argparse.Namespace) -> int:
     # live until it exits and form few cycles: collecting the young generation every 700
     # allocations walked them again and again (a full collection over a 2,000-sample run's
     # records for its report alone took ~0.1 s). Cycles are still collected, less often.
+    # Both are undone when the command returns: ``main`` is also called in-process (tests, a
+    # user's script), whose collector must be left as it was found.
     threshold = gc.get_threshold()
+    frozen = gc.get_freeze_count()
     if gc.isenabled() and threshold[0] < COMMAND_GC_THRESHOLD:
         gc.set_threshold(COMMAND_GC_THRESHOLD, *threshold[1:])
+    try:
+        return _command(args)
+    finally:
+        gc.set_threshold(*threshold)
+        if not frozen and gc.get_freeze_count():  # cli/run.py froze the run's records
+            gc.unfreeze()
+
+
+def _command(args: argparse.Namespace) -> int:
     try:
         # each subcommand is its own module, imported only when it runs (leader-eval --help stays fast)
         command = importlib.import_module(f"leader_eval.cli.{args.command_module}")

@@ -132,3 +132,15 @@ def test_a_top_level_schema_key_and_the_editor_comment_are_accepted(tmp_path: Pa
     commented = tmp_path / "commented.yaml"
     commented.write_text("# yaml-language-server: $schema=../leader_eval/suite/schema/suite.schema.json\n" + src)
     assert [c.id for c in load_suite(keyed).cases] == [c.id for c in load_suite(commented).cases]
+
+
+def test_a_command_run_in_process_leaves_the_collector_as_it_found_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """``main`` tunes the garbage collector for one command (a larger young generation, the
+    run's records frozen); a script or test that calls it in-process gets its collector back."""
+    import gc
+
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    assert main(["lint", str(ROOT / "suites" / "leader_core.yaml"), "--no-tokens"]) == 0
+    assert main(["lint", str(ROOT / "suites" / "no_such.yaml"), "--no-tokens"]) == 2
+    capsys.readouterr()
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
