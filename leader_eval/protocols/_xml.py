@@ -9,12 +9,14 @@ fail the strict parse, and a lenient scan stops there (as ``MAX_CALLS`` does for
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from leader_eval.protocols._scan import Budget, Fail, skip_ws
+from leader_eval.protocols._base import LenientExtractor
+from leader_eval.protocols._scan import Budget, Fail, Scan, find_all, skip_ws
 from leader_eval.protocols._values import TextValue
+from leader_eval.types import ToolCall
 
 MAX_PARAMETERS = 4096
 TOO_MANY_PARAMETERS_ERROR = f"more than {MAX_PARAMETERS} parameters in one output"
@@ -138,3 +140,24 @@ def invoke_block(
     if not text.startswith(tags.invoke_close, pos):
         raise Fail(f"expected <{tags.parameter} name=...> or {tags.invoke_close} at offset {pos}")
     return name, args, pos + len(tags.invoke_close)
+
+
+def invoke_lenient(marker: str, tags: InvokeTags, value: type[TextValue], protocol: str) -> LenientExtractor:
+    """The lenient extractor of an invoke-shaped format: every block opening with ``marker``
+    read by ``invoke_block`` under the scan's budget and one parameter count per output."""
+
+    def lenient(scan: Scan) -> Iterator[ToolCall]:
+        text, hi, budget, count = scan.text, len(scan.text), scan.budget(), ParamCount()
+        for s in find_all(text, marker, scan.start):
+            if budget.spent:
+                return
+            try:
+                name, args, e = invoke_block(text, s, hi, tags, value, count, budget)
+            except Fail:
+                if count.n > MAX_PARAMETERS:
+                    return
+                budget.fail()
+                continue
+            yield ToolCall(name, args, protocol, (s, e), text[s:e])
+
+    return lenient

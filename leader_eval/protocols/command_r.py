@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from leader_eval.protocols import _scan
+from leader_eval.protocols import _json_list, _scan
 from leader_eval.protocols._base import StrictOut, ToolCallProtocol
 from leader_eval.types import ToolCall, json_type
 
@@ -36,29 +36,17 @@ def _call(obj: Any) -> tuple[str, dict[str, Any]]:
     return _scan.call_from_object(obj, name_keys=("tool_name",), args_keys=("parameters",), strict=True)
 
 
+def _read(obj: Any, strict: bool) -> tuple[str, dict[str, Any]]:
+    return _call(obj)
+
+
 def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
     if not text.startswith(START, lo):
         raise _scan.Fail(_scan.NO_CALL_ERROR)
-    pos = _scan.skip_ws(text, lo + len(START))
-    if not text.startswith("[", pos):
-        raise _scan.Fail(f"expected a JSON list of calls after {START} at offset {pos}")
-    pos = _scan.skip_ws(text, pos + 1)
-    if text.startswith("]", pos):
-        raise _scan.Fail("empty list of tool calls")
-    calls: list[ToolCall] = []
-    while True:  # element by element, so each call keeps its own span
-        if len(calls) == _scan.MAX_CALLS:
-            raise _scan.Fail(_scan.TOO_MANY_CALLS_ERROR)
-        obj, end = _scan.decode(text, pos, memo)
-        name, args = _call(obj)
-        calls.append(ToolCall(name, args, "command_r", (pos, end), text[pos:end]))
-        pos = _scan.skip_ws(text, end)
-        if text.startswith("]", pos):
-            break
-        if not text.startswith(",", pos):
-            raise _scan.Fail(f"expected ',' or ']' in the list of calls at offset {pos}")
-        pos = _scan.skip_ws(text, pos + 1)
-    pos = _scan.skip_ws(text, pos + 1)
+    # the action list is read element by element (each call keeps its own span) by the one
+    # reader of a JSON array of calls
+    calls, end = _json_list.array_calls(text, _scan.skip_ws(text, lo + len(START)), hi, memo, _read, "command_r")
+    pos = _scan.skip_ws(text, end)
     if not text.startswith(END, pos):
         raise _scan.Fail(f"expected {END} at offset {pos}")
     pos += len(END)

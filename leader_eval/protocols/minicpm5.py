@@ -11,8 +11,6 @@ a CDATA section (its content is the value, exactly) and writes every other value
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from leader_eval.protocols._base import StrictOut, ToolCallProtocol
 from leader_eval.protocols._scan import (
     MAX_CALLS,
@@ -20,12 +18,10 @@ from leader_eval.protocols._scan import (
     TOO_MANY_CALLS_ERROR,
     Fail,
     Memo,
-    Scan,
-    find_all,
     skip_ws,
 )
 from leader_eval.protocols._values import PyTextValue
-from leader_eval.protocols._xml import MAX_PARAMETERS, InvokeTags, ParamCount, invoke_block
+from leader_eval.protocols._xml import InvokeTags, ParamCount, invoke_block, invoke_lenient
 from leader_eval.types import ToolCall
 
 TAGS = InvokeTags("function", "param", cdata=True)
@@ -46,19 +42,8 @@ def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
     return calls, [(c.span[0], c.span[1]) for c in calls if c.span is not None]
 
 
-def lenient(scan: Scan) -> Iterator[ToolCall]:
-    text, hi, budget, count = scan.text, len(scan.text), scan.budget(), ParamCount()
-    for s in find_all(text, _OPEN, scan.start):
-        if budget.spent:
-            return
-        try:
-            name, args, e = invoke_block(text, s, hi, TAGS, PyTextValue, count, budget)
-        except Fail:
-            if count.n > MAX_PARAMETERS:
-                return
-            budget.fail()
-            continue
-        yield ToolCall(name, args, "minicpm5", (s, e), text[s:e])
+#: every block anywhere (the invoke-shaped formats' one lenient reader, protocols/_xml.py)
+lenient = invoke_lenient(_OPEN, TAGS, PyTextValue, "minicpm5")
 
 
 PROTOCOL = ToolCallProtocol(

@@ -14,8 +14,6 @@ schema in ``parse_output``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from leader_eval.protocols._base import StrictOut, ToolCallProtocol
 from leader_eval.protocols._scan import (
     MAX_CALLS,
@@ -23,12 +21,16 @@ from leader_eval.protocols._scan import (
     TOO_MANY_CALLS_ERROR,
     Fail,
     Memo,
-    Scan,
-    find_all,
     skip_ws,
 )
 from leader_eval.protocols._values import TextValue
-from leader_eval.protocols._xml import MAX_PARAMETERS, InvokeTags, ParamCount, drop_newlines, invoke_block
+from leader_eval.protocols._xml import (
+    InvokeTags,
+    ParamCount,
+    drop_newlines,
+    invoke_block,
+    invoke_lenient,
+)
 from leader_eval.types import ToolCall
 
 OPEN, CLOSE = "<minimax:tool_call>", "</minimax:tool_call>"
@@ -64,19 +66,8 @@ def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
     return calls, spans
 
 
-def lenient(scan: Scan) -> Iterator[ToolCall]:
-    text, hi, budget, count = scan.text, len(scan.text), scan.budget(), ParamCount()
-    for s in find_all(text, _INVOKE, scan.start):
-        if budget.spent:
-            return
-        try:
-            name, args, e = invoke_block(text, s, hi, TAGS, TextValue, count, budget)
-        except Fail:
-            if count.n > MAX_PARAMETERS:
-                return
-            budget.fail()
-            continue
-        yield ToolCall(name, args, "minimax_m2", (s, e), text[s:e])
+#: every block anywhere (the invoke-shaped formats' one lenient reader, protocols/_xml.py)
+lenient = invoke_lenient(_INVOKE, TAGS, TextValue, "minimax_m2")
 
 
 PROTOCOL = ToolCallProtocol(

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from leader_eval.protocols import _scan
+from leader_eval.protocols import _json_list, _scan
 from leader_eval.protocols._base import StrictOut, ToolCallProtocol
 from leader_eval.types import ToolCall, json_type
 
@@ -44,31 +44,19 @@ def _list_call(obj: Any) -> tuple[str, dict[str, Any]]:
     return _scan.call_from_object(obj, name_keys=("name",), args_keys=("arguments",), strict=True)
 
 
+def _read_list(obj: Any, strict: bool) -> tuple[str, dict[str, Any]]:
+    return _list_call(obj)
+
+
 def strict_list(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
     if not text.startswith(TOOL_CALLS, lo):
         raise _scan.Fail(_scan.NO_CALL_ERROR)
-    pos = _scan.skip_ws(text, lo + len(TOOL_CALLS))
-    if not text.startswith("[", pos):
-        raise _scan.Fail(f"expected a JSON list of calls after {TOOL_CALLS} at offset {pos}")
-    pos = _scan.skip_ws(text, pos + 1)
-    if text.startswith("]", pos):
-        raise _scan.Fail("empty list of tool calls")
-    calls: list[ToolCall] = []
-    while True:  # element by element, so each call keeps its own span
-        if len(calls) == _scan.MAX_CALLS:
-            raise _scan.Fail(_scan.TOO_MANY_CALLS_ERROR)
-        obj, end = _scan.decode(text, pos, memo)
-        name, args = _list_call(obj)
-        calls.append(ToolCall(name, args, "mistral", (pos, end), text[pos:end]))
-        pos = _scan.skip_ws(text, end)
-        if text.startswith("]", pos):
-            break
-        if not text.startswith(",", pos):
-            raise _scan.Fail(f"expected ',' or ']' in the list of calls at offset {pos}")
-        pos = _scan.skip_ws(text, pos + 1)
-    pos += 1
-    if pos != hi:
-        raise _scan.Fail(f"text after the list of calls at offset {pos}")
+    # element by element, so each call keeps its own span (the one reader of a JSON array of calls)
+    calls, end = _json_list.array_calls(
+        text, _scan.skip_ws(text, lo + len(TOOL_CALLS)), hi, memo, _read_list, "mistral"
+    )
+    if end != hi:
+        raise _scan.Fail(f"text after the list of calls at offset {end}")
     return calls, [(lo, hi)]
 
 

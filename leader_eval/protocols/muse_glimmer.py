@@ -19,7 +19,6 @@ in the visible text: stripping it is the backend's job).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from leader_eval.protocols._base import StrictOut, ToolCallProtocol
 from leader_eval.protocols._scan import (
@@ -28,12 +27,10 @@ from leader_eval.protocols._scan import (
     TOO_MANY_CALLS_ERROR,
     Fail,
     Memo,
-    Scan,
-    find_all,
     skip_ws,
 )
 from leader_eval.protocols._values import TextValue
-from leader_eval.protocols._xml import MAX_PARAMETERS, InvokeTags, ParamCount, invoke_block
+from leader_eval.protocols._xml import InvokeTags, ParamCount, invoke_block, invoke_lenient
 from leader_eval.types import ToolCall
 
 OPEN, CLOSE = "<atem:function_calls>", "</atem:function_calls>"
@@ -88,20 +85,8 @@ def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
     return calls, [(lo, hi)]
 
 
-def lenient(scan: Scan) -> Iterator[ToolCall]:
-    """Every ``<atem:invoke>`` (recipient and ``<atem:function_calls>`` optional)."""
-    text, hi, budget, count = scan.text, len(scan.text), scan.budget(), ParamCount()
-    for s in find_all(text, "<atem:invoke", scan.start):
-        if budget.spent:
-            return
-        try:
-            name, args, e = invoke_block(text, s, hi, TAGS, TextValue, count, budget)
-        except Fail:
-            if count.n > MAX_PARAMETERS:
-                return
-            budget.fail()
-            continue
-        yield ToolCall(name, args, "muse_glimmer", (s, e), text[s:e])
+#: every ``<atem:invoke>`` (recipient and ``<atem:function_calls>`` optional), anywhere
+lenient = invoke_lenient("<atem:invoke", TAGS, TextValue, "muse_glimmer")
 
 
 PROTOCOL = ToolCallProtocol(

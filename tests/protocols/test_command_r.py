@@ -36,8 +36,8 @@ def test_strict_reads_the_action(text: str, calls: list[tuple[str, object]]) -> 
     ("text", "reason"),
     [
         (OK.removesuffix("<|END_ACTION|>"), "expected <|END_ACTION|>"),
-        (f"<|START_ACTION|>{ONE}<|END_ACTION|>", "expected a JSON list"),
-        ("<|START_ACTION|>[]<|END_ACTION|>", "empty list"),
+        (f"<|START_ACTION|>{ONE}<|END_ACTION|>", "expected a JSON array of tool calls"),
+        ("<|START_ACTION|>[]<|END_ACTION|>", "empty array"),
         ('<|START_ACTION|>[{"tool_call_id": 0, "tool_name": "a", "parameters": {}}]<|END_ACTION|>', "must be a string"),
         ('<|START_ACTION|>[{"name": "a", "parameters": {}}]<|END_ACTION|>', "unexpected key 'name'"),
         ('<|START_ACTION|>[{"tool_name": "a"}]<|END_ACTION|>', "no 'parameters' key"),

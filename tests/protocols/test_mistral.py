@@ -46,14 +46,14 @@ def test_strict_reads_each_variant(protocol: str, text: str, calls: list[tuple[s
 @pytest.mark.parametrize(
     ("protocol", "text", "reason"),
     [
-        ("mistral", '[TOOL_CALLS]{"name": "pause", "arguments": {}}', "expected a JSON list"),
-        ("mistral", "[TOOL_CALLS][]", "empty list"),
+        ("mistral", '[TOOL_CALLS]{"name": "pause", "arguments": {}}', "expected a JSON array of tool calls"),
+        ("mistral", "[TOOL_CALLS][]", "empty array"),
         ("mistral", '[TOOL_CALLS][{"name": "pause", "arguments": {}, "type": "function"}]', "unexpected key 'type'"),
         ("mistral", '[TOOL_CALLS][{"name": "pause", "arguments": {}, "id": 7}]', "call id must be a string"),
         ("mistral", '[TOOL_CALLS][{"name": "pause", "arguments": "{}"}]', "JSON-encoded string"),
         ("mistral", '[TOOL_CALLS][{"name": "pause", "arguments": {}} {"name": "b", "arguments": {}}]', "expected ','"),
         ("mistral", LIST_OK + " Done.", "text after"),
-        ("mistral", "[TOOL_CALLS]pause[ARGS]{}", "expected a JSON list"),
+        ("mistral", "[TOOL_CALLS]pause[ARGS]{}", "expected a JSON array of tool calls"),
         ("mistral_v11", "[TOOL_CALLS]pause[ARGS][1]", "must be a JSON object"),
         ("mistral_v11", "[TOOL_CALLS]pause {}", "expected NAME"),
         ("mistral_v11", "[TOOL_CALLS]pause[CALL_ID][ARGS]{}", "expected NAME"),
