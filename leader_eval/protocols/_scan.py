@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from leader_eval.types import json_type
+from leader_eval.types import ToolCall, json_type
 
 # The strict error when the output holds no tool-call markup at all (a plain-text reply).
 NO_CALL_ERROR = "no tool call"
@@ -393,3 +393,32 @@ class Scan:
         """``end`` moved past ``close_tag`` when it follows (after whitespace)."""
         close = skip_ws(self.text, end)
         return close + len(close_tag) if self.text.startswith(close_tag, close) else end
+
+
+#: (text, where a marker stands) -> (the tool's name, where its JSON arguments start), or None
+HeadReader = Callable[[str, int], tuple[str, int] | None]
+
+
+def headed_calls(
+    scan: Scan, marker: str, head: HeadReader, protocol: str, close: str | None = None
+) -> Iterator[ToolCall]:
+    """The lenient reading shared by formats that write a marker, a head naming the tool, then a
+    JSON object of arguments (Mistral v11, Solar Open, Functionary, harmony): every ``marker``
+    whose head reads and whose object decodes under the scan's budget; the call's span ends
+    after ``close`` where it follows."""
+    text, budget = scan.text, scan.budget()
+    for s in find_all(text, marker, scan.start):
+        if budget.spent:
+            return
+        found = head(text, s)
+        got = scan.decode(found[1], budget) if found else None
+        if found is None or got is None:
+            budget.fail()
+            continue
+        try:
+            args = object_arguments(got[0], strict=False)
+        except Fail:
+            budget.fail()
+            continue
+        e = scan.close_after(got[1], close) if close else got[1]
+        yield ToolCall(found[0], args, protocol, (s, e), text[s:e])

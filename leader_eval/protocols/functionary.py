@@ -42,23 +42,13 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
     return calls, [(lo, hi)]
 
 
+def _head(text: str, s: int) -> tuple[str, int] | None:
+    m = _TAG.match(text, s, s + 256)  # a name is short: a bounded match keeps many tags linear
+    return (m.group(1), _scan.skip_ws(text, m.end())) if m else None
+
+
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
-    text, budget = scan.text, scan.budget()
-    for s in _scan.find_all(text, OPEN, scan.start):
-        if budget.spent:
-            return
-        m = _TAG.match(text, s, s + 256)  # a name is short: a bounded match keeps many tags linear
-        got = scan.decode(_scan.skip_ws(text, m.end()), budget) if m else None
-        if m is None or got is None:
-            budget.fail()
-            continue
-        try:
-            args = _scan.object_arguments(got[0], strict=False)
-        except _scan.Fail:
-            budget.fail()
-            continue
-        e = scan.close_after(got[1], CLOSE)
-        yield ToolCall(m.group(1), args, "functionary", (s, e), text[s:e])
+    return _scan.headed_calls(scan, OPEN, _head, "functionary", CLOSE)
 
 
 PROTOCOL = ToolCallProtocol(

@@ -63,24 +63,14 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
     return [ToolCall(name, value, "harmony", (lo, hi), text[lo:hi])], [(lo, hi)]
 
 
+def _head(text: str, s: int) -> tuple[str, int] | None:
+    m = _LENIENT_NAME.match(text, s)
+    at = text.find(MESSAGE, s, s + _LENIENT_WINDOW) if m else -1
+    return (m.group(1), _scan.skip_ws(text, at + len(MESSAGE))) if m and at != -1 else None
+
+
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
-    text, budget = scan.text, scan.budget()
-    for s in _scan.find_all(text, RECIPIENT, scan.start):
-        if budget.spent:
-            return
-        m = _LENIENT_NAME.match(text, s)
-        at = text.find(MESSAGE, s, s + _LENIENT_WINDOW) if m else -1
-        got = scan.decode(_scan.skip_ws(text, at + len(MESSAGE)), budget) if m and at != -1 else None
-        if m is None or got is None:
-            budget.fail()
-            continue
-        try:
-            args = _scan.object_arguments(got[0], strict=False)
-        except _scan.Fail:
-            budget.fail()
-            continue
-        e = scan.close_after(got[1], CALL)
-        yield ToolCall(m.group(1), args, "harmony", (s, e), text[s:e])
+    return _scan.headed_calls(scan, RECIPIENT, _head, "harmony", CALL)
 
 
 PROTOCOL = ToolCallProtocol(

@@ -101,22 +101,13 @@ def strict_v11(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> S
     return calls, [(lo, hi)]
 
 
+def _v11_head(text: str, s: int) -> tuple[str, int] | None:
+    m = _LENIENT_HEAD.match(text, s + len(TOOL_CALLS))
+    return (m.group(1), m.end()) if m else None
+
+
 def lenient_v11(scan: _scan.Scan) -> Iterator[ToolCall]:
-    text, budget = scan.text, scan.budget()
-    for s in _scan.find_all(text, TOOL_CALLS, scan.start):
-        if budget.spent:
-            return
-        m = _LENIENT_HEAD.match(text, s + len(TOOL_CALLS))
-        got = scan.decode(m.end(), budget) if m else None
-        if m is None or got is None:
-            budget.fail()
-            continue
-        try:
-            args = _scan.object_arguments(got[0], strict=False)
-        except _scan.Fail:
-            budget.fail()
-            continue
-        yield ToolCall(m.group(1), args, "mistral_v11", (s, got[1]), text[s : got[1]])
+    return _scan.headed_calls(scan, TOOL_CALLS, _v11_head, "mistral_v11")
 
 
 _OPEN = re.escape(TOOL_CALLS)

@@ -68,23 +68,13 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
     return calls, [(lo, hi)]
 
 
+def _head(text: str, s: int) -> tuple[str, int] | None:
+    m = _LENIENT_HEAD.match(text, s + len(CALL_BEGIN))
+    return (m.group(1), m.end()) if m else None
+
+
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
-    text, budget = scan.text, scan.budget()
-    for s in _scan.find_all(text, CALL_BEGIN, scan.start):
-        if budget.spent:
-            return
-        m = _LENIENT_HEAD.match(text, s + len(CALL_BEGIN))
-        got = scan.decode(m.end(), budget) if m else None
-        if m is None or got is None:
-            budget.fail()
-            continue
-        try:
-            args = _scan.object_arguments(got[0], strict=False)
-        except _scan.Fail:
-            budget.fail()
-            continue
-        e = scan.close_after(got[1], CALL_END)
-        yield ToolCall(m.group(1), args, "solar_open", (s, e), text[s:e])
+    return _scan.headed_calls(scan, CALL_BEGIN, _head, "solar_open", CALL_END)
 
 
 PROTOCOL = ToolCallProtocol(
