@@ -40,7 +40,7 @@ def _value(raw: str, is_string: str | None, strict: bool, at: int) -> Any:
     if is_string is None:  # lenient only: no attribute, type it by the schema
         return TextValue(raw)
     try:
-        return _scan.DECODER.decode(raw.strip())
+        return _scan.STRICT_DECODER.decode(raw.strip())
     except (ValueError, RecursionError, MemoryError):
         if strict:
             raise _scan.Fail(f'parameter at offset {at} has string="false" but its value is not JSON') from None

@@ -14,11 +14,12 @@ the parser guessing.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from leader_eval.protocols._scan import STRICT_DECODER
 
 __all__ = ["LiteralBudget", "PyTextValue", "TextValue", "type_arguments"]
 
@@ -27,7 +28,8 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,4300})(?:\.[0-9]{1,4300})?(?:[eE][+-]
 _TRUE = frozenset(("true", "True"))  # templates that render Python values write True/False/None
 _FALSE = frozenset(("false", "False"))
 _NULL = frozenset(("null", "None"))
-_DECODER = json.JSONDecoder()
+# the strict parsers' decoder: a key given twice or NaN/Infinity is not a value a model meant
+_DECODER = STRICT_DECODER
 _JSON_START = frozenset('{["-0123456789tfn')
 
 
@@ -133,6 +135,13 @@ def _py_literal(text: str, budget: LiteralBudget) -> tuple[bool, Any]:
 def _as(kind: str, text: str, python: LiteralBudget | None = None) -> tuple[bool, Any]:
     """Can ``text`` be read as a value of JSON type ``kind``? (ok, value)"""
     s = text.strip()
+    try:
+        return _read_as(kind, s, python)
+    except ValueError:  # past Python's integer digit limit, say: not a value of that type
+        return False, None
+
+
+def _read_as(kind: str, s: str, python: LiteralBudget | None) -> tuple[bool, Any]:
     if kind == "integer":
         return (True, int(s)) if _INT.fullmatch(s) else (False, None)
     if kind == "number":

@@ -59,7 +59,7 @@ def _typed(raw: str, kind: str | None, at: int, strict: bool) -> Any:
     text = raw.strip()
     if kind is not None and (kind != "number" or _NUMBER.fullmatch(text)):
         try:
-            value = _scan.DECODER.decode(text)
+            value = _scan.STRICT_DECODER.decode(text)
         except (ValueError, RecursionError, MemoryError):
             pass
         else:

@@ -49,6 +49,12 @@ def _quoted_breaks(text: str) -> str:
                 out[i] = _BREAK
         elif ch in "'\"":
             quote = ch
+        elif ch == "#":  # a comment runs to the line's end: an apostrophe in it opens no string
+            end = text.find("\n", i)
+            if end == -1:
+                break
+            i = end
+            continue
         i += 1
     return "".join(out)
 

@@ -1,14 +1,15 @@
 """A suite's stress requirements (``gate: stress:``) judged on a sweep, with the gate's statistics.
 
-Each (case, depth) column of a sweep is one cluster: its value at a length is the mean over its
-samples there. At the requirement's length ``L``:
+Each case is one cluster: its value at a length is the mean over its (case, depth) columns
+there, each column the mean over its samples (depths of one case are not independent evidence).
+At the requirement's length ``L``:
 
-- a **floor** (``min: {score: 0.5}``) is the weighted mean over columns with its 95% interval
+- a **floor** (``min: {score: 0.5}``) is the weighted mean over cases with its 95% interval
   (``stats.weighted_mean_ci``, cases as clusters), judged like the gate's floors: ``judge: bound``
   (default) fails when the interval's upper end is under the floor, ``judge: point`` when the
   estimate is;
 - a **largest drop** (``max_drop: {score: 0.15}``) is paired: per column, its value at the
-  shortest scored length minus its value at ``L``; the mean drop and its interval over columns;
+  shortest scored length minus its value at ``L``; the mean drop and its interval over cases;
   ``bound`` fails when the interval's lower end is above the limit (the drop is credibly larger).
 
 What cannot be judged fails, never passes: a length the sweep did not sample, a column that
@@ -139,20 +140,24 @@ def _judge(
             )
             continue
         cols = sorted(at_l)
-        w = [float(weights.get(case_of.get(c, c), 1.0)) for c in cols]
-        if len(cols) < 2:
+        cases = sorted({case_of.get(c, c) for c in cols})
+        w = [float(weights.get(c, 1.0)) for c in cases]
+        if not cols:
+            rows.append(verdict("fail", f"the sweep has no column at {req.at}: nothing to judge"))
+            continue
+        if len(cases) < 2:
             # one cluster has no spread to build an interval from: its zero-width interval would
-            # let one lucky or unlucky column decide
-            why = f"one column ({cols[0]}) at {req.at}: an interval over columns needs two or more"
+            # let one lucky or unlucky case decide, however many depths it was swept at
+            why = f"one case ({cases[0]}) at {req.at}: an interval over cases needs two or more"
             rows.append(_underpowered(verdict, None, spec, strict, why))
             continue
         if kind == "floor":
-            est = weighted_mean_ci([at_l[c] for c in cols], w)
+            est = weighted_mean_ci(_per_case(at_l, cols, cases, case_of), w)
             judged = est.value if spec.judge == "point" else est.high
-            worst = weighted_mean_ci([0.0] * len(cols), w).high  # every sample failing at L
+            worst = weighted_mean_ci([0.0] * len(cases), w).high  # every sample failing at L
             if spec.judge == "bound" and worst >= limit:
                 why = (
-                    f"even a {metric} of 0 at {req.at} over {len(cols)} column(s) has a 95% upper end of "
+                    f"even a {metric} of 0 at {req.at} over {len(cases)} case(s) has a 95% upper end of "
                     f"{worst:.3g} >= the floor {limit:g}"
                 )
                 rows.append(_underpowered(verdict, est, spec, strict, why))
@@ -170,13 +175,13 @@ def _judge(
             rows.append(verdict("fail", f"cannot judge the drop of {metric} to {req.at}: no shorter scored length"))
             continue
         base_len, base = shortest
-        drops = [base[c] - at_l[c] for c in cols]
-        est = weighted_mean_ci(drops, w)
+        drops = {c: base[c] - at_l[c] for c in cols}
+        est = weighted_mean_ci(_per_case(drops, cols, cases, case_of), w)
         judged = est.value if spec.judge == "point" else est.low
-        best = weighted_mean_ci([1.0] * len(cols), w).low  # the largest drop there can be
+        best = weighted_mean_ci([1.0] * len(cases), w).low  # the largest drop there can be
         if spec.judge == "bound" and best <= limit:
             why = (
-                f"even a drop of 1 from {base_len} to {req.at} over {len(cols)} column(s) has a 95% lower end of "
+                f"even a drop of 1 from {base_len} to {req.at} over {len(cases)} case(s) has a 95% lower end of "
                 f"{best:.3g} <= the limit {limit:g}"
             )
             rows.append(_underpowered(verdict, est, spec, strict, why))
@@ -190,6 +195,16 @@ def _judge(
         )
         rows.append(verdict("fail" if beyond else "pass", why, est))
     return rows
+
+
+def _per_case(
+    values: Mapping[str, float], cols: list[str], cases: list[str], case_of: Mapping[str, str]
+) -> list[float]:
+    """Each case's mean over its columns (its depths), in ``cases`` order."""
+    sums: dict[str, list[float]] = {c: [] for c in cases}
+    for col in cols:
+        sums[case_of.get(col, col)].append(values[col])
+    return [sum(v) / len(v) for v in (sums[c] for c in cases)]
 
 
 def _shortest(

@@ -109,3 +109,12 @@ def test_hostile_inputs_stay_fast(text: str) -> None:
     t = time.perf_counter()
     assert not parse_output(text, "lfm2").strict_ok
     assert time.perf_counter() - t < 2.0  # quadratic work would take minutes; the bench times it
+
+
+def test_an_apostrophe_in_a_comment_opens_no_string() -> None:
+    """The line-break reading tracks quotes; a comment's apostrophe must not hide the next call."""
+    text = "<|tool_call_start|>[f(a=1),  # don't\n g(b=2)  # won't\n]<|tool_call_end|>"
+    r = parse_output(text, "lfm2")
+    assert r.strict_ok and [c.name for c in r.calls] == ["f", "g"]
+    hidden = "<|tool_call_start|>[f(a=1), # it's\n g(b=((( '\n]<|tool_call_end|>"
+    assert not parse_output(hidden, "lfm2").strict_ok

@@ -83,3 +83,17 @@ def test_text_nested_in_objects_and_arrays_is_typed_at_its_place() -> None:
     }
     args = {"meta": {"id": TextValue("7"), "n": TextValue("7"), "free": TextValue("7")}, "xs": [TextValue("1.5")]}
     assert type_arguments(args, schema) == {"meta": {"id": "7", "n": 7, "free": 7}, "xs": [1.5]}
+
+
+@pytest.mark.parametrize(
+    ("text", "schema"),
+    [
+        ("1" + "0" * 4300, {"type": "integer"}),  # past Python's digit limit: text, never a crash
+        ('{"a": 1, "a": 2}', {"type": "object"}),  # a key given twice: which value was meant?
+        ('{"a": NaN}', {"type": "object"}),  # not JSON
+        ("-Infinity", None),
+    ],
+)
+def test_text_that_is_no_clean_value_of_its_type_stays_text(text: str, schema: Any) -> None:
+    out = type_arguments({"x": TextValue(text)}, {"type": "object", "properties": {"x": schema} if schema else {}})
+    assert out["x"] == text and type(out["x"]) is str

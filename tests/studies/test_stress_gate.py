@@ -111,3 +111,16 @@ def test_a_declared_requirement_fails_a_sweep_whose_long_prompts_collapse(local_
     (req,) = result.requirements
     assert req.verdict == "fail" and req.at == 2500 and req.estimate is not None and req.estimate.value == 0.0
     assert '"requirements"' in (tmp_path / "sweep" / "stress.json").read_text(encoding="utf-8")
+
+
+def test_depths_of_one_case_are_one_cluster() -> None:
+    """Twelve depths of one case are not twelve cases: the requirement cannot fail, so it is
+    underpowered (a failure in CI mode), never a pass on zero-width intervals."""
+    depths = {f"only:d{i}": (1.0, 0.9) for i in range(12)}
+    (floor,) = _judge(depths, {"at": LONG, "min": {"score": 0.5}}, strict=True)
+    assert floor.verdict == "fail" and "one case" in floor.explanation
+
+
+def test_a_sweep_with_no_column_fails() -> None:
+    (req,) = _judge({}, {"at": LONG, "min": {"score": 0.5}})
+    assert req.verdict == "fail"
