@@ -422,3 +422,29 @@ def headed_calls(
             continue
         e = scan.close_after(got[1], close) if close else got[1]
         yield ToolCall(found[0], args, protocol, (s, e), text[s:e])
+
+
+#: (text, where a marker stands, the scan's budget) -> (tool name, arguments, where the call ends);
+#: raises ``Fail`` (or ``RecursionError``) where no call reads there
+BlockReader = Callable[[str, int, Budget], tuple[str, dict[str, Any], int]]
+
+
+def block_calls(
+    scan: Scan, marker: str, read: BlockReader, protocol: str, gave_up: Callable[[], bool] | None = None
+) -> Iterator[ToolCall]:
+    """The lenient reading shared by formats whose call is a block opening with ``marker`` (GLM,
+    Kimi K3, the invoke-shaped XML formats): every block that reads under the scan's budget; a
+    failed one costs a failure from the budget, and ``gave_up()`` (a per-output cap reached)
+    ends the scan."""
+    text, budget = scan.text, scan.budget()
+    for s in find_all(text, marker, scan.start):
+        if budget.spent:
+            return
+        try:
+            name, args, e = read(text, s, budget)
+        except (Fail, RecursionError):
+            if gave_up is not None and gave_up():
+                return
+            budget.fail()
+            continue
+        yield ToolCall(name, args, protocol, (s, e), text[s:e])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from leader_eval.protocols._base import LenientExtractor
-from leader_eval.protocols._scan import Budget, Fail, Scan, find_all, skip_ws
+from leader_eval.protocols._scan import Budget, Fail, Scan, block_calls, skip_ws
 from leader_eval.protocols._values import TextValue
 from leader_eval.types import ToolCall
 
@@ -147,17 +147,13 @@ def invoke_lenient(marker: str, tags: InvokeTags, value: type[TextValue], protoc
     read by ``invoke_block`` under the scan's budget and one parameter count per output."""
 
     def lenient(scan: Scan) -> Iterator[ToolCall]:
-        text, hi, budget, count = scan.text, len(scan.text), scan.budget(), ParamCount()
-        for s in find_all(text, marker, scan.start):
-            if budget.spent:
-                return
-            try:
-                name, args, e = invoke_block(text, s, hi, tags, value, count, budget)
-            except Fail:
-                if count.n > MAX_PARAMETERS:
-                    return
-                budget.fail()
-                continue
-            yield ToolCall(name, args, protocol, (s, e), text[s:e])
+        count = ParamCount()
+        return block_calls(
+            scan,
+            marker,
+            lambda text, s, budget: invoke_block(text, s, len(text), tags, value, count, budget),
+            protocol,
+            lambda: count.n > MAX_PARAMETERS,
+        )
 
     return lenient

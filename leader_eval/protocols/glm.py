@@ -64,16 +64,9 @@ def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> Stric
 
 
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
-    text, hi, budget = scan.text, len(scan.text), scan.budget()
-    for s in _scan.find_all(text, OPEN, scan.start):
-        if budget.spent:
-            return
-        try:
-            name, args, e = _call(text, s, hi, strict=False, budget=budget)
-        except _scan.Fail:
-            budget.fail()
-            continue
-        yield ToolCall(name, args, "glm", (s, e), text[s:e])
+    return _scan.block_calls(
+        scan, OPEN, lambda text, s, budget: _call(text, s, len(text), strict=False, budget=budget), "glm"
+    )
 
 
 PROTOCOL = ToolCallProtocol(

@@ -163,16 +163,9 @@ def frame(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
 
 
 def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
-    text, hi, budget = scan.text, len(scan.text), scan.budget()
-    for s in _scan.find_all(text, f"{OPEN}call", scan.start):
-        if budget.spent:
-            return
-        try:
-            name, args, e = _call(text, s, hi, strict=False, budget=budget)
-        except _scan.Fail:
-            budget.fail()
-            continue
-        yield ToolCall(name, args, "kimi_k3", (s, e), text[s:e])
+    return _scan.block_calls(
+        scan, f"{OPEN}call", lambda text, s, budget: _call(text, s, len(text), strict=False, budget=budget), "kimi_k3"
+    )
 
 
 PROTOCOL = ToolCallProtocol(

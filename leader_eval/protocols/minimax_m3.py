@@ -27,7 +27,7 @@ from leader_eval.protocols._scan import (
     Fail,
     Memo,
     Scan,
-    find_all,
+    block_calls,
     skip_ws,
 )
 from leader_eval.protocols._values import TextValue
@@ -124,18 +124,14 @@ def strict(text: str, lo: int, hi: int, memo: Memo | None = None) -> StrictOut:
 
 
 def lenient(scan: Scan) -> Iterator[ToolCall]:
-    text, hi, budget, count = scan.text, len(scan.text), scan.budget(), ParamCount()
-    for s in find_all(text, _INVOKE, scan.start):
-        if budget.spent:
-            return
-        try:
-            name, args, e = _invoke(text, s, hi, count, budget)
-        except (Fail, RecursionError):
-            if count.n > MAX_PARAMETERS:
-                return
-            budget.fail()
-            continue
-        yield ToolCall(name, args, "minimax_m3", (s, e), text[s:e])
+    count = ParamCount()
+    return block_calls(
+        scan,
+        _INVOKE,
+        lambda text, s, budget: _invoke(text, s, len(text), count, budget),
+        "minimax_m3",
+        lambda: count.n > MAX_PARAMETERS,
+    )
 
 
 _NS = re.escape(NS)
