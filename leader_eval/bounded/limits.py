@@ -28,6 +28,9 @@ from __future__ import annotations
 # --------------------------------------------------------------------------- the numbers
 
 MAX_SUITE_BYTES = 8 * 2**20
+#: the longest prompt a stress sweep fits filler to, in the model's tokens (fitting renders and
+#: tokenizes prompts of that size; a million-token context is past every model in the fixtures)
+MAX_STRESS_TOKENS = 262_144
 MAX_TEMPLATE_BYTES = 2**20
 MAX_YAML_NODES = 200_000  # after alias expansion
 MAX_YAML_ALIASES = 1_000

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from leader_eval.bounded.limits import MAX_STRESS_TOKENS
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.runs.evaluate import run as run_suite
@@ -522,6 +523,10 @@ def resolve_steps(tokens: int, steps: Sequence[int] | None) -> list[int]:
     coerced): a step silently dropped or rounded would change what the sweep measures."""
     if not _is_count(tokens):
         raise LeaderEvalError(f"stress: --tokens {tokens!r} must be an integer >= 1")
+    if tokens > MAX_STRESS_TOKENS:
+        # fitting filler to a length renders and tokenizes prompts of that size: an unbounded
+        # length (a typo, a hostile suite's requirement) would run for hours before any error
+        raise LeaderEvalError(f"stress: --tokens {tokens:,} is over the largest sweep length, {MAX_STRESS_TOKENS:,}")
     chosen = list(steps) if steps else list(DEFAULT_STEPS)
     bad = next((s for s in chosen if not _is_count(s)), None)
     if bad is not None:

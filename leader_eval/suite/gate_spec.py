@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from leader_eval.bounded.limits import MAX_STRESS_TOKENS
 from leader_eval.stats.metrics import ALL_METRICS
 
 __all__ = [
@@ -158,6 +159,11 @@ def _stress_problem(items: Any) -> tuple[tuple[str, ...], str] | None:
                 *where,
                 "at",
             ), f"gate: stress[{i}]: at must be a prompt length in tokens (an integer >= 1), got {at!r}"
+        if at > MAX_STRESS_TOKENS:
+            return (
+                *where,
+                "at",
+            ), f"gate: stress[{i}]: at {at:,} is over the largest sweep length, {MAX_STRESS_TOKENS:,}"
         if at in seen:
             return (*where, "at"), f"gate: stress[{i}]: length {at} has two requirements; merge them"
         seen.add(at)

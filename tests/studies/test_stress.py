@@ -211,3 +211,12 @@ def test_reduced_sweep_on_the_embedded_model(tmp_path: Path) -> None:
     sampled = [s for s in result.run.samples if s.outcome == "ok"]
     assert len(sampled) == 1 and sampled[0].prompt_tokens == fit.prompt_tokens
     assert (result.out / "stress.png").is_file()
+
+
+def test_a_length_past_the_largest_sweep_is_refused_before_any_model_loads() -> None:
+    """Fitting filler renders and tokenizes a prompt of that length: a mistyped or hostile
+    length is a one-line error at once, not hours of fitting (the model spec is never read)."""
+    from leader_eval.errors import LeaderEvalError
+
+    with pytest.raises(LeaderEvalError, match="over the largest sweep length, 262,144"):
+        stress(RECALL, model="bogus:never-resolved", tokens=10**9)

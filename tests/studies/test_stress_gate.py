@@ -89,6 +89,8 @@ def test_what_cannot_be_judged_fails() -> None:
         ("stress: [{at: 40000, min: {hard_fail_rate: 0.1}}]", "a sweep measures score"),
         ("stress: [{at: 40000, max_drop: {score: 2}}]", "greater than the maximum of 1"),
         ("stress: [{at: 40000, min: {score: 0.5}}, {at: 40000, min: {score: 0.4}}]", "two requirements"),
+        # a hostile or mistyped length would fit filler for hours under --le-stress: refused at load
+        ("stress: [{at: 1000000000000, min: {score: 0.5}}]", "over the largest sweep length"),
     ],
 )
 def test_a_bad_requirement_is_a_one_line_error_at_its_line(tmp_path: Path, section: str, message: str) -> None:
