@@ -36,6 +36,8 @@ __all__ = [
     "__version__",
     "load_suite",
     "read_run",
+    "register_check",
+    "register_model_role",
     "run",
     "score_output",
 ]
@@ -43,6 +45,7 @@ __all__ = [
 if TYPE_CHECKING:
     from leader_eval.runs.evaluate import read_run, run
     from leader_eval.runs.options import RunOptions
+    from leader_eval.runs.trusted import register_check, register_model_role
     from leader_eval.scoring.api import load_suite, score_output
     from leader_eval.scoring.scorer import SampleScore
     from leader_eval.suite.load import Suite
@@ -52,6 +55,8 @@ _LAZY = {
     "run": "leader_eval.runs.evaluate",
     "read_run": "leader_eval.runs.evaluate",
     "RunOptions": "leader_eval.runs.options",
+    "register_check": "leader_eval.runs.trusted",
+    "register_model_role": "leader_eval.runs.trusted",
     "load_suite": "leader_eval.scoring.api",
     "score_output": "leader_eval.scoring.api",
     "ModelInfo": "leader_eval.types",

@@ -34,6 +34,7 @@ from leader_eval.runs.argtypes import (
     protocol_name,
     sample_count,
 )
+from leader_eval.runs.trusted import Trusted, assemble
 from leader_eval.types import is_finite_number, is_int
 
 
@@ -83,6 +84,9 @@ class RunOptions:
     backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. tokenizer= for tinker://
     cache: bool = True  # the content-addressed sample cache (LEADER_EVAL_CACHE_DIR, default ~/.cache/leader-eval)
     extra_manifest: dict[str, Any] = field(default_factory=dict)
+    # model roles and Python checks a suite may name (runs/trusted.py); the default is what code
+    # registered (conftest.py) when the options were built
+    trusted: Trusted = field(default_factory=assemble)
 
 
 def check_run_options(options: RunOptions) -> None:
