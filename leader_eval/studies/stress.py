@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import math
 import numbers
 import random
 import re
@@ -136,7 +137,7 @@ def protected_words(case: Case, events_var: str = "events", fact_var: str | None
     if isinstance(events, list):
         names += [str(e.get("from", "")) for e in events if isinstance(e, dict)]
     if fact_var and fact_var in case.vars:
-        fact_text = " ".join(str(e.get("text", "")) for e in _as_events(case.vars[fact_var], fact_var))
+        fact_text = " ".join(_item_text(e) for e in _as_events(case.vars[fact_var], fact_var))
         out |= {w.lower() for w in _words(fact_text) if w.lower() not in _STOPWORDS}
     out |= {w.lower() for n in names for w in _words(n)}
     for call in case.expect.get("calls", []):
@@ -159,18 +160,28 @@ def filler_violations(text: str, protected: frozenset[str] = frozenset()) -> lis
 class FillerStream:
     """A deterministic stream of filler events for one case: same seed and case, same events.
 
-    Times are assigned later (they depend on how many events a variant needs). Lines that would
-    use a protected word of the case are drawn again, so the stream never bears on its decision.
+    Without ``pool`` the events are generated village chat (``chat_traffic.yaml``); lines that
+    would use a protected word of the case, or a banned word, are drawn again. With ``pool``
+    (the suite's own ``stress.filler`` items) they are that list in a seeded order, drawn without
+    replacement, less the items that use a protected word of the case; ``limit`` is then how many
+    there are. Times are assigned later, by the variant's fixed schedule.
     """
 
-    def __init__(self, seed: int, key: str, protected: frozenset[str] = frozenset()):
+    def __init__(self, seed: int, key: str, protected: frozenset[str] = frozenset(), pool: Sequence[Any] | None = None):
         self.data = filler_data()
-        self.rng = random.Random(f"leader-eval-stress\0{seed}\0{key}\0{self.data.digest}")
         self.protected = protected
+        self.events: list[Any] = []
+        self.limit: int | None = None
+        if pool is not None:
+            rng = random.Random(f"leader-eval-stress-pool\0{seed}\0{key}")
+            usable = [item for item in pool if not [w for w in _words(_item_text(item)) if w.lower() in protected]]
+            rng.shuffle(usable)
+            self.events, self.limit = usable, len(usable)
+            return
+        self.rng = random.Random(f"leader-eval-stress\0{seed}\0{key}\0{self.data.digest}")
         self.speakers = [s for s in self.data.speakers if s.lower() not in protected]
         if len(self.speakers) < 2:
             raise LeaderEvalError("stress filler: every filler speaker name is used by the case")
-        self.events: list[dict[str, str]] = []
 
     def _one(self) -> dict[str, str]:
         rng = self.rng
@@ -191,20 +202,41 @@ class FillerStream:
             return self.rng.choice([s for s in self.speakers if s != speaker])
         return self.rng.choice(self.data.slots[name])
 
-    def take(self, n: int) -> list[dict[str, str]]:
+    def take(self, n: int) -> list[Any]:
+        if self.limit is not None:
+            n = min(n, self.limit)  # the caller checks the count against ``limit``
         while len(self.events) < n:
             self.events.append(self._one())
-        return [dict(e) for e in self.events[:n]]
+        return [dict(e) if isinstance(e, dict) else e for e in self.events[:n]]
 
     def words_after(self, n: int, k: int) -> list[str]:
-        """The first ``k`` words of the texts of events ``n``, ``n+1``, ...: padding for the last line."""
+        """The first ``k`` words of the texts of events ``n``, ``n+1``, ...: padding for the last line
+        (fewer when the suite's pool has no more text after ``n``)."""
         out: list[str] = []
         i = n
-        while len(out) < k:
+        while len(out) < k and (self.limit is None or i < self.limit):
             self.take(i + 1)
-            out += self.events[i]["text"].split()
+            item = self.events[i]
+            text = item if isinstance(item, str) else item.get("text")
+            out += text.split() if isinstance(text, str) else []
             i += 1
         return out[:k]
+
+
+def _item_text(item: Any) -> str:
+    """The words of a history item (its string values), for the protected-word check and estimates."""
+    return " ".join(_strings(item))
+
+
+def _stretch(item: Any, words: list[str]) -> Any:
+    """``item`` with ``words`` appended to its text (a string item, or a mapping's ``text``)."""
+    if not words:
+        return item
+    if isinstance(item, str):
+        return " ".join([item, *words])
+    if isinstance(item, dict) and isinstance(item.get("text"), str):
+        return {**item, "text": " ".join([item["text"], *words])}
+    return item
 
 
 def _parse_minutes(t: Any) -> int | None:
@@ -212,28 +244,36 @@ def _parse_minutes(t: Any) -> int | None:
     return int(m.group(1)) * 60 + int(m.group(2)) if m else None
 
 
-def _timed(events: list[dict[str, str]], first_time: Any, capacity: int) -> list[dict[str, Any]]:
+def _timed(events: list[Any], first_time: Any, capacity: int, *, generated: bool) -> list[Any]:
     """Filler times, HH:MM, before the case's first event: line ``k`` at a fixed time whatever
     the variant's length (``capacity`` lines, the sweep's longest filler, spread evenly over up
     to 10 hours), so a shorter variant's filler is the longer one's beginning, time stamps
-    included, and its prompt a prefix of the longer prompt (the local backend reuses its KV)."""
+    included, and its prompt a prefix of the longer prompt (the local backend reuses its KV).
+    Generated events get a ``time``; a suite's own items keep theirs unless they have a ``time``
+    and the case's first event an HH:MM one (then it is replaced, so the log stays in order)."""
     t0 = _parse_minutes(first_time)
     if t0 is None:
-        return [{"time": first_time, **e} for e in events]
+        return [{"time": first_time, **e} if generated else e for e in events]
     window = min(t0, 600)
     last = t0 - 1 if window else t0  # never at or after the case's first event
-    out = []
+    out: list[Any] = []
     for k, e in enumerate(events):
         minute = min(t0 - window + (k * window) // max(capacity, 1), last)
-        out.append({"time": f"{minute // 60:02d}:{minute % 60:02d}", **e})
+        stamp = f"{minute // 60:02d}:{minute % 60:02d}"
+        if generated:
+            out.append({"time": stamp, **e})
+        elif isinstance(e, dict) and "time" in e:
+            out.append({**e, "time": stamp})
+        else:
+            out.append(e)
     return out
 
 
-def _as_events(value: Any, name: str) -> list[dict[str, Any]]:
+def _as_events(value: Any, name: str) -> list[Any]:
     events = value if isinstance(value, list) else [value]
-    if not all(isinstance(e, dict) for e in events):
-        raise LeaderEvalError(f"stress: var {name!r} must be an event mapping or a list of them")
-    return [dict(e) for e in events]
+    if not all(isinstance(e, dict | str) for e in events):
+        raise LeaderEvalError(f"stress: var {name!r} must be a history item (a mapping or a string) or a list of them")
+    return [dict(e) if isinstance(e, dict) else e for e in events]
 
 
 # --- variants -------------------------------------------------------------------------------
@@ -300,24 +340,27 @@ class _Fitter:
             )
         self.facts = _as_events(case.vars[fact_var], fact_var) if fact_var else []
         # the fact may also sit in the case's own log (so the unstressed case shows it): move it
-        self.own = [dict(e) for e in events if dict(e) not in self.facts]
+        self.own = [e for e in _as_events(events, events_var) if e not in self.facts]
         if not self.own:
             raise LeaderEvalError(f"{suite.path}:{case.line}: stress case {case.id!r} has no event besides its fact")
-        self.first_time = self.own[0].get("time", "")
-        self.stream = FillerStream(seed, case.id, protected_words(case, events_var, fact_var))
+        first = self.own[0]
+        self.first_time = first.get("time", "") if isinstance(first, dict) else ""
+        self.pool = suite.stress_filler
+        self.stream = FillerStream(seed, case.id, protected_words(case, events_var, fact_var), pool=self.pool)
         self._est: list[float] = []
         self.chars_per_token = 3.0
 
-    def events(self, n: int, extra_words: int, depth: str | None) -> tuple[list[dict[str, Any]], int | None]:
+    def events(self, n: int, extra_words: int, depth: str | None) -> tuple[list[Any], int | None]:
         filler = self.stream.take(n)
         if extra_words and filler:
-            filler[-1]["text"] = " ".join([filler[-1]["text"], *self.stream.words_after(n, extra_words)])
-        timed = _timed(filler, self.first_time, self.capacity)
+            filler[-1] = _stretch(filler[-1], self.stream.words_after(n, extra_words))
+        timed = _timed(filler, self.first_time, self.capacity, generated=self.pool is None)
         fact_index = None
         if self.facts:
             at = {"start": 0, "middle": len(timed) // 2, "end": len(timed)}[depth or "end"]
-            when = timed[at - 1]["time"] if at > 0 else (timed[0]["time"] if timed else self.facts[0].get("time"))
-            placed = [{**f, "time": when} if "time" in f else f for f in self.facts]
+            near = timed[at - 1] if at > 0 else (timed[0] if timed else None)
+            when = near.get("time") if isinstance(near, dict) else None
+            placed = [{**f, "time": when} if isinstance(f, dict) and "time" in f and when else f for f in self.facts]
             timed[at:at] = placed
             fact_index = at
         return [*timed, *self.own], fact_index
@@ -348,10 +391,13 @@ class _Fitter:
         Backends need not expose a bare tokenizer; the fit below rescales this estimate by every
         real count, so only the full prompt's tokenization decides.
         """
+        limit = self.stream.limit
+        if limit is not None and n > limit:
+            return math.inf  # the suite's pool has no more items
         filler = self.stream.take(n)
         while len(self._est) < n:
             e = filler[len(self._est)]
-            size = len(f"[00:00] {e['from']}: {e['text']}\n") / self.chars_per_token
+            size = len(f"[00:00] {_item_text(e)}\n") / self.chars_per_token
             self._est.append((self._est[-1] if self._est else 0.0) + size)
         return self._est[n - 1] if n else 0.0
 
@@ -378,6 +424,7 @@ class _Fitter:
         #    template join lines, so only the whole prompt's count is exact).
         scale = 1.0
         lo_n, hi_n = 0, None
+        limit = self.stream.limit  # the suite's own items: no more than the file holds
         # calibrate on a short prefix first: a full-length miss would cost a long tokenization
         n = min(32, self._guess(0, target - t0))
         for _ in range(60):
@@ -389,9 +436,11 @@ class _Fitter:
                     lo_n, best = n, got
             else:
                 hi_n = n if hi_n is None else min(hi_n, n)
-            if best[0] == target or (hi_n is not None and hi_n <= lo_n + 1):
+            if best[0] == target or (hi_n is not None and hi_n <= lo_n + 1) or lo_n == limit:
                 break
             g = max(lo_n + 1, self._guess(lo_n, (target - best[0]) / scale))
+            if limit is not None:
+                g = min(g, limit)
             if hi_n is not None and g >= hi_n:
                 g = max(lo_n + 1, min(hi_n - 1, (lo_n + hi_n) // 2 if g - lo_n > 8 else g))
                 g = min(g, hi_n - 1)
@@ -411,6 +460,11 @@ class _Fitter:
                 words, best = g, got
             else:
                 hi_w = g
+        if limit is not None and lo_n == limit and best[0] < target:
+            raise LeaderEvalError(
+                f"{self.suite.path}: stress.filler holds too few items for case {self.case.id!r} at {target:,} "
+                f"tokens: all {limit} usable items make {best[0]:,} (add items or lower --tokens)"
+            )
         t, prompt, case, fi = best
         return self._variant(vid, target, depth, t, lo_n, case, prompt, fi)
 

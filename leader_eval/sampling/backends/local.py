@@ -309,16 +309,19 @@ class LocalBackend:
                     "yarn_orig_ctx": self.rope["orig_ctx"],
                     "rope_freq_scale": self.rope["freq_scale"],
                 }
-            self._llm = self._llama_cpp.Llama(
-                model_path=str(self.model_path),
-                n_ctx=self.context_length or 0,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads,
-                n_batch=self.n_batch,
-                n_ubatch=self.n_batch,
-                verbose=False,
-                **rope,
-            )
+            # quiet: llama.cpp warns on fd 2 that an extended context exceeds the training one,
+            # which is what YaRN is for (the manifest and the report say it was extended)
+            with _quiet_stderr() if self.rope else contextlib.nullcontext():
+                self._llm = self._llama_cpp.Llama(
+                    model_path=str(self.model_path),
+                    n_ctx=self.context_length or 0,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    n_batch=self.n_batch,
+                    n_ubatch=self.n_batch,
+                    verbose=False,
+                    **rope,
+                )
         return self._llm
 
     def _prefill_canonically(self, llm: Any, prompt_ids: list[int], anchor: list[int]) -> int:
