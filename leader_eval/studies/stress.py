@@ -599,7 +599,8 @@ def read_stress(run_dir: str | Path) -> StressResult:
         context_extension=d.get("context_extension"),
         cost={int(k): v for k, v in (d.get("cost") or {}).items()},
         n_ctx_train=d.get("n_ctx_train"),
-        curves=[Curve.from_dict(c) for c in d.get("curves") or []],
+        # a stress.json written before curves were recorded: computed from its variants (weight 1)
+        curves=[Curve.from_dict(c) for c in d["curves"]] if "curves" in d else curves(d["steps"], variants, {}),
         png=path / STRESS_PNG if (path / STRESS_PNG).is_file() else None,
         json_path=path / STRESS_JSON,
     )
@@ -928,7 +929,7 @@ def extension_text(ext: dict[str, Any] | None) -> str | None:
     """``context extended 8,192 -> 65,536 with YaRN`` (None when the context was not extended)."""
     if not ext:
         return None
-    how = "" if ext.get("auto") else " (--rope-scaling)"
+    how = "" if ext.get("auto") else ", as --rope-scaling asked"
     return f"context extended {ext['from']:,} -> {ext['to']:,} with YaRN{how}"
 
 
