@@ -4,8 +4,10 @@ One point per (length, depth): the chosen cases' variants at that length (and de
 averages each case over its depths first). Cases are the clusters: a case's value is the mean
 over its samples (and depths), and the interval is ``stats.weighted_mean_ci`` over cases. With a
 single case there is no spread between cases to use; its samples are then the independent
-draws and the interval is Wilson's over them (``stats.rate_ci``). Failure reasons are rates of
-samples with that reason, estimated the same way.
+draws and the interval is Wilson's over them (``stats.rate_ci``). An interval over cases is never
+narrower than Wilson's over all the samples (clustering only adds uncertainty; cases that all
+scored alike would otherwise get a zero-width band). Failure reasons are rates of samples with
+that reason, estimated the same way.
 
 The **first credible drop** is the shortest length whose failures exceed those at the shortest
 scored length by more than chance, paired by variant column (the same case and depth at both
@@ -101,9 +103,24 @@ def _estimate(per_case: Mapping[str, tuple[float, int, int]], weights: Mapping[s
         return Estimate(
             value, min(e.low, value), max(e.high, value), 1, n, e.confidence, "one case: Wilson over its samples"
         )
-    return weighted_mean_ci(
+    est = weighted_mean_ci(
         [per_case[c][0] for c in ids], [float(weights.get(c, 1.0)) for c in ids], n_samples=n_samples
     )
+    # never narrower than the samples alone allow: cases that all scored alike (0.8 each) give the
+    # bootstrap a zero-width interval, as if their samples had no noise
+    pooled = rate_ci(sum(per_case[c][1] for c in ids), n_samples, n_cases=len(ids))
+    if pooled.low < est.low or pooled.high > est.high:
+        note = "widened to the Wilson interval over all samples" + (f" ({est.note})" if est.note else "")
+        return Estimate(
+            est.value,
+            min(est.low, pooled.low),
+            max(est.high, pooled.high),
+            est.n_cases,
+            n_samples,
+            est.confidence,
+            note,
+        )
+    return est
 
 
 def _point(length: int, cells: Sequence[Any], weights: Mapping[str, float]) -> CurvePoint:
