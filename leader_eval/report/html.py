@@ -470,7 +470,8 @@ def _run_section(run: Run, ri: int, *, open_: bool) -> str:
     stress = _stress_html(run)
     if stress:
         parts.append(stress)
-    parts.append(f"<h4>Cases ({len(run.cases)})</h4>")
+    # a stress run's cases are its variants (a case at one length and depth), not the suite's cases
+    parts.append(f"<h4>{'Variants' if stress else 'Cases'} ({len(run.cases)})</h4>")
     parts.append(
         "<noscript><p class='note'>Samples, sorting and filters need JavaScript; everything above is complete "
         f"without it. <code>leader-eval show {esc(run.path)}</code> prints the same samples.</p></noscript>"
