@@ -746,9 +746,14 @@ def stress(
     if backend is None:
         options, extension = extend_context(options, suite, cases, max(step_list))
         backend = resolve_backend(options.model, context_length=options.context_length, **options.backend_options)
-        rope = getattr(backend, "rope", None)
-        if rope and extension is None:  # asked for on the command line
-            extension = {"method": "yarn", "from": rope["orig_ctx"], "to": rope["n_ctx"], "auto": False}
+    rope = getattr(backend, "rope", None)
+    if rope and extension is None:  # asked for (--rope-scaling), or a caller's extended backend
+        extension = {
+            "method": "yarn",
+            "from": rope["orig_ctx"],
+            "to": rope["n_ctx"],
+            "auto": "rope_scaling" not in options.backend_options,
+        }
     seed = options.seed
     fseed = filler_seed if filler_seed is not None else (seed if seed is not None else 0)
     variants = build_variants(suite, cases, backend, step_list, depths=tuple(depths or DEPTHS), seed=fseed)

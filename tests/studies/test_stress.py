@@ -116,6 +116,19 @@ def test_prompt_is_exact_to_the_token_and_the_case_is_unchanged(local_backend: A
         assert v.fact_index == {"start": 0, "middle": n_filler // 2, "end": n_filler}[v.depth]
         times = [e["time"] for e in events]
         assert times == sorted(times)  # HH:MM, chronological
+    # nested: at each depth a shorter variant's filler (time stamps included) is the longer one's
+    # beginning, up to its last line (lengthened to land the last tokens), so the local backend
+    # prefills the shared prefix once
+    for depth in ("start", "end"):
+        short, mid, long = (v for v in variants if v.depth == depth)
+        for a, b in ((short, mid), (mid, long)):
+            assert a.case is not None and b.case is not None
+            k = a.n_filler - 1 + (depth == "start")  # the fact leads at the start
+            assert a.case.vars["events"][:k] == b.case.vars["events"][:k]
+            assert a.prompt is not None and b.prompt is not None
+            x, y = a.prompt.token_ids or [], b.prompt.token_ids or []
+            shared = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), len(x))
+            assert shared > 0.8 * len(x)
 
 
 def test_overflow_is_recorded_without_sampling_and_outputs_are_written(local_backend: Any, tmp_path: Path) -> None:
