@@ -295,7 +295,7 @@ class StressItem(pytest.Item):
         from leader_eval.runs.options import run_options
         from leader_eval.sampling.keys import backend_model_key
         from leader_eval.store.names import default_out_dir
-        from leader_eval.studies.stress import requirement_steps, stress
+        from leader_eval.studies.stress import extend_context, requirement_steps, stress
         from leader_eval.studies.stress_gate import format_requirements
         from leader_eval.suite.gate_spec import gate_spec
 
@@ -310,18 +310,29 @@ class StressItem(pytest.Item):
                 state.backend = resolve_backend(o.sampling)
             options = run_options(o.sampling, progress=False)
             options.extra_manifest = {"created_by": "pytest"}
-            seed, label = run_seed_and_label(suite, options, state.backend)
+            steps = requirement_steps(gate_spec(suite.gate))
+            backend = state.backend
+            # as ``leader-eval stress``: an in-process GGUF is extended with YaRN for the whole
+            # sweep when its longest length does not fit the training context (its own model)
+            cases = [c for c in suite.cases if c.stress.get("enabled")]
+            extended, extension = (
+                extend_context(options, suite, cases, steps[-1]) if cases and steps else (options, None)
+            )
+            if extension:
+                backend = resolve_backend(
+                    {**o.sampling, "context_length": extended.context_length, "rope_scaling": "yarn"}
+                )
+            seed, label = run_seed_and_label(suite, options, backend)
             options.seed = seed
             options.out = default_out_dir(
-                suite, label, seed, model=backend_model_key(state.backend), root=o.run_dir, suffix="__stress"
+                suite, label, seed, model=backend_model_key(backend), root=o.run_dir, suffix="__stress"
             )
-            steps = requirement_steps(gate_spec(suite.gate))
             result = stress(
                 suite,
                 options=options,
                 tokens=steps[-1],
                 steps=steps,
-                backend=state.backend,
+                backend=backend,
                 strict=o.golden_strict,
                 plot=False,
             )

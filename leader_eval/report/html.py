@@ -39,7 +39,7 @@ from leader_eval.errors import LeaderEvalError
 from leader_eval.report.text import leak_spans, segments, visible
 from leader_eval.runs.evaluate import Run as RunType
 from leader_eval.runs.evaluate import read_run
-from leader_eval.stats.core import rate_ci, weighted_mean_ci
+from leader_eval.stats.core import rate_ci
 from leader_eval.stats.metrics import METRICS
 from leader_eval.store.run_store import REPORT, STRESS_JSON, RunDir, cut_text, write_bytes_atomic
 from leader_eval.studies.stress import format_stress_table, read_stress
@@ -470,7 +470,8 @@ def _run_section(run: Run, ri: int, *, open_: bool) -> str:
     stress = _stress_html(run)
     if stress:
         parts.append(stress)
-    parts.append(f"<h4>Cases ({len(run.cases)})</h4>")
+    # a stress run's cases are its variants (a case at one length and depth), not the suite's cases
+    parts.append(f"<h4>{'Variants' if stress else 'Cases'} ({len(run.cases)})</h4>")
     parts.append(
         "<noscript><p class='note'>Samples, sorting and filters need JavaScript; everything above is complete "
         f"without it. <code>leader-eval show {esc(run.path)}</code> prints the same samples.</p></noscript>"
@@ -547,14 +548,9 @@ def _stress_plot(result: Any) -> str:
         x = [p[0] for p in pts]
         ax.fill_between(x, [p[2].low for p in pts], [p[2].high for p in pts], color=f"C{i}", alpha=0.08)
         ax.plot(x, [p[1] for p in pts], marker="o", color=f"C{i}", linewidth=1, alpha=0.8, label=col)
-    overall = []
-    for step in result.steps:
-        cells = [v for v in result.variants if v.target == step and v.score is not None and v.n_scored]
-        if cells:
-            e = weighted_mean_ci(
-                [float(v.score) for v in cells], [1.0] * len(cells), n_samples=sum(v.n_scored for v in cells)
-            )
-            overall.append((step, e))
+    # the overall band is the sweep's own curve (cases as clusters, studies.stress_curve)
+    curve = next((c for c in result.curves if c.depth == "all"), None)
+    overall = [(p.length, p.score) for p in curve.points if p.score is not None] if curve else []
     if overall:
         ax.fill_between([s for s, _ in overall], [e.low for _, e in overall], [e.high for _, e in overall],
                         color="black", alpha=0.12, label="overall 95% CI")  # fmt: skip
@@ -565,8 +561,12 @@ def _stress_plot(result: Any) -> str:
         ax.plot([v.target for v in over], [0] * len(over), marker="x", color="red", markersize=10, linestyle="none",
                 label="context overflow (not sampled)")  # fmt: skip
     if result.context_length:
-        ax.axvline(result.context_length, color="red", linestyle="--", linewidth=1)
+        ax.axvline(result.context_length, color="red", linestyle="--", linewidth=1, label="context length")
         ax.axvspan(result.context_length, max(result.steps) * 1.15, color="red", alpha=0.06)
+    if result.n_ctx_train and result.n_ctx_train != result.context_length:
+        ax.axvline(result.n_ctx_train, color="darkorange", linestyle=":", linewidth=1.2, label="training context")
+    if curve and curve.first_drop is not None:
+        ax.axvline(curve.first_drop, color="darkred", linestyle="-.", linewidth=1, label="first credible drop")
     if result.steps and min(result.steps) > 0 and max(result.steps) / min(result.steps) >= 8:
         ax.set_xscale("log")
         ax.set_xticks(result.steps)

@@ -185,6 +185,13 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
     Option("max-tokens", "largest completion in tokens (beats the suite's)", positive_int),
     Option("concurrency", "requests in flight", positive_int, default=64),
     Option("context-length", "override the model's context length", positive_int),
+    Option(
+        "rope-scaling",
+        "local/gguf: extend the context past the GGUF's training length with llama.cpp's YaRN "
+        "(yarn, with --context-length; a different model: part of its id and cache key)",
+        None,
+        choices=("none", "yarn"),
+    ),
     Option("tokenizer", "tinker: local path of the base model's Hugging Face tokenizer (offline)"),
     Option("base-model", "tinker: base model name, when it cannot be resolved from the checkpoint"),
     Option("renderer", "tinker: a tinker-cookbook renderer name (qwen3, kimi_k2, ...)"),
@@ -236,6 +243,8 @@ def backend_options(values: Mapping[str, Any]) -> dict[str, Any]:
     timeouts and body caps, the cache identity. ``values``: parsed option values by dest."""
     model = str(values.get("model") or "")
     out: dict[str, Any] = {}
+    if model.startswith(("local:", "gguf:")) and values.get("rope_scaling"):
+        out["rope_scaling"] = values["rope_scaling"]
     if model.startswith("tinker"):
         for name in ("tokenizer", "base_model", "renderer"):
             if values.get(name):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import math
 import numbers
 import random
 import re
@@ -44,6 +45,7 @@ from leader_eval.store.run_store import (
     write_json_atomic,
     write_lines_atomic,
 )
+from leader_eval.studies.stress_curve import ALL_DEPTHS, Curve, curves
 from leader_eval.studies.stress_gate import StressVerdict, judge_stress
 from leader_eval.suite.gate_spec import GateSpec, gate_spec
 from leader_eval.suite.load import Case, Suite, load_suite
@@ -135,7 +137,7 @@ def protected_words(case: Case, events_var: str = "events", fact_var: str | None
     if isinstance(events, list):
         names += [str(e.get("from", "")) for e in events if isinstance(e, dict)]
     if fact_var and fact_var in case.vars:
-        fact_text = " ".join(str(e.get("text", "")) for e in _as_events(case.vars[fact_var], fact_var))
+        fact_text = " ".join(_item_text(e) for e in _as_events(case.vars[fact_var], fact_var))
         out |= {w.lower() for w in _words(fact_text) if w.lower() not in _STOPWORDS}
     out |= {w.lower() for n in names for w in _words(n)}
     for call in case.expect.get("calls", []):
@@ -158,18 +160,28 @@ def filler_violations(text: str, protected: frozenset[str] = frozenset()) -> lis
 class FillerStream:
     """A deterministic stream of filler events for one case: same seed and case, same events.
 
-    Times are assigned later (they depend on how many events a variant needs). Lines that would
-    use a protected word of the case are drawn again, so the stream never bears on its decision.
+    Without ``pool`` the events are generated village chat (``chat_traffic.yaml``); lines that
+    would use a protected word of the case, or a banned word, are drawn again. With ``pool``
+    (the suite's own ``stress.filler`` items) they are that list in a seeded order, drawn without
+    replacement, less the items that use a protected word of the case; ``limit`` is then how many
+    there are. Times are assigned later, by the variant's fixed schedule.
     """
 
-    def __init__(self, seed: int, key: str, protected: frozenset[str] = frozenset()):
+    def __init__(self, seed: int, key: str, protected: frozenset[str] = frozenset(), pool: Sequence[Any] | None = None):
         self.data = filler_data()
-        self.rng = random.Random(f"leader-eval-stress\0{seed}\0{key}\0{self.data.digest}")
         self.protected = protected
+        self.events: list[Any] = []
+        self.limit: int | None = None
+        if pool is not None:
+            rng = random.Random(f"leader-eval-stress-pool\0{seed}\0{key}")
+            usable = [item for item in pool if not [w for w in _words(_item_text(item)) if w.lower() in protected]]
+            rng.shuffle(usable)
+            self.events, self.limit = usable, len(usable)
+            return
+        self.rng = random.Random(f"leader-eval-stress\0{seed}\0{key}\0{self.data.digest}")
         self.speakers = [s for s in self.data.speakers if s.lower() not in protected]
         if len(self.speakers) < 2:
             raise LeaderEvalError("stress filler: every filler speaker name is used by the case")
-        self.events: list[dict[str, str]] = []
 
     def _one(self) -> dict[str, str]:
         rng = self.rng
@@ -190,20 +202,41 @@ class FillerStream:
             return self.rng.choice([s for s in self.speakers if s != speaker])
         return self.rng.choice(self.data.slots[name])
 
-    def take(self, n: int) -> list[dict[str, str]]:
+    def take(self, n: int) -> list[Any]:
+        if self.limit is not None:
+            n = min(n, self.limit)  # the caller checks the count against ``limit``
         while len(self.events) < n:
             self.events.append(self._one())
-        return [dict(e) for e in self.events[:n]]
+        return [dict(e) if isinstance(e, dict) else e for e in self.events[:n]]
 
     def words_after(self, n: int, k: int) -> list[str]:
-        """The first ``k`` words of the texts of events ``n``, ``n+1``, ...: padding for the last line."""
+        """The first ``k`` words of the texts of events ``n``, ``n+1``, ...: padding for the last line
+        (fewer when the suite's pool has no more text after ``n``)."""
         out: list[str] = []
         i = n
-        while len(out) < k:
+        while len(out) < k and (self.limit is None or i < self.limit):
             self.take(i + 1)
-            out += self.events[i]["text"].split()
+            item = self.events[i]
+            text = item if isinstance(item, str) else item.get("text")
+            out += text.split() if isinstance(text, str) else []
             i += 1
         return out[:k]
+
+
+def _item_text(item: Any) -> str:
+    """The words of a history item (its string values), for the protected-word check and estimates."""
+    return " ".join(_strings(item))
+
+
+def _stretch(item: Any, words: list[str]) -> Any:
+    """``item`` with ``words`` appended to its text (a string item, or a mapping's ``text``)."""
+    if not words:
+        return item
+    if isinstance(item, str):
+        return " ".join([item, *words])
+    if isinstance(item, dict) and isinstance(item.get("text"), str):
+        return {**item, "text": " ".join([item["text"], *words])}
+    return item
 
 
 def _parse_minutes(t: Any) -> int | None:
@@ -211,25 +244,36 @@ def _parse_minutes(t: Any) -> int | None:
     return int(m.group(1)) * 60 + int(m.group(2)) if m else None
 
 
-def _timed(events: list[dict[str, str]], first_time: Any) -> list[dict[str, Any]]:
-    """Spread filler evenly over up to 10 hours before the case's first event (HH:MM, never after it)."""
+def _timed(events: list[Any], first_time: Any, capacity: int, *, generated: bool) -> list[Any]:
+    """Filler times, HH:MM, before the case's first event: line ``k`` at a fixed time whatever
+    the variant's length (``capacity`` lines, the sweep's longest filler, spread evenly over up
+    to 10 hours), so a shorter variant's filler is the longer one's beginning, time stamps
+    included, and its prompt a prefix of the longer prompt (the local backend reuses its KV).
+    Generated events get a ``time``; a suite's own items keep theirs unless they have a ``time``
+    and the case's first event an HH:MM one (then it is replaced, so the log stays in order)."""
     t0 = _parse_minutes(first_time)
-    n = len(events)
     if t0 is None:
-        return [{"time": first_time, **e} for e in events]
+        return [{"time": first_time, **e} if generated else e for e in events]
     window = min(t0, 600)
-    out = []
+    last = t0 - 1 if window else t0  # never at or after the case's first event
+    out: list[Any] = []
     for k, e in enumerate(events):
-        minute = t0 - window + (k * window) // max(n, 1)
-        out.append({"time": f"{minute // 60:02d}:{minute % 60:02d}", **e})
+        minute = min(t0 - window + (k * window) // max(capacity, 1), last)
+        stamp = f"{minute // 60:02d}:{minute % 60:02d}"
+        if generated:
+            out.append({"time": stamp, **e})
+        elif isinstance(e, dict) and "time" in e:
+            out.append({**e, "time": stamp})
+        else:
+            out.append(e)
     return out
 
 
-def _as_events(value: Any, name: str) -> list[dict[str, Any]]:
+def _as_events(value: Any, name: str) -> list[Any]:
     events = value if isinstance(value, list) else [value]
-    if not all(isinstance(e, dict) for e in events):
-        raise LeaderEvalError(f"stress: var {name!r} must be an event mapping or a list of them")
-    return [dict(e) for e in events]
+    if not all(isinstance(e, dict | str) for e in events):
+        raise LeaderEvalError(f"stress: var {name!r} must be a history item (a mapping or a string) or a list of them")
+    return [dict(e) if isinstance(e, dict) else e for e in events]
 
 
 # --- variants -------------------------------------------------------------------------------
@@ -273,8 +317,20 @@ class Variant:
 class _Fitter:
     """Finds how much filler brings one case's prompt to a target length, exact to the token."""
 
-    def __init__(self, suite: Suite, case: Case, backend: Any, *, seed: int, events_var: str, fact_var: str | None):
+    def __init__(
+        self,
+        suite: Suite,
+        case: Case,
+        backend: Any,
+        *,
+        seed: int,
+        events_var: str,
+        fact_var: str | None,
+        longest: int,
+    ):
         self.suite, self.case, self.backend = suite, case, backend
+        self.longest = longest  # the sweep's longest length: it sets the filler's fixed time stamps
+        self.capacity = 0
         self.events_var, self.fact_var = events_var, fact_var
         self.tools = [t.to_openai() for t in suite.tools]
         events = case.vars.get(events_var)
@@ -284,24 +340,27 @@ class _Fitter:
             )
         self.facts = _as_events(case.vars[fact_var], fact_var) if fact_var else []
         # the fact may also sit in the case's own log (so the unstressed case shows it): move it
-        self.own = [dict(e) for e in events if dict(e) not in self.facts]
+        self.own = [e for e in _as_events(events, events_var) if e not in self.facts]
         if not self.own:
             raise LeaderEvalError(f"{suite.path}:{case.line}: stress case {case.id!r} has no event besides its fact")
-        self.first_time = self.own[0].get("time", "")
-        self.stream = FillerStream(seed, case.id, protected_words(case, events_var, fact_var))
+        first = self.own[0]
+        self.first_time = first.get("time", "") if isinstance(first, dict) else ""
+        self.pool = suite.stress_filler
+        self.stream = FillerStream(seed, case.id, protected_words(case, events_var, fact_var), pool=self.pool)
         self._est: list[float] = []
         self.chars_per_token = 3.0
 
-    def events(self, n: int, extra_words: int, depth: str | None) -> tuple[list[dict[str, Any]], int | None]:
+    def events(self, n: int, extra_words: int, depth: str | None) -> tuple[list[Any], int | None]:
         filler = self.stream.take(n)
         if extra_words and filler:
-            filler[-1]["text"] = " ".join([filler[-1]["text"], *self.stream.words_after(n, extra_words)])
-        timed = _timed(filler, self.first_time)
+            filler[-1] = _stretch(filler[-1], self.stream.words_after(n, extra_words))
+        timed = _timed(filler, self.first_time, self.capacity, generated=self.pool is None)
         fact_index = None
         if self.facts:
             at = {"start": 0, "middle": len(timed) // 2, "end": len(timed)}[depth or "end"]
-            when = timed[at - 1]["time"] if at > 0 else (timed[0]["time"] if timed else self.facts[0].get("time"))
-            placed = [{**f, "time": when} if "time" in f else f for f in self.facts]
+            near = timed[at - 1] if at > 0 else (timed[0] if timed else None)
+            when = near.get("time") if isinstance(near, dict) else None
+            placed = [{**f, "time": when} if isinstance(f, dict) and "time" in f and when else f for f in self.facts]
             timed[at:at] = placed
             fact_index = at
         return [*timed, *self.own], fact_index
@@ -332,10 +391,13 @@ class _Fitter:
         Backends need not expose a bare tokenizer; the fit below rescales this estimate by every
         real count, so only the full prompt's tokenization decides.
         """
+        limit = self.stream.limit
+        if limit is not None and n > limit:
+            return math.inf  # the suite's pool has no more items
         filler = self.stream.take(n)
         while len(self._est) < n:
             e = filler[len(self._est)]
-            size = len(f"[00:00] {e['from']}: {e['text']}\n") / self.chars_per_token
+            size = len(f"[00:00] {_item_text(e)}\n") / self.chars_per_token
             self._est.append((self._est[-1] if self._est else 0.0) + size)
         return self._est[n - 1] if n else 0.0
 
@@ -352,6 +414,9 @@ class _Fitter:
         t0 = best[0]
         if not self._est:
             self.chars_per_token = max(1.0, len(best[1].text) / max(1, t0))
+            # estimated filler lines at the sweep's longest length: the time stamps' scale, one
+            # per sweep and case (a deterministic estimate, never a fitted count)
+            self.capacity = max(1, self._guess(0, max(0, self.longest - t0)))
         if t0 > target:
             return Variant(self.case.id, vid, target, depth, t0, 0, best[3], 0, "shorter_than_case")
         # 1. How many whole filler lines fit. Per-line estimates, rescaled by every real count, guess
@@ -359,6 +424,7 @@ class _Fitter:
         #    template join lines, so only the whole prompt's count is exact).
         scale = 1.0
         lo_n, hi_n = 0, None
+        limit = self.stream.limit  # the suite's own items: no more than the file holds
         # calibrate on a short prefix first: a full-length miss would cost a long tokenization
         n = min(32, self._guess(0, target - t0))
         for _ in range(60):
@@ -370,9 +436,11 @@ class _Fitter:
                     lo_n, best = n, got
             else:
                 hi_n = n if hi_n is None else min(hi_n, n)
-            if best[0] == target or (hi_n is not None and hi_n <= lo_n + 1):
+            if best[0] == target or (hi_n is not None and hi_n <= lo_n + 1) or lo_n == limit:
                 break
             g = max(lo_n + 1, self._guess(lo_n, (target - best[0]) / scale))
+            if limit is not None:
+                g = min(g, limit)
             if hi_n is not None and g >= hi_n:
                 g = max(lo_n + 1, min(hi_n - 1, (lo_n + hi_n) // 2 if g - lo_n > 8 else g))
                 g = min(g, hi_n - 1)
@@ -392,6 +460,11 @@ class _Fitter:
                 words, best = g, got
             else:
                 hi_w = g
+        if limit is not None and lo_n == limit and best[0] < target:
+            raise LeaderEvalError(
+                f"{self.suite.path}: stress.filler holds too few items for case {self.case.id!r} at {target:,} "
+                f"tokens: all {limit} usable items make {best[0]:,} (add items or lower --tokens)"
+            )
         t, prompt, case, fi = best
         return self._variant(vid, target, depth, t, lo_n, case, prompt, fi)
 
@@ -422,7 +495,7 @@ def build_variants(
         fact_var = case.stress.get("fact_var")
         if fact_var and fact_var not in case.vars:
             raise LeaderEvalError(f"{suite.path}:{case.line}: case {case.id!r}: stress.fact_var {fact_var!r} is no var")
-        fitter = _Fitter(suite, case, backend, seed=seed, events_var=events_var, fact_var=fact_var)
+        fitter = _Fitter(suite, case, backend, seed=seed, events_var=events_var, fact_var=fact_var, longest=max(steps))
         for length in steps:
             for depth in depths if fact_var else (None,):
                 vid = f"{case.id}@{length}" + (f":{depth}" if depth else "")
@@ -452,6 +525,14 @@ class StressResult:
     run: Any = field(default=None, repr=False)
     #: the suite's stress requirements judged on this sweep (``gate: stress:``; studies.stress_gate)
     requirements: list[StressVerdict] = field(default_factory=list)
+    #: how the context was extended for the whole sweep ({"method", "from", "to", "auto"}), or None
+    context_extension: dict[str, Any] | None = None
+    #: per length: prompt tokens evaluated, prefill seconds and tokens/s, peak RSS (``prefill_cost``)
+    cost: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: score and failure reasons against length per depth, with intervals (``studies.stress_curve``)
+    curves: list[Curve] = field(default_factory=list)
+    #: the model's training context, when the backend knows it (marked beside the context length)
+    n_ctx_train: int | None = None
 
     @property
     def columns(self) -> list[str]:
@@ -473,6 +554,10 @@ class StressResult:
             "overall": {str(k): v for k, v in self.overall.items()},
             "first_failure": self.first_failure,
             "first_overflow": self.first_overflow,
+            "context_extension": self.context_extension,
+            "cost": {str(k): v for k, v in self.cost.items()},
+            "n_ctx_train": self.n_ctx_train,
+            "curves": [c.to_dict() for c in self.curves],
             "rule": f"first failure: smallest scored length with score < {FAIL_BELOW} or more than "
             f"{DROP_MARGIN} below the column's score at its shortest scored length",
             "variants": [v.to_dict() for v in self.variants],
@@ -511,6 +596,11 @@ def read_stress(run_dir: str | Path) -> StressResult:
         overall={int(k): v for k, v in d["overall"].items()},
         first_failure=d["first_failure"],
         first_overflow=d["first_overflow"],
+        context_extension=d.get("context_extension"),
+        cost={int(k): v for k, v in (d.get("cost") or {}).items()},
+        n_ctx_train=d.get("n_ctx_train"),
+        # a stress.json written before curves were recorded: computed from its variants (weight 1)
+        curves=[Curve.from_dict(c) for c in d["curves"]] if "curves" in d else curves(d["steps"], variants, {}),
         png=path / STRESS_PNG if (path / STRESS_PNG).is_file() else None,
         json_path=path / STRESS_JSON,
     )
@@ -546,6 +636,57 @@ def requirement_steps(spec: GateSpec) -> list[int]:
         base = next((s for s in DEFAULT_STEPS if s < ats[0]), max(1, ats[0] // 2))
         ats = sorted({base, *ats})
     return ats
+
+
+def extend_context(
+    options: RunOptions, suite: Suite, cases: Sequence[Case], longest: int
+) -> tuple[RunOptions, dict[str, Any] | None]:
+    """Options that extend an in-process GGUF's context with YaRN for the whole sweep, when its
+    longest prompt (+ max_tokens) would not fit the training context and ``--rope-scaling`` was
+    not given: every point of the curve then comes from the same model. The context becomes the
+    ``--context-length`` given, else the training context doubled until it fits. Other backends
+    (servers, Tinker) cannot be extended from here: their overflow is reported as it is."""
+    if not options.model.startswith(("local:", "gguf:")) or "rope_scaling" in options.backend_options:
+        return options, None
+    from leader_eval.sampling.backends.local import training_context
+
+    train = training_context(options.model)
+    max_tokens = options.max_tokens or max(int(suite.case_sampling(c)["max_tokens"]) for c in cases)
+    need = longest + max_tokens
+    if not train or need <= train:
+        return options, None
+    target = options.context_length
+    if target is None or target <= train:
+        target = train
+        while target < need:
+            target *= 2
+    extended = dataclasses.replace(
+        options, context_length=target, backend_options={**options.backend_options, "rope_scaling": "yarn"}
+    )
+    return extended, {"method": "yarn", "from": train, "to": target, "auto": True}
+
+
+def prefill_cost(variants: Sequence[Variant], samples: Sequence[Any]) -> dict[int, dict[str, Any]]:
+    """What each length cost the local backend: prompt tokens evaluated (the rest came from the KV
+    cache: the samples of a variant, a shorter variant's prefix), prefill seconds and tokens/s,
+    wall seconds, and the process's peak RSS after its last sample. Samples served from the
+    sample cache carry their first run's figures; backends that report no prefill give none."""
+    target = {v.variant_id: v.target for v in variants}
+    out: dict[int, dict[str, Any]] = {}
+    for s in samples:
+        t = s.timings or {}
+        length = target.get(s.case_id)
+        if length is None or "prefill_s" not in t:
+            continue
+        c = out.setdefault(length, {"prompt_tokens_evaluated": 0, "prefill_s": 0.0, "total_s": 0.0, "peak_rss_mb": 0.0})
+        c["prompt_tokens_evaluated"] += int(t.get("prefill_tokens", 0))
+        c["prefill_s"] += float(t["prefill_s"])
+        c["total_s"] += float(t.get("total_s", 0.0))
+        c["peak_rss_mb"] = max(c["peak_rss_mb"], float(t.get("peak_rss_mb", 0.0)))
+    for c in out.values():
+        c["prefill_s"], c["total_s"] = round(c["prefill_s"], 2), round(c["total_s"], 2)
+        c["prompt_tokens_per_s"] = round(c["prompt_tokens_evaluated"] / c["prefill_s"], 1) if c["prefill_s"] else None
+    return dict(sorted(out.items()))
 
 
 def _is_count(value: object) -> bool:
@@ -601,9 +742,18 @@ def stress(
                 f"{suite.path}: no case has stress: {{enabled: true}}; name cases with --cases ID,..."
             )
     step_list = resolve_steps(tokens, steps)
-    backend = backend or resolve_backend(
-        options.model, context_length=options.context_length, **options.backend_options
-    )
+    extension: dict[str, Any] | None = None
+    if backend is None:
+        options, extension = extend_context(options, suite, cases, max(step_list))
+        backend = resolve_backend(options.model, context_length=options.context_length, **options.backend_options)
+    rope = getattr(backend, "rope", None)
+    if rope and extension is None:  # asked for (--rope-scaling), or a caller's extended backend
+        extension = {
+            "method": "yarn",
+            "from": rope["orig_ctx"],
+            "to": rope["n_ctx"],
+            "auto": "rope_scaling" not in options.backend_options,
+        }
     seed = options.seed
     fseed = filler_seed if filler_seed is not None else (seed if seed is not None else 0)
     variants = build_variants(suite, cases, backend, step_list, depths=tuple(depths or DEPTHS), seed=fseed)
@@ -623,7 +773,8 @@ def stress(
         extra_manifest={
             **options.extra_manifest,
             "stress": {"steps": step_list, "filler_seed": fseed, "filler_digest": filler_data().digest,
-                       "source_suite": suite.name, "source_hash": suite.content_hash},
+                       "source_suite": suite.name, "source_hash": suite.content_hash,
+                       "context_extension": extension},
         },
     )  # fmt: skip
     context_length = options.context_length
@@ -642,6 +793,7 @@ def stress(
             v.status = "overflow"
     manifest_cases = result_run.manifest["identity"]["cases"]
     result = StressResult(
+        context_extension=extension,
         suite=suite.name,
         model_id=backend.model_id,
         steps=step_list,
@@ -653,7 +805,10 @@ def stress(
         out=result_run.path,
         run=result_run,
     )
+    result.cost = prefill_cost(variants, result_run.samples)
+    result.n_ctx_train = getattr(backend, "n_ctx_train", None)
     _summarize(result, {c.id: c.weight for c in cases})
+    result.curves = curves(step_list, variants, {c.id: c.weight for c in cases})
     # the suite's requirements (gate: stress:), judged like the gate; strict: CI mode
     result.requirements = judge_stress(result, gate_spec(suite.gate), {c.id: c.weight for c in cases}, strict=strict)
 
@@ -751,8 +906,11 @@ def format_stress_table(result: StressResult) -> str:
         )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
-        f"stress: suite {result.suite}, model {result.model_id}, context {result.context_length or 'unknown'} tokens, "
-        f"max_tokens {sorted(set(result.max_tokens.values()))}, {result.samples} samples, run seed {result.seed}",
+        f"stress: suite {result.suite}, model {result.model_id}, context {result.context_length or 'unknown'} tokens"
+        + (f" ({extension_text(result.context_extension)})" if result.context_extension else "")
+        + ", "
+        f"max_tokens {sorted(set(result.max_tokens.values()))}, run seed {result.seed}",
+        _shape_text(result),
         "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
         "  ".join("-" * w for w in widths),
     ]
@@ -765,9 +923,96 @@ def format_stress_table(result: StressResult) -> str:
         + f"score = pass rate of the variant's samples; overflow = prompt + max_tokens > context (never sampled); "
         f"first failure = smallest length with score < {FAIL_BELOW} or > {DROP_MARGIN} below the shortest length's"
     )
+    lines += curve_lines(result)
+    lines += _cost_lines(result)
     if result.out:
         lines.append(f"run dir: {result.out}")
     return inert("\n".join(lines), multiline=True)  # a fragment from a suite, run or golden: one line, no escapes
+
+
+def extension_text(ext: dict[str, Any] | None) -> str | None:
+    """``context extended 8,192 -> 65,536 with YaRN`` (None when the context was not extended)."""
+    if not ext:
+        return None
+    how = "" if ext.get("auto") else ", as --rope-scaling asked"
+    return f"context extended {ext['from']:,} -> {ext['to']:,} with YaRN{how}"
+
+
+def _shape_text(result: StressResult) -> str:
+    """What was sampled, in cases and samples (a variant is a case at one length and depth)."""
+    cases = len({v.case_id for v in result.variants})
+    depths = sorted({v.depth for v in result.variants if v.depth})
+    shown = [v for v in result.variants if v.status != "shorter_than_case"]
+    sampled = sum(v.n_scored for v in result.variants)
+    return (
+        f"{cases} case(s) x {len(result.steps)} length(s)"
+        + (f" x {len(depths)} depth(s) ({', '.join(depths)})" if depths else "")
+        + f" = {len(shown)} variant(s); {result.samples} sample(s) per variant, {sampled} scored in all"
+    )
+
+
+def _limit_text(result: StressResult) -> str:
+    ctx = result.context_length
+    text = f"context {ctx:,} tokens" if ctx else "context unknown"
+    train = result.n_ctx_train
+    if ext := extension_text(result.context_extension):
+        return f"{text} ({ext})"
+    if train and ctx and train != ctx:
+        return f"{text} (trained {train:,})"
+    return text
+
+
+def curve_lines(result: StressResult) -> list[str]:
+    """The curves as rows: length, depth, score with its 95% interval, cases, samples, reasons."""
+    if not result.curves:
+        return []
+    rows = [["length", "depth", "score", "95% CI", "cases", "samples", "failure reasons (share of samples)"]]
+    for curve in result.curves:
+        for p in curve.points:
+            if p.score is None:
+                note = "overflow" if p.n_overflow else "-"
+                rows.append([str(p.length), curve.depth, note, "", str(p.n_cases), str(p.n_samples), ""])
+                continue
+            top = sorted(p.reasons.items(), key=lambda kv: -kv[1].value)[:3]
+            reasons = ", ".join(f"{k} {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]" for k, e in top)
+            ci = f"[{p.score.low:.2f}, {p.score.high:.2f}]"
+            rows.append(
+                [str(p.length), curve.depth, f"{p.score.value:.2f}", ci, str(p.n_cases), str(p.n_samples), reasons]
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = [
+        f"curve (95% intervals over cases as clusters; one case: Wilson over its samples; {_limit_text(result)}):",
+    ]
+    for r in rows:
+        out.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    drops = []
+    for c in result.curves:
+        if c.drop_base is None:
+            drops.append(f"{c.depth}: nothing scored")
+            continue
+        if c.first_drop is None:
+            best = min(c.drop_p.values(), default=1.0)
+            drops.append(f"{c.depth}: none from {c.drop_base} (smallest Holm p {best:.2g})")
+        else:
+            drops.append(f"{c.depth}: {c.first_drop} (from {c.drop_base}, Holm p {c.drop_p[c.first_drop]:.2g})")
+    out.append(
+        "first credible drop (more failures than at the shortest length, paired by column, 5%): " + "; ".join(drops)
+    )
+    return out
+
+
+def _cost_lines(result: StressResult) -> list[str]:
+    if not result.cost:
+        return []
+    out = ["prefill per length (local backend; tokens evaluated exclude what the KV cache already held):"]
+    for length, c in result.cost.items():
+        rate = c.get("prompt_tokens_per_s")
+        out.append(
+            f"  {length}: {c['prompt_tokens_evaluated']} tokens evaluated in {c['prefill_s']:.1f} s"
+            f" ({'-' if rate is None else f'{rate:.0f}'} tokens/s), {c['total_s']:.1f} s with generation,"
+            f" peak RSS {c['peak_rss_mb']:.0f} MB"
+        )
+    return out
 
 
 def write_plot(result: StressResult, path: Path) -> Path:
@@ -789,9 +1034,17 @@ def write_plot(result: StressResult, path: Path) -> Path:
         if pts:
             ax.plot(*zip(*pts, strict=True), linestyle="--", linewidth=1, alpha=0.6, color=f"C{i}",
                     label=f"{col} (format rate)")  # fmt: skip
-    overall = [(s, v) for s, v in result.overall.items() if v is not None]
-    if overall:
-        ax.plot(*zip(*overall, strict=True), color="black", linewidth=2.5, marker="s", label="overall")
+    curve = next((c for c in result.curves if c.depth == ALL_DEPTHS), None)
+    band = [(p.length, p.score) for p in curve.points if p.score is not None] if curve else []
+    if band:  # cases as clusters (studies.stress_curve), not the variants
+        xs = [x for x, _ in band]
+        ax.fill_between(xs, [e.low for _, e in band], [e.high for _, e in band], color="black", alpha=0.12,
+                        label="overall 95% CI (cases as clusters)")  # fmt: skip
+        ax.plot(xs, [e.value for _, e in band], color="black", linewidth=2.5, marker="s", label="overall")
+        if curve and curve.first_drop is not None:
+            at = next(e for x, e in band if x == curve.first_drop)
+            ax.plot([curve.first_drop], [at.value], marker="v", color="darkred", markersize=11, linestyle="none",
+                    label=f"first credible drop ({curve.first_drop})")  # fmt: skip
     over = [s for s in result.steps if all(v.status == "overflow" for v in result.variants if v.target == s)]
     for s in over:
         ax.plot([s], [0], marker="x", color="red", markersize=10, linestyle="none")
@@ -799,6 +1052,10 @@ def write_plot(result: StressResult, path: Path) -> Path:
         ax.axvline(result.context_length, color="red", linestyle="--", linewidth=1)
         ax.axvspan(result.context_length, max(result.steps) * 1.15, color="red", alpha=0.07)
         ax.text(result.context_length, 1.28, f" context {result.context_length}", color="red", fontsize=8)
+    if result.n_ctx_train and result.n_ctx_train != result.context_length:
+        # the model's own limit: past it the curve is the extended (YaRN) model's
+        ax.axvline(result.n_ctx_train, color="darkorange", linestyle=":", linewidth=1.2)
+        ax.text(result.n_ctx_train, 1.2, f" trained {result.n_ctx_train}", color="darkorange", fontsize=8)
     if min(result.steps) > 0 and max(result.steps) / min(result.steps) >= 8:
         ax.set_xscale("log")
         ax.set_xticks(result.steps)
@@ -806,7 +1063,8 @@ def write_plot(result: StressResult, path: Path) -> Path:
     ax.set_ylim(-0.05, 1.35)  # headroom for the legend
     ax.set_xlabel("prompt length (model tokens); x = context overflow, not sampled")
     ax.set_ylabel("score (solid), strict format rate (dashed)")
-    ax.set_title(f"{result.suite} on {result.model_id}", fontsize=10)
+    ext = extension_text(result.context_extension)
+    ax.set_title(f"{result.suite} on {result.model_id}" + (f"\n{ext}" if ext else ""), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()

@@ -20,6 +20,7 @@ from leader_eval.errors import SuiteError, SuiteErrors
 from leader_eval.suite.episode_spec import with_episodes
 from leader_eval.suite.expectations import unsatisfiable
 from leader_eval.suite.files import read_text, recording_reads, resolve_in_root, suite_root
+from leader_eval.suite.filler_file import load_filler
 from leader_eval.suite.gate_spec import gate_problem
 from leader_eval.suite.records import Case, ScaffoldMessage, Suite, Tool, check_suite_regex, suite_schema
 from leader_eval.suite.render import check_templates
@@ -384,6 +385,8 @@ def _build(
         pass_k=tuple(data.get("pass_k", ())),
         prices=dict(data.get("prices", {})),
     )
+    with errors.collect():
+        suite = replace(suite, stress_filler=load_filler(path, data, lines, root))
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     n_before = len(errors.found)
     for msg in suite.scaffold:

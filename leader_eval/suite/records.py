@@ -93,6 +93,8 @@ class Suite:
     #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
     prices: dict[str, Any] = field(default_factory=dict)
     world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.suite.world)
+    #: the items of the suite's ``stress: {filler: FILE}`` (``suite.filler_file``), None for the default
+    stress_filler: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     def case_sampling(self, case: Case) -> dict[str, Any]:
         return {**self.sampling, **case.sampling}

@@ -281,7 +281,8 @@ def test_a_stress_run_shows_score_against_length_with_bands_and_overflow(tmp_pat
               "first_overflow": {"recalls:end": 8000, "overall": 8000}, "variants": variants}  # fmt: skip
     (run / "stress.json").write_text(json.dumps(stress))
     page = render_report([run])
-    section = page.split("Stress: score against prompt length", 1)[1].split("<h4>Cases", 1)[0]
+    section = page.split("Stress: score against prompt length", 1)[1].split("<h4>Variants (", 1)[0]
+    assert "<h4>Cases (" not in page  # a stress run's rows are variants, not the suite's cases
     src = re.search(r'<img class="plot" alt="[^"]*" src="data:image/svg\+xml;base64,([^"]+)"', section)
     svg = base64.b64decode(src.group(1)).decode()
     assert "context overflow (not sampled)" in svg and "overall 95% CI" in svg and "<script" not in svg

