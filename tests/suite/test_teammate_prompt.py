@@ -24,12 +24,27 @@ def _line_of(text: str, needle: str) -> int:
 @pytest.mark.parametrize(
     ("old", "new", "needle", "words"),
     [
-        ("    model_role: customer\n", "    model_role: customer\n    tool: mail\n", "tool: mail", "not a declared tool"),
-        ("    model_role: customer\n", "    model_role: customer\n    argument: body\n", "argument: body", "no argument"),
+        (
+            "    model_role: customer\n",
+            "    model_role: customer\n    tool: mail\n",
+            "tool: mail",
+            "not a declared tool",
+        ),
+        (
+            "    model_role: customer\n",
+            "    model_role: customer\n    argument: body\n",
+            "argument: body",
+            "no argument",
+        ),
         ("model_role: customer", "model_role: 'no spaces'", "model_role:", "does not match"),
         ("max_turns: 3", "max_turns: 0", "max_turns: 0", "minimum"),
         # the reply never reaches the leader: the scaffold shows results but not replies
-        ("        [customer] {{ s.reply }}\n", "        [customer]\n", "model_role: customer", "never a teammate's reply"),
+        (
+            "        [customer] {{ s.reply }}\n",
+            "        [customer]\n",
+            "model_role: customer",
+            "never a teammate's reply",
+        ),
         # the persona names a variable no case defines: strict rendering, not a blank
         ("whose order {{ order }}", "whose order {{ parcel }}", "model_role: customer", "'parcel' is undefined"),
     ],
@@ -49,9 +64,10 @@ def test_a_broken_teammate_is_one_line_naming_its_line(
 
 def test_the_message_argument_must_be_named_when_the_tool_has_several(tmp_path: Path) -> None:
     text = TEAMMATE_SUITE.replace(
-        "        message: {type: string, minLength: 1}\n", "        message: {type: string}\n        to: {type: string}\n"
+        "        message: {type: string, minLength: 1}\n",
+        "        message: {type: string}\n        to: {type: string}\n",
     )
-    with pytest.raises(SuiteError, match="user.argument is needed"):
+    with pytest.raises(SuiteError, match=r"user\.argument is needed"):
         load_suite(write_desk(tmp_path, text))
 
 
