@@ -8,6 +8,8 @@ one line before anything is written.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -20,6 +22,7 @@ from typing import Any
 import pytest
 
 import leader_eval
+from leader_eval.cli.app import main
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.options import RunOptions
 from leader_eval.runs.trusted import NamedModel, Trusted
@@ -113,6 +116,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _KILLED_RUN = """\
 import sys
 import leader_eval
+from leader_eval.cli.app import main
 from leader_eval.runs.options import RunOptions
 from tests.support.teammates import HangingCustomer, scripted_leader
 
@@ -211,3 +215,15 @@ def test_the_embedded_model_plays_both_roles_and_the_run_replays_offline(tmp_pat
     assert [{k: v for k, v in t.items() if k not in drop} for t in _turns(tmp_path / "replayed")] == [
         {k: v for k, v in t.items() if k not in drop} for t in turns
     ]
+
+
+def test_show_prints_each_teammate_reply_after_the_step_it_answers(tmp_path: Path) -> None:
+    suite = write_desk(tmp_path / "repo")
+    run = _run(suite, tmp_path / "run")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["show", str(run.path), "--case", "late_order"]) == 0
+    out = buf.getvalue()
+    assert "teammate customer" in out and "raw: 'When does it arrive?'" in out
+    assert out.index("-- step 1 ") < out.index("When does it arrive?") < out.index("-- step 2 ")
+    assert "ended: user_stop" in out
