@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["merge_runs", "parse_shard", "shard_case_ids", "shard_options"]
 
 #: identity and manifest fields every shard of one run shares
-_SAME_IDENTITY = ("suite", "suite_hash", "model_id", "protocol", "run_seed")
+_SAME_IDENTITY = ("suite", "suite_hash", "model_id", "protocol", "run_seed", "teammates")
 #: what the manifest's ``model`` says about the weights and the prompt format: equal in every shard
 #: (one GGUF path may hold other weights on another CI machine; its sha256 says so)
 _SAME_MODEL = ("cache_identity", "chat_template_sha256")

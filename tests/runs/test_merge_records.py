@@ -237,3 +237,8 @@ def test_teammate_turns_merge_like_steps_and_a_shard_without_them_is_refused(tmp
     (shards[1] / TURNS).unlink()
     with pytest.raises(ShardError, match="does not match its recorded steps"):
         merge_runs([str(p) for p in shards], tmp_path / "merged2")
+    # a shard whose teammate was another model is not the same run
+    other = shard_options(replace(opts, out=tmp_path / "other2"), "2/2", suite)
+    run(suite, other, backend=scripted_leader(), teammates={"customer": scripted_customer("scripted:other")})
+    with pytest.raises(ShardError, match="teammates"):
+        merge_runs([str(shards[0]), str(tmp_path / "other2")], tmp_path / "merged3")

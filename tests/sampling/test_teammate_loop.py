@@ -26,7 +26,9 @@ from leader_eval.cli.app import main
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.options import RunOptions
 from leader_eval.runs.trusted import NamedModel, Trusted
+from leader_eval.sampling.backends.base import Completion, SampleRequest
 from leader_eval.store.run_store import STEPS, TURNS, RunDir
+from tests.support.scripted import ScriptedBackend
 from tests.support.teammates import TEAMMATE_SUITE, scripted_customer, scripted_leader, write_desk
 
 
@@ -227,3 +229,16 @@ def test_show_prints_each_teammate_reply_after_the_step_it_answers(tmp_path: Pat
     assert "teammate customer" in out and "raw: 'When does it arrive?'" in out
     assert out.index("-- step 1 ") < out.index("When does it arrive?") < out.index("-- step 2 ")
     assert "ended: user_stop" in out
+
+
+class _FailingCustomer(ScriptedBackend):
+    async def sample(self, request: SampleRequest) -> list[Completion]:
+        return [Completion(text="", token_ids=[], stop_reason=None, error="server said 500") for _ in request.seeds]
+
+
+def test_a_teammate_the_sampler_failed_is_a_sampler_error_never_a_pass(tmp_path: Path) -> None:
+    suite = write_desk(tmp_path / "repo")
+    run = _run(suite, tmp_path / "run", teammates={"customer": _FailingCustomer([], model_id="scripted:failing")})
+    assert {t["end"] for t in _turns(run.path)} == {"teammate_error"}
+    assert all(s.outcome == "error" and not s.passed and s.reason == "sampler_error" for s in run.scores)
+    assert all(s.outcome == "error" and "teammate: server said 500" in (s.error or "") for s in run.samples)
