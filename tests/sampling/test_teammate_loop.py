@@ -219,7 +219,7 @@ def test_the_embedded_model_plays_both_roles_and_the_run_replays_offline(tmp_pat
     ]
 
 
-def test_show_prints_each_teammate_reply_after_the_step_it_answers(tmp_path: Path) -> None:
+def test_show_and_the_report_print_each_teammate_reply_after_the_step_it_answers(tmp_path: Path) -> None:
     suite = write_desk(tmp_path / "repo")
     run = _run(suite, tmp_path / "run")
     buf = io.StringIO()
@@ -229,6 +229,12 @@ def test_show_prints_each_teammate_reply_after_the_step_it_answers(tmp_path: Pat
     assert "teammate customer" in out and "raw: 'When does it arrive?'" in out
     assert out.index("-- step 1 ") < out.index("When does it arrive?") < out.index("-- step 2 ")
     assert "ended: user_stop" in out
+    # and the HTML report shows each reply after its step
+    html = tmp_path / "report.html"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", str(run.path), "-o", str(html)]) == 0
+    page = html.read_text()
+    assert "teammate reply" in page and "When does it arrive?" in page
 
 
 class _FailingCustomer(ScriptedBackend):
