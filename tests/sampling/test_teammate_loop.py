@@ -248,3 +248,23 @@ def test_a_teammate_the_sampler_failed_is_a_sampler_error_never_a_pass(tmp_path:
     assert {t["end"] for t in _turns(run.path)} == {"teammate_error"}
     assert all(s.outcome == "error" and not s.passed and s.reason == "sampler_error" for s in run.scores)
     assert all(s.outcome == "error" and "teammate: server said 500" in (s.error or "") for s in run.samples)
+
+
+def test_in_messages_mode_the_reply_is_a_user_turn_after_the_tool_results(tmp_path: Path) -> None:
+    suite = write_desk(
+        tmp_path / "repo", TEAMMATE_SUITE.replace("  max_steps: 4\n", "  max_steps: 4\n  transcript: messages\n")
+    )
+    run = _run(suite, tmp_path / "run")
+    steps = RunDir(run.path).read_steps()[("late_order", 0)]
+    tail = steps[1]["prompt"]["messages"][-3:]
+    assert [m["role"] for m in tail] == ["assistant", "tool", "user"]
+    assert tail[-1]["content"] == "When does it arrive?"
+
+
+def test_the_sample_cap_reserves_the_teammates_turns(tmp_path: Path) -> None:
+    suite = write_desk(tmp_path / "repo")
+    options = RunOptions(out=tmp_path / "run", seed=3, progress=False, cache=False, max_samples=13, trusted=Trusted())
+    run = leader_eval.run(suite, options, backend=scripted_leader(), teammates={"customer": scripted_customer()})
+    # each episode reserves max_steps 4 + max_turns 3: 13 leaves room for one episode of four
+    assert run.manifest["status"] == "capped"
+    assert len(RunDir(run.path).read_steps()) == 1
