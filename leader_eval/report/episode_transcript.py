@@ -2,7 +2,8 @@
 
 Each step prints its raw output as ``repr()`` (special tokens visible), the calls parsed from it,
 the scripted result each call got (or the error the world answered), and the checks the step
-failed; then the episode's own failed checks.
+failed; after a step a simulated teammate answered, its raw reply and how it ended the
+conversation; then the episode's own failed checks.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from leader_eval.inert import inert
 from leader_eval.report.check_line import failed_check_line
 from leader_eval.scoring.episode import episode_data
 from leader_eval.scoring.scorer import SampleScore
-from leader_eval.store.run_store import read_steps
+from leader_eval.store.run_store import RunDir, read_steps
 from leader_eval.types import Sample
 
 
@@ -28,6 +29,7 @@ def episode_transcript(run_path: Path, sample: Sample, score: SampleScore) -> li
     if data is None:
         return None
     steps = read_steps(run_path).get((sample.case_id, sample.index), [])
+    turns = RunDir(run_path).read_turns().get((sample.case_id, sample.index), {}) if "teammate" in data else {}
     verdict = "PASS" if score.passed else f"FAIL ({score.reason}{', hard' if score.hard_fail else ''})"
     reached = f"goal at step {data['steps_to_goal']}" if data.get("goal_reached") else "goal not reached"
     lines = [
@@ -54,6 +56,15 @@ def episode_transcript(run_path: Path, sample: Sample, score: SampleScore) -> li
             lines.append(f"  -> {shown}" + (f"  [{inert(res['fixture'])}]" if res.get("fixture") else ""))
         for c in by_step.get(k, {}).get("failed_checks", []):
             lines.append(failed_check_line("  x ", c))
+        t = turns.get(k)
+        if t is not None:
+            lines.append(
+                f"teammate {inert(t['role'])}  seed {t['seed']}  {inert(t['outcome'])}  tokens={t['completion_tokens']}"
+                + (f"  ended: {inert(t['end'])}" if t.get("end") else "")
+            )
+            lines.append("  raw: " + repr(t["text"]))
+            if t.get("error"):
+                lines.append(f"  error: {inert(t['error'])}")
     for c in score.checks:
         if not c["passed"]:
             lines.append(failed_check_line("x episode ", c))

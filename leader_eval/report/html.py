@@ -391,9 +391,23 @@ def _episode_steps(run: Run) -> dict[tuple[str, int], list[Any]]:
     except (ImportError, AttributeError):
         return {}
     try:
-        return dict(read_steps(Path(run.path)))
-    except (OSError, ValueError, KeyError):
+        steps = dict(read_steps(Path(run.path)))
+        turns = importlib.import_module("leader_eval.store.run_store").RunDir(Path(run.path)).read_turns()
+    except (OSError, ValueError, KeyError, AttributeError):
         return {}
+    # a simulated teammate's reply follows the step it answers, shown as a step of its own kind
+    # (``answers_step``, not ``step``: the step's failed checks are not the reply's)
+    for key, replies in turns.items():
+        merged: list[Any] = []
+        for r in steps.get(key, []):
+            merged.append(r)
+            t = replies.get(int(r["step"]))
+            if t is not None:
+                merged.append(
+                    {"kind": "teammate reply", "answers_step": t["step"], **{k: v for k, v in t.items() if k != "step"}}
+                )
+        steps[key] = merged
+    return steps
 
 
 def _choose_samples(run: Run, scores: Mapping[tuple[str, int], SampleScore]) -> tuple[list[Sample], int]:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import gc
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from leader_eval.protocols import check_protocol
 from leader_eval.runs.live_scores import LiveScores
 from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
 from leader_eval.runs.options import RunOptions, check_run_options
+from leader_eval.runs.teammates import check_roles, resolve_teammates, teammate_identity
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.sampling.backends.base import Backend, replayable
 from leader_eval.sampling.keys import backend_model_key, new_run_seed
@@ -28,6 +29,7 @@ from leader_eval.sampling.plan import (
 )
 from leader_eval.sampling.runner import sample_planned
 from leader_eval.sampling.slots import SamplingStats
+from leader_eval.sampling.teammate import Teammate
 from leader_eval.scoring.aggregate import build_summary, case_result, case_results
 from leader_eval.scoring.episode import score_episodes
 from leader_eval.scoring.scorer import ModelInfo, SampleScore, score_samples
@@ -108,12 +110,16 @@ def run(
     *,
     backend: Backend | None = None,
     on_sample: Callable[[Sample], None] | None = None,
+    teammates: Mapping[str, Backend] | None = None,
 ) -> Run:
-    """Load, render, sample, score, aggregate and record one suite on one model."""
+    """Load, render, sample, score, aggregate and record one suite on one model.
+
+    ``teammates``: backends by model role for the episodes' simulated teammates, from the
+    caller's own code (like ``backend``); a role not given is resolved from ``options.trusted``."""
     options = options or RunOptions()
     check_run_options(options)
     with _long_lived_frozen() as settle:
-        return _run(suite, options, backend, on_sample, settle)
+        return _run(suite, options, backend, on_sample, settle, teammates)
 
 
 def _run(
@@ -122,6 +128,7 @@ def _run(
     backend: Backend | None,
     on_sample: Callable[[Sample], None] | None,
     settle: Callable[[], None],
+    given_teammates: Mapping[str, Backend] | None = None,
 ) -> Run:
     if options.out is not None:
         check_out_dir(Path(options.out))  # before a model is loaded or a server asked
@@ -132,6 +139,9 @@ def _run(
     check_run_size(suite, cases, options)  # before a model is loaded or a sample slot allocated
     # a protocol the parser does not know is refused before any backend is built or asked
     check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
+    replaying = replayable(backend) is not None if backend is not None else options.model.startswith("replay:")
+    if not replaying:  # an undefined teammate role: one line before any model loads
+        check_roles(cases, options.trusted, given_teammates)
     backend = backend or resolve_backend(
         options.model, context_length=options.context_length, **options.backend_options
     )
@@ -148,7 +158,10 @@ def _run(
     )
     if replay is not None and options.out is None:
         out = Path(f"{replay.run_path}.replay")  # never rescore over the evidence
+    teammates = resolve_teammates(cases, options, backend, replay=recorded, given=given_teammates)
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
+    if teammates:  # the teammates' models are part of what the run measured: a resume must match
+        manifest["identity"]["teammates"] = teammate_identity(teammates)
     check_run_dir(Path(out))  # no symlink or special file inside, before even the lock file is made
     located = suite_from_run_dir(suite.path, out)
     if located is not None:  # gate --update-golden finds the suite from any working directory
@@ -159,7 +172,9 @@ def _run(
         rundir = open_run_dir(out, manifest)
         live = LiveScores(suite, rundir.path)  # scores each sample while the others are in flight
         try:
-            stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample, live))
+            stats = asyncio.run(
+                _sample_and_close(rundir, backend, planned, run_seed, options, on_sample, live, teammates)
+            )
             result = score_run(rundir, suite, live=live)
         except BaseException as exc:
             _mark_unfinished(rundir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", exc)
@@ -238,6 +253,7 @@ async def _sample_and_close(
     options: RunOptions,
     on_sample: Callable[[Sample], None] | None,
     live: LiveScores,
+    teammates: Mapping[str, Teammate] | None = None,
 ) -> SamplingStats:
     # replay serves its own record; caching it again would only duplicate it
     use_cache = options.cache and replayable(backend) is None
@@ -253,12 +269,18 @@ async def _sample_and_close(
             on_sample=_then(on_sample, live.on_sample),
             cache=SampleCache() if use_cache else None,
             max_samples=options.max_samples,
+            teammates=teammates,
         )
     except BaseException:
         scoring.cancel()  # the records are on disk: score_run derives everything again on resume
         raise
     finally:
-        await backend.aclose()
+        try:
+            await backend.aclose()
+        finally:
+            for mate in {id(t.backend): t.backend for t in (teammates or {}).values()}.values():
+                if mate is not backend:
+                    await mate.aclose()
     live.close()
     await scoring  # the last samples' share
     return stats
@@ -314,7 +336,8 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
         scores = score_samples(suite, samples, prompts, protocol, model)
     if any(c.episode is not None for c in suite.cases):
         steps = rundir.read_steps()
-        scores = score_episodes(suite, rundir.path, scores, protocol, model, steps=steps)
+        turns = rundir.read_turns()
+        scores = score_episodes(suite, rundir.path, scores, protocol, model, steps=steps, turns=turns)
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = _case_results(cases, scores, live)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import read_run, score_run
 from leader_eval.runs.manifest import recorded_suite_paths, suite_from_run_dir
-from leader_eval.sampling.keys import derive_seed, step_seed
+from leader_eval.sampling.keys import derive_seed, step_seed, turn_seed
 from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.out_dir import check_out_dir
 from leader_eval.store.run_store import (
@@ -47,6 +47,7 @@ from leader_eval.store.run_store import (
     SAMPLES,
     STEPS,
     SUMMARY,
+    TURNS,
     RecordLog,
     RunDir,
     dumps,
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["merge_runs", "parse_shard", "shard_case_ids", "shard_options"]
 
 #: identity and manifest fields every shard of one run shares
-_SAME_IDENTITY = ("suite", "suite_hash", "model_id", "protocol", "run_seed")
+_SAME_IDENTITY = ("suite", "suite_hash", "model_id", "protocol", "run_seed", "teammates")
 #: what the manifest's ``model`` says about the weights and the prompt format: equal in every shard
 #: (one GGUF path may hold other weights on another CI machine; its sha256 says so)
 _SAME_MODEL = ("cache_identity", "chat_template_sha256")
@@ -258,6 +259,7 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
 _ORDER: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     SAMPLES: lambda r: (r["case_id"], r["index"]),
     STEPS: lambda r: (r["case_id"], r["index"], r["step"]),
+    TURNS: lambda r: (r["case_id"], r["index"], r["step"]),
     # case prompts by case, then episode step prompts by hash
     PROMPTS: lambda r: (0, r["case_id"]) if "case_id" in r else (1, r["prompt_sha256"]),
 }
@@ -332,7 +334,7 @@ class _ShardCheck:
     def records(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
 
         shard = self.shard
-        files = {name: _read_records(shard, name) for name in (SAMPLES, STEPS, PROMPTS)}
+        files = {name: _read_records(shard, name) for name in (SAMPLES, STEPS, TURNS, PROMPTS)}
         step_prompts: set[str] = set()
         case_prompts: set[str] = set()
         prompts = files[PROMPTS]
@@ -354,6 +356,17 @@ class _ShardCheck:
             if "prompt" not in rec and rec["prompt_sha256"] not in step_prompts:
                 raise ShardError(f"{where}: the step's prompt {rec['prompt_sha256'][:12]} is not in {PROMPTS}: refused")
             episodes.setdefault((rec["case_id"], rec["index"]), []).append(rec)
+        replies: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        turns = files[TURNS]
+        for line, rec in turns.items() if turns else []:
+            where = f"{shown(turns.path) if turns else TURNS}:{line}"
+            self.check_slot(where, rec)
+            want = turn_seed(self.run_seed, rec["case_id"], rec["index"], rec["step"])
+            if rec["seed"] != want:
+                raise ShardError(f"{where}: teammate turn seed {rec['seed']} is not the run's ({want}): refused")
+            if rec["prompt_sha256"] not in step_prompts:
+                raise ShardError(f"{where}: the turn's prompt {rec['prompt_sha256'][:12]} is not in {PROMPTS}: refused")
+            replies.setdefault((rec["case_id"], rec["index"]), []).append(rec)
         have: set[tuple[str, int]] = set()
         samples = files[SAMPLES]
         for line, rec in samples.items() if samples else []:
@@ -363,7 +376,8 @@ class _ShardCheck:
             if rec["seed"] != want:
                 raise ShardError(f"{where}: sample seed {rec['seed']} is not the run's ({want}): refused")
             if str(rec["key"]).startswith("episode:"):
-                _check_episode(where, rec, episodes.get((rec["case_id"], rec["index"]), []))
+                slot = (rec["case_id"], rec["index"])
+                _check_episode(where, rec, episodes.get(slot, []), replies.get(slot, []))
             have.add((rec["case_id"], rec["index"]))
         if shard.manifest.get("status") == "complete":
             lost = [f"{c}#{i}" for c in sorted(self.planned) for i in range(self.planned[c]) if (c, i) not in have]
@@ -379,13 +393,22 @@ class _ShardCheck:
         }
 
 
-def _check_episode(where: str, sample: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> None:
-    """An episode's sample names its steps (``episode.episode_sample``): they must all be there."""
+def _check_episode(
+    where: str, sample: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], turns: Sequence[Mapping[str, Any]] = ()
+) -> None:
+    """An episode's sample names its steps and teammate turns (``episode.episode_sample``): they
+    must all be there."""
     ordered = sorted(steps, key=lambda r: r["step"])
+    by_step = {r["step"]: r for r in turns}
     h = hashlib.sha256()
     for r in ordered:
         h.update(str(r["key"]).encode() + b"\0")
-    whole = [r["step"] for r in ordered] == list(range(len(ordered))) and bool(ordered and ordered[-1].get("end"))
+        t = by_step.get(r["step"])
+        if t is not None:
+            h.update(b"turn:" + str(t["key"]).encode() + b"\0")
+    last = ordered[-1] if ordered else {}
+    ended = bool(last.get("end") or (by_step.get(last.get("step")) or {}).get("end"))
+    whole = [r["step"] for r in ordered] == list(range(len(ordered))) and ended
     if not whole or sample["key"] != "episode:" + h.hexdigest()[:32]:
         got = f"{len(ordered)} step(s)" if ordered else f"no steps in {STEPS}"
         raise ShardError(

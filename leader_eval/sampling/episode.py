@@ -43,9 +43,11 @@ from leader_eval.sampling.backends.base import (
 from leader_eval.sampling.keys import derive_seed, sample_key, step_seed
 from leader_eval.sampling.plan import PlannedCase
 from leader_eval.sampling.slots import SlotSink, completion_to_sample, gather_or_cancel, request_completions
+from leader_eval.sampling.teammate import Teammate, sample_turn
 from leader_eval.store.run_store import RecordLog, RunDir, dumps, prompt_sha256, step_record_key
 from leader_eval.suite.episode_spec import EPISODE_VAR, EpisodeSpec
 from leader_eval.suite.render import find_placeholders, render_messages, template_variables
+from leader_eval.suite.teammate import message_of
 from leader_eval.types import ModelInfo, Prompt, Sample
 
 if TYPE_CHECKING:
@@ -112,6 +114,7 @@ class EpisodeRunner:
         protocol: str,
         model: Mapping[str, Any],
         context_length: int | None,
+        teammate: Teammate | None = None,
     ):
         assert case.episode is not None
         self.suite = suite
@@ -125,19 +128,25 @@ class EpisodeRunner:
         self.world = suite.world.with_fixtures(self.spec.fixtures)
         self.tools = [t.to_openai() for t in suite.tools]
         self.mode = transcript_mode(self.spec, suite, backend, case.id)
+        if self.spec.user is not None and teammate is None:  # runs.teammates resolves every role first
+            raise ValueError(f"case {case.id!r}: no backend for model role {self.spec.user.model_role!r}")
+        self.teammate = teammate
 
     # -- prompts -------------------------------------------------------------------------------
 
-    def prompt(self, history: Sequence[Mapping[str, Any]]) -> Prompt:
+    def prompt(
+        self, history: Sequence[Mapping[str, Any]], turns: Mapping[int, Mapping[str, Any]] | None = None
+    ) -> Prompt:
         step = len(history)
-        steps = [self._step_view(r) for r in history]
+        turns = turns or {}
+        steps = [self._step_view(r, turns.get(int(r["step"]))) for r in history]
         var = {"step": step, "max_steps": self.spec.max_steps, "steps": steps if self.mode == "event_log" else []}
         # Model outputs and tool results may hold text that looks like a placeholder: it is the
         # transcript, not a template left unrendered, so only the scaffold's own text is scanned.
         seen = tuple(
             m.group(0)
             for s in steps
-            for text in (s["output"], *(r["text"] for r in s["results"]))
+            for text in (s["output"], *(r["text"] for r in s["results"]), s.get("reply") or "")
             for m in find_placeholders(text)
         )
         suite = self.suite
@@ -149,15 +158,21 @@ class EpisodeRunner:
         if self.mode == "messages":
             for r in history:
                 messages.extend(self._turn_messages(r))
+                t = turns.get(int(r["step"]))
+                if t is not None and t.get("reply") is not None:  # the teammate speaks as the user
+                    messages.append({"role": "user", "content": str(t["reply"])})
         return self.backend.apply_chat_template(messages, self.tools)
 
-    def _step_view(self, r: Mapping[str, Any]) -> dict[str, Any]:
-        return {
+    def _step_view(self, r: Mapping[str, Any], turn: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        view = {
             "index": r["step"],
             "output": strip_end_of_turn(r["text"], self.info.eot_tokens),
             "calls": [{"tool": c["tool"], "arguments": c["arguments"]} for c in r["calls"]],
             "results": r["results"],
         }
+        if self.spec.user is not None:  # the key exists only where a teammate can answer
+            view["reply"] = turn.get("reply") if turn is not None else None
+        return view
 
     def _turn_messages(self, r: Mapping[str, Any]) -> list[dict[str, Any]]:
         api_calls = r.get("api_tool_calls") or []
@@ -180,14 +195,18 @@ class EpisodeRunner:
     # -- one step ------------------------------------------------------------------------------
 
     async def step(
-        self, history: Sequence[Mapping[str, Any]], run_seed: int, index: int
+        self,
+        history: Sequence[Mapping[str, Any]],
+        run_seed: int,
+        index: int,
+        turns: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Sample, parse and answer step ``len(history)``: its record for ``steps.jsonl`` and its
         prompt's record for ``prompts.jsonl`` (the step names it by ``prompt_sha256``: a prompt
         holds the whole transcript so far, and is stored once however many steps share it)."""
         k = len(history)
         seed = step_seed(run_seed, self.case.id, index, k)
-        prompt = self.prompt(history)
+        prompt = self.prompt(history, turns)
         key = sample_key(self.backend.model_id, prompt, self.params, seed)
         n = prompt.n_tokens
         if overflows(n, self.params.max_tokens, self.context_length):
@@ -250,16 +269,21 @@ class EpisodeRunner:
         index: int,
         on_step: Callable[[dict[str, Any]], None] | None = None,
         prompts: RecordLog | None = None,
+        turns_log: RecordLog | None = None,
     ) -> Sample:
-        """Finish one episode (resuming after its recorded steps) and return its summary sample.
+        """Finish one episode (resuming after its recorded steps and teammate turns) and return
+        its summary sample.
 
-        ``prompts``: the run's ``prompts.jsonl``, where each step's prompt goes (once, by hash)
-        before the step itself."""
+        ``prompts``: the run's ``prompts.jsonl``, where each step's (and turn's) prompt goes
+        (once, by hash) before the step itself; ``turns_log``: the run's ``turns.jsonl``, where
+        the teammate's replies go (a case with ``user:`` needs it)."""
         history: list[dict[str, Any]] = []
+        turns: dict[int, dict[str, Any]] = {}
+        user = self.spec.user
         for k in range(self.spec.max_steps):
             rec = log.get(step_record_key(self.case.id, index, k))
             if rec is None:
-                rec, prompt_rec = await self.step(history, run_seed, index)
+                rec, prompt_rec = await self.step(history, run_seed, index, turns)
                 if prompts is not None:
                     prompts.append(prompt_rec)  # a step never names a prompt that is not on disk
                 log.append(rec)  # on disk before the next step is sampled
@@ -268,31 +292,60 @@ class EpisodeRunner:
             history.append(rec)
             if rec.get("end"):
                 break
-        return episode_sample(self.case.id, index, derive_seed(run_seed, self.case.id, index), history)
+            if user is None or not message_of(user, rec["results"]):
+                continue
+            assert turns_log is not None and self.teammate is not None
+            turn = turns_log.get(step_record_key(self.case.id, index, k))
+            if turn is None:
+                turn, prompt_rec = await sample_turn(
+                    self.teammate, user, self.case.vars, self.case.id, self.params, run_seed, index, history, turns
+                )
+                if prompts is not None:
+                    prompts.append(prompt_rec)
+                turns_log.append(turn)  # on disk before the leader's next step is sampled
+            turns[k] = turn
+            if turn.get("end"):
+                break
+        return episode_sample(
+            self.case.id, index, derive_seed(run_seed, self.case.id, index), history, [turns[k] for k in sorted(turns)]
+        )
 
 
-def episode_sample(case_id: str, index: int, seed: int, steps: Sequence[Mapping[str, Any]]) -> Sample:
+def episode_sample(
+    case_id: str,
+    index: int,
+    seed: int,
+    steps: Sequence[Mapping[str, Any]],
+    turns: Sequence[Mapping[str, Any]] = (),
+) -> Sample:
     """One record per episode for ``samples.jsonl``: its outcome, last output and token totals.
 
     Its seed is the slot's (``keys.derive_seed``), as a single-turn sample's would be; each step
-    has its own (``step_seed``)."""
+    has its own (``step_seed``), each teammate turn too (``turn_seed``). Its key hashes every
+    step's key and, after each step a teammate answered, the turn's (whose key names the
+    teammate's model): an episode without a teammate keeps the key it always had."""
     bad = next((s for s in steps if s["outcome"] != "ok"), None)
+    bad_turn = next((t for t in turns if t["outcome"] != "ok"), None)
     last = steps[-1]
+    by_step = {int(t["step"]): t for t in turns}
     h = hashlib.sha256()
     for s in steps:
         h.update(str(s["key"]).encode() + b"\0")
+        t = by_step.get(int(s["step"]))
+        if t is not None:
+            h.update(b"turn:" + str(t["key"]).encode() + b"\0")
     return Sample(
         case_id=case_id,
         index=index,
         seed=seed,
         key="episode:" + h.hexdigest()[:32],
-        outcome=bad["outcome"] if bad else "ok",
+        outcome=bad["outcome"] if bad else "error" if bad_turn else "ok",
         text=last["text"],
         stop_reason=last["stop_reason"],
         api_tool_calls=last.get("api_tool_calls"),
         prompt_tokens=sum(int(s["prompt_tokens"]) for s in steps),
         completion_tokens=sum(int(s["completion_tokens"]) for s in steps),
-        error=bad["error"] if bad else None,
+        error=bad["error"] if bad else f"teammate: {bad_turn['error']}" if bad_turn else None,
         timings={"steps": float(len(steps))},
     )
 
@@ -304,26 +357,34 @@ async def sample_episodes(
     run_seed: int,
     sem: asyncio.Semaphore,
     sink: SlotSink,
+    teammates: Mapping[str, Teammate] | None = None,
 ) -> None:
     """Sample the missing episode slots of a run (the runner's hook for cases with ``episode:``).
 
     ``slots`` holds (planned case, sample index) pairs; each finished episode's summary goes to
     ``sink`` (the run's ``samples.jsonl``, never the sample cache), each finished step to
-    ``steps.jsonl`` first.
+    ``steps.jsonl`` first, each teammate reply to ``turns.jsonl``. ``teammates``: the backend of
+    every model role the slots' ``user:`` name (``runs.teammates`` resolves them).
     """
     manifest = run.read_manifest()
     protocol = manifest["identity"]["protocol"]
     model = manifest.get("model", {})
     log = run.steps_log()
     prompts = run.prompts_log()
+    needs_turns = any(p.case.episode is not None and p.case.episode.user is not None for p, _ in slots)
+    turns_log = run.turns_log() if needs_turns else None
     runners: dict[str, EpisodeRunner] = {}
 
     async def one(p: PlannedCase, index: int) -> None:
         if p.case.id not in runners:
             assert p.suite is not None  # a planned case carries its suite
-            runners[p.case.id] = EpisodeRunner(p.suite, p.case, backend, p.params, protocol, model, p.context_length)
+            user = p.case.episode.user if p.case.episode is not None else None
+            mate = (teammates or {}).get(user.model_role) if user is not None else None
+            runners[p.case.id] = EpisodeRunner(
+                p.suite, p.case, backend, p.params, protocol, model, p.context_length, teammate=mate
+            )
         async with sem:
-            s = await runners[p.case.id].run(log, run_seed, index, prompts=prompts)
+            s = await runners[p.case.id].run(log, run_seed, index, prompts=prompts, turns_log=turns_log)
         sink.finish(s, cache=False)
 
     try:
@@ -332,4 +393,8 @@ async def sample_episodes(
         try:
             log.close()
         finally:
-            prompts.close()
+            try:
+                prompts.close()
+            finally:
+                if turns_log is not None:
+                    turns_log.close()

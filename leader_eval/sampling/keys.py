@@ -30,6 +30,12 @@ def step_seed(run_seed: int, case_id: str, index: int, step: int) -> int:
     return int.from_bytes(h, "big") & 0x7FFFFFFF
 
 
+def turn_seed(run_seed: int, case_id: str, index: int, step: int) -> int:
+    """The seed of the simulated teammate's reply to step ``step`` (never a step's seed)."""
+    h = hashlib.blake2b(f"{run_seed}\0{case_id}\0{index}\0turn{step}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") & 0x7FFFFFFF
+
+
 def new_run_seed() -> int:
     return secrets.randbits(31)
 

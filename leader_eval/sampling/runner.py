@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from leader_eval.sampling.backends.base import Backend, SampleRequest, guard, overflow_reason, weights_identity
 from leader_eval.sampling.episode import sample_episodes
@@ -22,6 +22,7 @@ from leader_eval.sampling.slots import (
     gather_or_cancel,
     request_completions,
 )
+from leader_eval.sampling.teammate import Teammate
 from leader_eval.store.cache import SampleCache
 from leader_eval.store.run_store import RunDir, sample_record_key
 from leader_eval.types import Sample
@@ -68,12 +69,15 @@ async def sample_planned(
     on_sample: Callable[[Sample], None] | None = None,
     cache: SampleCache | None = None,
     max_samples: int | None = None,
+    teammates: Mapping[str, Teammate] | None = None,
 ) -> SamplingStats:
     """Sample every missing slot; each finished sample is on disk before the next is awaited.
 
     A slot is served, in order, from the run's own log (resumption), from the content-addressed
     cache, or from the backend. ``max_samples`` caps new backend samples: the run stops cleanly
-    before it spends more and its manifest says so; an episode reserves its ``max_steps``.
+    before it spends more and its manifest says so; an episode reserves its ``max_steps`` (and
+    its teammate's ``max_turns``). ``teammates``: the backend of each model role the episodes'
+    ``user:`` name.
     """
     stats = SamplingStats()
     backend = guard(backend)  # typed, secret-free completions whoever built the backend
@@ -107,7 +111,8 @@ async def sample_planned(
             if p.case.episode is not None:
                 # an episode spends up to max_steps backend samples, known only as it runs: the
                 # cap reserves the worst case, so --max-samples stays a ceiling on cost
-                steps = p.case.episode.max_steps
+                user = p.case.episode.user
+                steps = p.case.episode.max_steps + (min(user.max_turns, p.case.episode.max_steps) if user else 0)
                 for i in missing:
                     if budget is not None and budget < steps:
                         stats.capped += 1
@@ -174,7 +179,7 @@ async def sample_planned(
         # One request per case keeps a backend's prefix (KV) reuse; backends split seeds as they like.
         tasks = [asyncio.create_task(one(*t)) for t in todo]
         if episodes:
-            tasks.append(asyncio.create_task(sample_episodes(run, backend, episodes, run_seed, sem, sink)))
+            tasks.append(asyncio.create_task(sample_episodes(run, backend, episodes, run_seed, sem, sink, teammates)))
         await gather_or_cancel(tasks)
         stats.wall_s = time.monotonic() - t0
     finally:

@@ -33,6 +33,7 @@ from leader_eval.checks.toolcall import match_calls
 from leader_eval.scoring.scorer import ModelInfo, SampleScore, SuiteScoring, case_scorer
 from leader_eval.stats.metrics import EPISODE_METRICS
 from leader_eval.store.run_store import STEPS
+from leader_eval.suite.teammate import UserSpec, message_of
 from leader_eval.types import Sample, ToolCall
 
 _log = logging.getLogger("leader_eval")
@@ -83,6 +84,7 @@ def score_episodes(
     model: ModelInfo,
     *,
     steps: Mapping[tuple[str, int], Sequence[Mapping[str, Any]]],
+    turns: Mapping[tuple[str, int], Mapping[int, Mapping[str, Any]]] | None = None,
 ) -> list[SampleScore]:
     """``scores`` with each episode case's samples scored as episodes from the run's recorded
     steps (``steps``: ``steps.jsonl`` as the store reads it, ``RunDir.read_steps``; ``run_path``
@@ -91,7 +93,9 @@ def score_episodes(
     An episode sample whose steps are missing or incomplete (a step number skipped, no step that
     ended it: an unreadable line, a run directory that lost its ``steps.jsonl``) is not scored:
     scoring its last output as a single turn would judge another task. Its case then has fewer
-    scored samples than planned, which the gate refuses."""
+    scored samples than planned, which the gate refuses. ``turns``: the simulated teammate's
+    recorded replies (``RunDir.read_turns``), by episode and the step each answers; an episode
+    that lacks a reply its case's teammate owed is incomplete too."""
     episodic = {c.id: c for c in suite.cases if c.episode is not None}
     if not episodic:
         return list(scores)
@@ -102,25 +106,47 @@ def score_episodes(
             out.append(s)
             continue
         recorded = steps.get((s.case_id, s.index)) or []
-        if not _whole_episode(recorded):
+        replies = (turns or {}).get((s.case_id, s.index)) or {}
+        if not _whole_episode(recorded, replies, case.episode.user):
             _log.warning(
                 "%s: episode %s#%d not scored: its steps in %s are missing or incomplete",
                 run_path, s.case_id, s.index, STEPS,
             )  # fmt: skip
             continue
-        out.append(score_episode(suite, case, recorded, protocol, model))
+        out.append(score_episode(suite, case, recorded, protocol, model, replies))
     return out
 
 
-def _whole_episode(steps: Sequence[Mapping[str, Any]]) -> bool:
-    return bool(steps) and [r.get("step") for r in steps] == list(range(len(steps))) and bool(steps[-1].get("end"))
+def _whole_episode(
+    steps: Sequence[Mapping[str, Any]], turns: Mapping[int, Mapping[str, Any]], user: UserSpec | None
+) -> bool:
+    """Every step there, in order; every reply the teammate owed there; and one of them ended it."""
+    if not steps or [r.get("step") for r in steps] != list(range(len(steps))):
+        return False
+    if user is None:
+        return bool(steps[-1].get("end"))
+    for r in steps[:-1]:  # a step before the last went on: if it spoke, its reply went on too
+        if r.get("end") or (message_of(user, r["results"]) and (r["step"] not in turns or turns[r["step"]].get("end"))):
+            return False
+    last = steps[-1]
+    if last.get("end"):
+        return last["step"] not in turns
+    turn = turns.get(last["step"])
+    return turn is not None and bool(turn.get("end"))
 
 
 def score_episode(
-    suite: Any, case: Any, steps: Sequence[Mapping[str, Any]], protocol: str, model: ModelInfo
+    suite: Any,
+    case: Any,
+    steps: Sequence[Mapping[str, Any]],
+    protocol: str,
+    model: ModelInfo,
+    turns: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> SampleScore:
     spec = case.episode
-    bad = next((r for r in steps if r["outcome"] != "ok"), None)
+    turns = turns or {}
+    # a teammate reply the sampler failed is a sampler error of the episode, never the leader's
+    bad = next((r for r in (*steps, *turns.values()) if r["outcome"] != "ok"), None)
     # per-step checks: the single-turn scorer without call expectations
     step_case = replace(case, expect={k: v for k, v in case.expect.items() if k == "forbid"})
     step_scores: list[SampleScore] = []
@@ -215,7 +241,7 @@ def score_episode(
         "goal_reached": reached_at is not None,
         "steps_to_goal": reached_at + 1 if reached_at is not None else None,
         "n_steps": len(steps),
-        "end": steps[-1].get("end"),
+        "end": steps[-1].get("end") or (turns.get(steps[-1]["step"]) or {}).get("end"),
         "loop": loop,
         "looped": loop is not None,
         "forbidden": [{"tool": c["tool"], "step": c["step"]} for c in forbidden],
@@ -232,10 +258,17 @@ def score_episode(
                 "calls": r["calls"],
                 "results": r["results"],
                 "failed_checks": sc.failed_checks,
+                **({"reply": (turns.get(r["step"]) or {}).get("reply")} if spec.user is not None else {}),
             }
             for r, sc in zip(steps, step_scores, strict=True)
         ],
     }
+    if spec.user is not None:
+        data["teammate"] = {
+            "role": spec.user.model_role,
+            "turns": len(turns),
+            "stopped": any(t.get("end") == "user_stop" for t in turns.values()),
+        }
     failed_checks = [c for c in checks if not c["passed"]]
     checks.append(
         {

@@ -56,6 +56,7 @@ MANIFEST = "manifest.json"
 PROMPTS = "prompts.jsonl"
 SAMPLES = "samples.jsonl"
 STEPS = "steps.jsonl"
+TURNS = "turns.jsonl"
 RESULTS = "results.jsonl"
 CASES = "cases.json"
 SUMMARY = "summary.json"
@@ -98,6 +99,8 @@ RUN_FILES: Mapping[str, RunFile] = MappingProxyType(
             RunFile(PROMPTS, "records", "sampling (case prompts; episode step prompts by hash)", "union", 256 * MIB),
             RunFile(SAMPLES, "records", "sampling (append, flushed)", "union", 1 * GIB),
             RunFile(STEPS, "records", "episode loop (append, flushed)", "union", 1 * GIB),
+            # a simulated teammate's replies, one per leader step it answered (suite/teammate.py)
+            RunFile(TURNS, "records", "episode loop: teammate turns (append, flushed)", "union", 1 * GIB),
             RunFile(RESULTS, "derived", "scoring", "rederived", 512 * MIB),
             RunFile(CASES, "derived", "scoring", "rederived", 64 * MIB),
             RunFile(SUMMARY, "derived", "scoring, adaptive sampling", "rederived", 64 * MIB),
@@ -871,6 +874,20 @@ def _is_step_record(rec: dict[str, Any]) -> bool:
     )  # fmt: skip
 
 
+def _is_turn_record(rec: dict[str, Any]) -> bool:
+    """Whether a stored teammate turn can be replayed and scored: a sample record plus the step it
+    answers, its turn number, the role that played it and how it ended."""
+    return (
+        _is_sample_record(rec)
+        and _is_count(rec.get("step"))
+        and _is_count(rec.get("turn"))
+        and rec.get("slot") == step_record_key(rec["case_id"], rec["index"], rec["step"])
+        and isinstance(rec.get("end"), str | None)
+        and isinstance(rec.get("role"), str)
+        and isinstance(rec.get("prompt_sha256"), str)
+    )
+
+
 def sample_record_key(case_id: str, index: int) -> str:
     return f"{case_id}#{index}"
 
@@ -948,6 +965,8 @@ class RunDir:
             return RecordLog(self.file(name), key_field="slot", readonly=True, valid=_is_sample_record)
         if name == STEPS:
             return self.steps_log(readonly=True)
+        if name == TURNS:
+            return self.turns_log(readonly=True)
         if name == PROMPTS:
             return RecordLog(
                 self.file(name), key_field="case_id", key=_prompt_key, readonly=True, valid=_is_any_prompt_record
@@ -957,6 +976,36 @@ class RunDir:
     def steps_log(self, *, readonly: bool = False) -> RecordLog:
         """``steps.jsonl``: one record per episode step, keyed by case, sample index and step."""
         return RecordLog(self.path / STEPS, key_field="slot", readonly=readonly, valid=_is_step_record)
+
+    def turns_log(self, *, readonly: bool = False) -> RecordLog:
+        """``turns.jsonl``: one record per teammate reply, keyed like the step it answers."""
+        return RecordLog(self.path / TURNS, key_field="slot", readonly=readonly, valid=_is_turn_record)
+
+    def read_turns(self) -> dict[tuple[str, int], dict[int, dict[str, Any]]]:
+        """Every readable teammate turn, by episode and then by the step it answers, each with its
+        ``prompt`` resolved from ``prompts.jsonl``; a bad line is skipped, reported and listed in
+        ``unreadable`` (its episode then lacks a turn and is not scored)."""
+        p = self.path / TURNS
+        out: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+        if not os.path.lexists(p):
+            return out
+        log = self.turns_log(readonly=True)
+        bad = list(log.bad_lines)
+        prompts = self.read_step_prompts()
+        for key, rec in log.items():
+            found = prompts.get(rec["prompt_sha256"])
+            if found is None:
+                bad.append(log.lines[key])
+                _log.warning(
+                    "%s:%d: unreadable record skipped (its prompt %s is not in %s)",
+                    shown(p), log.lines[key], rec["prompt_sha256"][:12], PROMPTS,
+                )  # fmt: skip
+                continue
+            rec = {**rec, "prompt": {"text": found["text"], "messages": found.get("messages")}}
+            out.setdefault((rec["case_id"], int(rec["index"])), {})[int(rec["step"])] = rec
+        if bad:
+            self.unreadable[TURNS] = sorted(bad)
+        return out
 
     def read_samples(self, *, as_recorded: bool = False) -> list[Sample]:
         """The run's samples; a record of the wrong shape is skipped and listed in ``unreadable``.

@@ -32,6 +32,7 @@ from leader_eval.errors import SuiteError, SuiteErrors
 from leader_eval.suite.expectations import unsatisfiable
 from leader_eval.suite.records import Case, Suite
 from leader_eval.suite.render import render_messages, template_variables
+from leader_eval.suite.teammate import UserSpec, render_teammate, user_spec
 from leader_eval.suite.tool_schema import SchemaSite, load_schemas
 from leader_eval.suite.world import Fixture, World, check_constraints, load_fixtures
 from leader_eval.suite.yaml_source import JsonPath, line_of
@@ -56,9 +57,11 @@ class EpisodeSpec:
     transcript: str
     final: Mapping[str, Any] | None
     fixtures: tuple[Fixture, ...] = field(default=(), repr=False)
+    #: the simulated teammate who answers the leader's messages (suite/teammate.py), if any
+    user: UserSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "max_steps": self.max_steps,
             "goal": {"tool": self.goal_tool, "args": dict(self.goal_args), "after": list(self.goal_after)},
             "terminal_tools": list(self.terminal_tools),
@@ -68,6 +71,9 @@ class EpisodeSpec:
             "loop_ignore_args": list(self.loop_ignore_args),
             "transcript": self.transcript,
         }
+        if self.user is not None:  # absent otherwise: a suite without a teammate reads as before
+            out["user"] = self.user.to_dict()
+        return out
 
 
 def with_episodes(suite: Suite, data: Mapping[str, Any], *, indices: Sequence[int] | None = None) -> Suite:
@@ -149,8 +155,28 @@ def _render_a_later_step(suite: Suite, case: Case) -> None:
              "fixture": None},
         ],
     }  # fmt: skip
+    if spec.user is not None:
+        step["reply"] = _REPLY_PROBE
     later = {**case.vars, EPISODE_VAR: {"step": 1, "max_steps": spec.max_steps, "steps": [step]}}
-    render_messages(suite, replace(case, vars=later))
+    messages = render_messages(suite, replace(case, vars=later))
+    if spec.user is None:
+        return
+    # the teammate's prompt renders strictly too, with a conversation of one exchange
+    render_teammate(spec.user, case.vars, [{"from": "leader", "text": "hello"}, {"from": "teammate", "text": "hi"}])
+    # event_log: the scaffold shows the transcript itself; one that never shows the replies would
+    # run a conversation the leader cannot hear
+    shown = any(_REPLY_PROBE in str(m.get("content", "")) for m in messages)
+    if spec.transcript != "messages" and EPISODE_VAR in template_variables(suite) and not shown:
+        raise SuiteError(
+            suite.path,
+            spec.user.line,
+            f"case {case.id!r}: the scaffold renders the episode's steps but never a teammate's reply "
+            "(render episode.steps[i].reply, or set transcript: messages)",
+        )
+
+
+#: a reply the lint render looks for in the rendered scaffold
+_REPLY_PROBE = "teammate-reply-7f3a"
 
 
 def build_world(path: Path, root: Path, data: Mapping[str, Any], lines: dict[JsonPath, int]) -> World:
@@ -230,7 +256,10 @@ def _spec(
                     path, line_of(lines, (*at, *key, arg)), f"case {case_id!r}: unreachable goal: {gtool}: {refusal}"
                 )
     end = ep.get("end", {})
-    terminal = tuple(end.get("terminal_tools", (gtool,)))
+    user = user_spec(path, lines, (*at, "user"), ep["user"], tools, gtool, case_id) if ep.get("user") else None
+    # with a teammate the conversation goes on after a message: ended by the stop phrase,
+    # max_turns or max_steps, unless the case names terminal tools itself
+    terminal = tuple(end.get("terminal_tools", (gtool,) if user is None else ()))
     for j, name in enumerate(terminal):
         unknown(name, (*at, "end", "terminal_tools", j), "terminal tool")
     case_world = world.with_fixtures(case_fixtures)
@@ -262,4 +291,5 @@ def _spec(
         transcript=str(ep.get("transcript", "auto")),
         final=ep.get("final"),
         fixtures=tuple(case_fixtures),
+        user=user,
     )

@@ -214,3 +214,31 @@ def test_a_shard_that_plans_no_sample_of_a_case_is_refused(mini: tuple[Path, Pat
     (shards[1] / SAMPLES).write_text("")
     with pytest.raises(ShardError, match=f"plans no sample of case '{cid}'"):
         merge_runs(shards, tmp_path / "merged")
+
+
+def test_teammate_turns_merge_like_steps_and_a_shard_without_them_is_refused(tmp_path: Path) -> None:
+    from leader_eval.store.run_store import TURNS
+    from tests.support.teammates import scripted_customer, scripted_leader, write_desk
+
+    suite = write_desk(tmp_path / "repo")
+    opts = RunOptions(model="scripted:leader", seed=7, out=tmp_path / "full", progress=False, cache=False)
+    mates = {"customer": scripted_customer()}
+    run(suite, opts, backend=scripted_leader(), teammates=mates)
+    shards = []
+    for i in (1, 2):
+        sharded = shard_options(replace(opts, out=tmp_path / f"shard{i}"), f"{i}/2", suite)
+        run(suite, sharded, backend=scripted_leader(), teammates={"customer": scripted_customer()})
+        shards.append(tmp_path / f"shard{i}")
+    merged = merge_runs([str(p) for p in shards], tmp_path / "merged")
+    assert merged.manifest["identity"]["teammates"]["customer"]["model_id"] == "scripted:customer"
+    for name in (SAMPLES, STEPS, TURNS, PROMPTS):
+        assert _records(tmp_path / "merged" / name) == _records(tmp_path / "full" / name), name
+    assert (tmp_path / "merged" / RESULTS).read_text() == (tmp_path / "full" / RESULTS).read_text()
+    (shards[1] / TURNS).unlink()
+    with pytest.raises(ShardError, match="does not match its recorded steps"):
+        merge_runs([str(p) for p in shards], tmp_path / "merged2")
+    # a shard whose teammate was another model is not the same run
+    other = shard_options(replace(opts, out=tmp_path / "other2"), "2/2", suite)
+    run(suite, other, backend=scripted_leader(), teammates={"customer": scripted_customer("scripted:other")})
+    with pytest.raises(ShardError, match="teammates"):
+        merge_runs([str(shards[0]), str(tmp_path / "other2")], tmp_path / "merged3")

@@ -36,6 +36,8 @@ class ReplayBackend:
         self.special_tokens: tuple[str, ...] = tuple(model.get("special_tokens", ()))
         self._prompts = {prompt_digest(p["text"]): p for p in run.read_prompts().values()}
         self._samples: dict[tuple[str, int], Any] = {}
+        # teammate turns also by (prompt, seed): two cases' teammates may be sent the same prompt
+        self._turns: dict[tuple[str, int], Any] = {}
         for s in run.read_samples(as_recorded=True):
             self._samples[(s.case_id, s.seed)] = s
         self._modes = self._add_episode_steps(path)
@@ -54,6 +56,17 @@ class ReplayBackend:
                 fields = {k: r[k] for k in Sample.__dataclass_fields__ if k in r}
                 self._samples[(case_id, r["seed"])] = Sample.from_dict(fields)
                 modes[case_id] = r.get("mode", "")
+        # a simulated teammate's replies (turns.jsonl), addressed the same way: by prompt and seed
+        # (a turn's seed is never a step's), so the replay plays the teammate too
+        for (case_id, _), turns in RunDir(path).read_turns().items():
+            for r in turns.values():
+                prompt = r.get("prompt") or {}
+                rec = {"case_id": case_id, "text": prompt.get("text", ""), "messages": prompt.get("messages")}
+                self._prompts.setdefault(prompt_digest(rec["text"]), rec)
+                fields = {k: r[k] for k in Sample.__dataclass_fields__ if k in r}
+                self._samples[(case_id, r["seed"])] = self._turns[(prompt_digest(rec["text"]), r["seed"])] = (
+                    Sample.from_dict(fields)
+                )
         # every recorded step prompt, also one whose step line is unreadable: replay then finds the
         # prompt and answers "no recorded sample" for that step instead of failing the whole run
         for p in RunDir(path).read_step_prompts().values():
@@ -88,10 +101,12 @@ class ReplayBackend:
         )
 
     async def sample(self, request: SampleRequest) -> list[Completion]:
-        case_id = self._case_of_prompt.get(prompt_digest(request.prompt.text))
+        digest = prompt_digest(request.prompt.text)
+        case_id = self._case_of_prompt.get(digest)
         out = []
         for seed in request.seeds:
             s = self._samples.get((case_id, seed)) if case_id else None
+            s = s or self._turns.get((digest, seed))
             if s is None:
                 out.append(Completion(text="", token_ids=[], stop_reason=None, error="replay: no recorded sample"))
                 continue
