@@ -300,3 +300,27 @@ def test_a_saved_dataset_listing_a_file_outside_is_refused(tmp_path: Path) -> No
     (tmp_path / "data" / "ds" / "state.json").write_text(json.dumps({"_data_files": [{"filename": "../x.arrow"}]}))
     err = _errors(_suite(tmp_path, JSONL_MAP.replace("data/rows.jsonl", "data/ds")))[0]
     assert "is not a file name in the dataset folder" in err
+
+
+# --------------------------------------------------------------------------- the shipped example
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_example_suite_takes_200_cases_from_csv_and_200_from_jsonl(capsys: pytest.CaptureFixture[str]) -> None:
+    example = REPO / "suites" / "examples" / "data_cases.yaml"
+    suite = load_suite(example)
+    sources = [Path(c.source).name for c in suite.cases if c.source]
+    assert sources.count("cases.csv") == 200 and sources.count("cases.jsonl") == 200 and len(suite.cases) == 400
+    assert main(["lint", str(example), "--no-tokens"]) == 0
+    assert "400 cases (0 inline, 200 from" in capsys.readouterr().out
+
+
+def test_the_example_data_is_what_its_script_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import runpy
+
+    script = runpy.run_path(str(REPO / "scripts" / "make_example_data.py"))
+    monkeypatch.setitem(script["main"].__globals__, "OUT", tmp_path)
+    script["main"]()
+    for name in ("cases.csv", "cases.jsonl"):
+        assert (tmp_path / name).read_bytes() == (REPO / "suites" / "examples" / "data" / name).read_bytes(), name
