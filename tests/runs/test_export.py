@@ -21,6 +21,7 @@ from leader_eval.runs.export import (
     neutralise,
     write_table,
 )
+from tests.conftest import optional
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "tests" / "corpus" / "report_runs" / "s101"  # a committed run of leader_core
@@ -65,7 +66,7 @@ def test_csv_round_trip_of_a_recorded_run(tmp_path: Path) -> None:
 
 
 def test_parquet_round_trip_of_a_recorded_run(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = optional("pyarrow.parquet")
     out = tmp_path / "s.parquet"
     assert main(["export", str(RUN), "--format", "parquet", "--out", str(out)]) == 0
     table = pq.read_table(out)
@@ -94,7 +95,7 @@ def test_per_case_export_has_a_row_per_case(tmp_path: Path) -> None:
 
 
 def test_to_pandas(tmp_path: Path) -> None:
-    pytest.importorskip("pandas")
+    optional("pandas")
     run = read_run(RUN)
     df = run.to_pandas()
     assert list(df.columns[: len(DOCUMENTED)]) == DOCUMENTED and len(df) == len(run.samples)

@@ -14,7 +14,7 @@ from leader_eval.cli.app import main
 from leader_eval.errors import SuiteError, SuiteErrors
 from leader_eval.suite import data_cases
 from leader_eval.suite.load import load_suite
-from tests.conftest import MINIMAL_SUITE
+from tests.conftest import MINIMAL_SUITE, optional
 
 EXPECT = {"calls": [{"tool": "send_message_to_chat"}]}
 
@@ -215,12 +215,12 @@ def test_a_suite_needs_cases_or_cases_from(tmp_path: Path) -> None:
 
 
 def _table(rows: list[dict]) -> object:
-    pa = pytest.importorskip("pyarrow")
+    pa = optional("pyarrow")
     return pa.Table.from_pylist(rows)
 
 
 def test_parquet_rows_are_cases_and_errors_name_the_row(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = optional("pyarrow.parquet")
     (tmp_path / "data").mkdir()
     rows = [_row(1), _row(2, qid="bad id!")]
     pq.write_table(_table(rows), tmp_path / "data" / "rows.parquet")
@@ -233,7 +233,7 @@ def test_parquet_rows_are_cases_and_errors_name_the_row(tmp_path: Path) -> None:
 
 
 def test_a_parquet_column_the_map_names_must_exist(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = optional("pyarrow.parquet")
     (tmp_path / "data").mkdir()
     pq.write_table(_table([{"qid": "q1", "goal": "g", "expect": EXPECT}]), tmp_path / "data" / "rows.parquet")
     err = _errors(_suite(tmp_path, JSONL_MAP.replace("rows.jsonl", "rows.parquet")))[0]
@@ -241,7 +241,7 @@ def test_a_parquet_column_the_map_names_must_exist(tmp_path: Path) -> None:
 
 
 def test_a_parquet_column_of_bytes_is_refused(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = optional("pyarrow.parquet")
     (tmp_path / "data").mkdir()
     pq.write_table(_table([_row(1, prompt=b"\x00")]), tmp_path / "data" / "rows.parquet")
     err = _errors(_suite(tmp_path, JSONL_MAP.replace("rows.jsonl", "rows.parquet")))[0]
@@ -249,7 +249,7 @@ def test_a_parquet_column_of_bytes_is_refused(tmp_path: Path) -> None:
 
 
 def test_garbage_named_parquet_is_one_line(tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow")
+    optional("pyarrow")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "rows.parquet").write_bytes(b"PAR1" + os.urandom(64))
     assert (
@@ -275,7 +275,7 @@ def test_old_or_absent_pyarrow_is_one_line(tmp_path: Path, monkeypatch: pytest.M
 
 def _save_dataset(folder: Path, shards: list[list[dict]]) -> None:
     """What ``datasets.Dataset.save_to_disk`` writes: Arrow stream files and state.json."""
-    pa = pytest.importorskip("pyarrow")
+    pa = optional("pyarrow")
     folder.mkdir(parents=True)
     names = []
     for k, rows in enumerate(shards):
