@@ -324,3 +324,26 @@ def test_the_example_data_is_what_its_script_writes(tmp_path: Path, monkeypatch:
     script["main"]()
     for name in ("cases.csv", "cases.jsonl"):
         assert (tmp_path / name).read_bytes() == (REPO / "suites" / "examples" / "data" / name).read_bytes(), name
+
+
+@pytest.mark.model
+def test_the_example_suite_runs_on_the_embedded_model_with_limit(tmp_path: Path) -> None:
+    example = REPO / "suites" / "examples" / "data_cases.yaml"
+    out = tmp_path / "run"
+    args = [
+        "run",
+        str(example),
+        "--limit",
+        "2",
+        "--samples",
+        "1",
+        "--max-tokens",
+        "16",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+    ]
+    assert main([*args, "-q"]) == 0
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["case_id"] for r in results) == ["csv_000", "csv_001"]
