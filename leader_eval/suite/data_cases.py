@@ -77,6 +77,7 @@ def load_data_cases(
     record is one error and reading goes on; a bad file or a limit passed ends that file)."""
     out: list[DataCase] = []
     errors: list[SuiteError] = []
+    records = 0  # good and bad alike: a file of a million bad records stops at the cap too
     for k, entry in enumerate(entries):
         line = line_of(lines, ("cases_from", k, "path"))
         try:
@@ -88,6 +89,9 @@ def load_data_cases(
             # shown as the suite's own path is (as given), joined with the path the suite names
             shown = os.path.normpath(os.path.join(os.path.dirname(str(suite_path)), entry["path"]))
             for where, record in reader(suite_path, line, target, shown, entry["map"]):
+                records += 1
+                if records > MAX_DATA_CASES:
+                    raise SuiteError(*where.at(), f"cases_from: more than {MAX_DATA_CASES:,} cases from data files")
                 if isinstance(record, _Later):
                     errors.append(SuiteError(*where.at(), record.message))
                     continue
@@ -97,8 +101,6 @@ def load_data_cases(
                 except _RecordError as exc:
                     errors.append(SuiteError(*where.at(), exc.message))
                     continue
-                if len(out) >= MAX_DATA_CASES:
-                    raise SuiteError(*where.at(), f"cases_from: more than {MAX_DATA_CASES:,} cases from data files")
                 out.append(DataCase(case, where))
         except SuiteError as exc:
             errors.append(exc)
