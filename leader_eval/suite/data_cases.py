@@ -440,8 +440,14 @@ def _rows(shown: str, table: Any, offset: int) -> Iterator[tuple[Where, dict[str
     (bytes, dates, decimals...) is one error at the file."""
     names = table.column_names
     values = []
+    import pyarrow as pa
+
     for name in names:
         column = table.column(name)
+        if isinstance(column.type, pa.BaseExtensionType):
+            # an extension type (restored from the file's stored Arrow schema) is read as its
+            # storage: leader-eval interprets no extension, and runs none of its code on values
+            column = pa.chunked_array([c.storage for c in column.chunks], type=column.type.storage_type)
         problem = _unsupported(column.type)
         if problem:
             raise SuiteError(

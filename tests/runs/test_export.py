@@ -8,6 +8,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -133,3 +134,20 @@ def test_parquet_without_pyarrow_is_one_line(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(LeaderEvalError, match=r"pip install 'leader-eval\[data\]'"):
         write_table([{"a": 1}], ["a"], "parquet", tmp_path / "x.parquet")
     assert not list(tmp_path.iterdir())
+
+
+def test_judge_scores_become_a_judge_column_family() -> None:
+    from leader_eval.runs.export import sample_rows
+    from leader_eval.scoring.scorer import SampleScore
+
+    run = read_run(RUN)
+
+    class Judged(SampleScore):
+        judgements: ClassVar = [{"name": "helpful", "score": 0.75}, {"name": "concise", "score": 1.0}]
+
+    scores = [Judged(**s.to_dict()) for s in run.scores]
+    rows = sample_rows(run.manifest, run.samples, scores, run.cases)
+    extra = list(rows[0])[len(DOCUMENTED) :]
+    assert extra[-2:] == ["judge.concise", "judge.helpful"]  # after check.*, each family sorted
+    assert {r["judge.helpful"] for r in rows} == {0.75}
+    assert not any(c.startswith("judge.") for c in sample_rows(run.manifest, run.samples, run.scores, run.cases)[0])

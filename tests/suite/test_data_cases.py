@@ -273,6 +273,33 @@ def test_old_or_absent_pyarrow_is_one_line(tmp_path: Path, monkeypatch: pytest.M
     assert "pyarrow 14.0.0 can run code from a crafted file" in _errors(path)[0]
 
 
+def test_parquet_extension_types_are_read_as_their_storage(tmp_path: Path) -> None:
+    pa = optional("pyarrow")
+    pq = optional("pyarrow.parquet")
+    if not hasattr(pa, "json_"):
+        pytest.skip("this pyarrow has no canonical JSON extension type to write")
+    (tmp_path / "data").mkdir()
+    table = _table([_row(1)])
+    i = table.column_names.index("prompt")
+    table = table.set_column(i, "prompt", pa.array(['"hi"'], type=pa.json_()))
+    pq.write_table(table, tmp_path / "data" / "rows.parquet")
+    # extension types are not loaded: the column reads as its storage (text), never as the
+    # extension (which the type check would refuse, and which older pyarrow could unpickle)
+    suite = load_suite(_suite(tmp_path, JSONL_MAP.replace("rows.jsonl", "rows.parquet")))
+    assert suite.cases[-1].vars["request"] == '"hi"'
+
+
+def test_a_name_of_unknown_format_needs_format(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.txt").write_text(json.dumps(_row(1)) + "\n")
+    path = _suite(tmp_path, JSONL_MAP.replace("rows.jsonl", "rows.txt"))
+    assert "name it with format: jsonl|csv|parquet|dataset" in _errors(path)[0]
+    path.write_text(
+        path.read_text().replace("  - path: data/rows.txt\n", "  - path: data/rows.txt\n    format: jsonl\n")
+    )
+    assert load_suite(path).cases[-1].id == "q1"
+
+
 def _save_dataset(folder: Path, shards: list[list[dict]]) -> None:
     """What ``datasets.Dataset.save_to_disk`` writes: Arrow stream files and state.json."""
     pa = optional("pyarrow")
