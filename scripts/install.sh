@@ -24,7 +24,7 @@ if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
 fi
 if [ "${1:-}" = "--dev" ]; then
   # playwright (the report's browser test) drives the system's chromium; it never fetches one
-  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 .venv/bin/pip install -q -e ".[dev,server,mistral]"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 .venv/bin/pip install -q -e ".[dev,server,mistral,data]"
   # BFCL's data and AST checker, lean: its full install pulls 6 GB of CUDA torch we do not use
   .venv/bin/pip install -q --no-deps bfcl-eval==2026.3.23
   .venv/bin/pip install -q filelock tenacity tree_sitter==0.21.3 tree-sitter-java==0.21.0 tree-sitter-javascript==0.21.4

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +87,11 @@ def _isolated_sample_cache(tmp_path_factory, monkeypatch):
 
 # Frozen copies of suites that recorded outputs were sampled with are data, not tests to collect.
 collect_ignore_glob = ["corpus/*"]
+
+
+def optional(module: str) -> Any:
+    """``module``, else skip the test, but fail under LEADER_EVAL_CI=1: CI installs every
+    optional dependency (scripts/install.sh --dev) and must run what needs one."""
+    if os.environ.get("LEADER_EVAL_CI") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module)

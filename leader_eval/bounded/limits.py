@@ -18,6 +18,10 @@ Bounds and their defaults (docs/security.md lists them too):
   up to ``MAX_INT_BITS`` bits, ``range`` up to jinja2's 100,000 items, Python's recursion limit
   for macros, ``MAX_RENDER_WORK_FACTOR * MAX_RENDER_VALUE`` characters measured in all, and
   ``MAX_RENDER_MEMORY_GROWTH`` bytes of resident memory growth while a render runs.
+- Data files a suite takes cases from (suite/data_cases.py): ``MAX_DATA_CASES`` cases in all,
+  ``MAX_DATA_FILE_BYTES`` per file, ``MAX_DATA_DECODED_BYTES`` declared decoded columnar data,
+  ``MAX_DATA_RECORD_CHARS`` per record and ``MAX_DATA_FIELD_CHARS`` per text value, nesting
+  up to ``MAX_YAML_DEPTH``.
 - Regular expressions a suite supplies (regex.py): at most ``MAX_REGEX_CHARS`` characters;
   patterns shaped to backtrack catastrophically are refused at load time; the rest run in RE2
   (linear time) or, where RE2 cannot give Python's answer, with ``MAX_REGEX_SECONDS`` per search.
@@ -37,6 +41,17 @@ MAX_YAML_ALIASES = 1_000
 MAX_YAML_DEPTH = 64
 MAX_YAML_EXPANDED_CHARS = 32 * 2**20
 MAX_REF_FILES = 64
+
+#: cases a suite takes from data files (``cases_from:``), all its files together
+MAX_DATA_CASES = 100_000
+#: one data file (a JSONL, CSV or Parquet file, one Arrow file of a saved dataset), read in full
+MAX_DATA_FILE_BYTES = 64 * 2**20
+#: what a Parquet file or a saved dataset's Arrow files declare they decode to, all together
+MAX_DATA_DECODED_BYTES = 256 * 2**20
+#: one record (a JSONL line, a CSV record, a row of a columnar file as JSON), in characters
+MAX_DATA_RECORD_CHARS = 2**20
+#: one text value of a record (Python's csv module refuses a longer field by default too)
+MAX_DATA_FIELD_CHARS = 131_072
 
 MAX_RENDER_SECONDS = 4.0
 MAX_RENDER_OUTPUT = 8_000_000

@@ -110,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--limit", type=positive_int, help="at most this many samples")
     sh.set_defaults(command_module="show")
 
+    ex = sub.add_parser("export", help="write runs' samples (or cases) as CSV, JSONL or Parquet (docs/export.md)")
+    ex.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
+    ex.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv", help="file format (default csv)")
+    ex.add_argument("--out", help="the file to write (default: RUN_ID.FORMAT, or export.FORMAT for several runs)")
+    ex.add_argument("--per-case", action="store_true", help="one row per case instead of one per sample")
+    ex.set_defaults(command_module="export")
+
     g = sub.add_parser("gate", help="gate a run directory against its golden baseline (exit 1 on credible regression)")
     g.add_argument("run", help="run directory")
     g.add_argument("--golden", default="golden", help="golden directory (or one golden .json file)")

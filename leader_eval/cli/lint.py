@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import glob
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from leader_eval.report import table
 from leader_eval.runs.options import run_options
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.suite.lint import MAX_PRINTED_ERRORS, lint_file
+from leader_eval.suite.records import Suite
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,10 +37,20 @@ def run(args: argparse.Namespace) -> int:
             status = 2
             continue
         suite = result.suite
-        print(f"{path}: ok, {len(suite.cases)} cases, {len(suite.tools)} tools, hash {suite.content_hash}")
+        counts = f"{len(suite.cases)} cases{_from_data(suite)}, {len(suite.tools)} tools"
+        print(f"{path}: ok, {counts}, hash {suite.content_hash}")
         if args.verbose or backend is not None:
             print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in result.rows]))
     return status
+
+
+def _from_data(suite: Suite) -> str:
+    """`` (2 inline, 200 from data/x.csv)`` for a suite with ``cases_from:``; nothing otherwise."""
+    counts = Counter(c.source for c in suite.cases if c.source is not None)
+    if not counts:
+        return ""
+    inline = len(suite.cases) - sum(counts.values())
+    return " (" + ", ".join([f"{inline} inline", *(f"{n} from {src}" for src, n in counts.items())]) + ")"
 
 
 def _suite_paths(items: Sequence[str]) -> tuple[list[str], int]:

@@ -281,7 +281,9 @@ class CaseItem(pytest.Item):
             return excinfo.value.text
         return inert(str(super().repr_failure(excinfo, style=style)), multiline=True)
 
-    def reportinfo(self) -> tuple[Path, int, str]:
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        if self.case.source is not None:  # a case from a data file (cases_from): its record there
+            return Path(self.case.source), None if self.case.row else self.case.line - 1, self.case.id
         return self.path, self.case.line - 1, self.case.id
 
 

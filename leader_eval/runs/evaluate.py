@@ -13,6 +13,7 @@ from typing import Any
 
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.protocols import check_protocol
+from leader_eval.runs.export import CASE_COLUMNS, SAMPLE_COLUMNS, case_rows, columns_of, sample_rows, to_pandas
 from leader_eval.runs.live_scores import LiveScores
 from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
 from leader_eval.runs.options import RunOptions, check_run_options
@@ -70,6 +71,16 @@ class Run:
     stats: SamplingStats | None = None
     #: file name -> 1-based numbers of lines that could not be read and were skipped
     unreadable: dict[str, list[int]] = field(default_factory=dict)
+
+    def to_pandas(self) -> Any:
+        """One row per sample, the columns of docs/export.md (needs pandas: ``leader-eval[data]``)."""
+        rows = sample_rows(self.manifest, self.samples, self.scores, self.cases)
+        return to_pandas(rows, columns_of(rows, SAMPLE_COLUMNS))
+
+    def cases_to_pandas(self) -> Any:
+        """One row per case (``cases.json``), the columns of docs/export.md."""
+        rows = case_rows(self.manifest, self.cases)
+        return to_pandas(rows, columns_of(rows, CASE_COLUMNS))
 
 
 def planned_shortfall(run: Run) -> str | None:

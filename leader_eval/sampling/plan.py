@@ -106,7 +106,7 @@ def _check_sampling(suite: Suite, case: Case, params: SamplingParams, n: int) ->
     elif not (is_int(n) and n >= 1):
         problem = f"samples {n!r} is not an integer >= 1"
     if problem:
-        raise SuiteError(suite.path, case.line, f"case {case.id!r}: sampling {problem}")
+        raise SuiteError(*case.where(suite.path), f"case {case.id!r}: sampling {problem}")
 
 
 def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: PlanOptions) -> list[PlannedCase]:
@@ -126,7 +126,7 @@ def plan_cases(suite: Suite, cases: Sequence[Case], backend: Backend, options: P
             )
             n = int(options.samples if options.samples is not None else s["samples"])
         except (TypeError, ValueError, OverflowError) as exc:
-            raise SuiteError(suite.path, case.line, f"case {case.id!r}: sampling: {exc}") from None
+            raise SuiteError(*case.where(suite.path), f"case {case.id!r}: sampling: {exc}") from None
         _check_sampling(suite, case, params, n)
         overflow = overflows(rendered.prompt.n_tokens, params.max_tokens, context_length)
         planned.append(PlannedCase(case, rendered, params, n, overflow, context_length, suite))

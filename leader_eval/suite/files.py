@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -117,6 +118,27 @@ def read_text(
     if reads is not None:
         reads.append((p, what, data))
     return text
+
+
+def read_bytes(path: str | Path, *, limit: int, what: str, named_in: str | Path, line: int | None) -> bytes:
+    """Read ``path`` (a regular file, never through a symlink) in full up to ``limit`` bytes and
+    record it for the suite's content hash as ``read_text`` does; any problem is a ``SuiteError``
+    at ``named_in``:``line`` (where the suite names the file)."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise SuiteError(named_in, line, f"cannot read {what} {p}: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise SuiteError(named_in, line, f"{what} {p} is not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise SuiteError(p, None, f"{what} file is over {limit:,} bytes")
+    reads = _READS.get()
+    if reads is not None:
+        reads.append((p, what, data))
+    return data
 
 
 def decode_utf8(path: str | Path, data: bytes, what: str = "suite") -> str:

@@ -67,7 +67,9 @@ def lint_file(path: str | Path, *, root: str | Path | None = None, backend: Any 
             # the file already fails: more errors are not worth an unbounded wait for them
             left = len(suite.cases) - index
             result.errors.append(
-                SuiteError(suite.path, case.line, f"{left} more case(s) not rendered: lint stopped after {spent:.0f} s")
+                SuiteError(
+                    *case.where(suite.path), f"{left} more case(s) not rendered: lint stopped after {spent:.0f} s"
+                )
             )
             break
         try:
@@ -116,13 +118,15 @@ def coalesce(errors: Sequence[LeaderEvalError]) -> list[LeaderEvalError]:
 
 
 def _render(suite: Suite, case: Case, backend: Any) -> list[Any]:
+    # a case from a data file is shown at its place there (FILE:LINE, FILE:row N)
+    where = case.line if case.source is None else ":".join(str(x) for x in case.where(suite.path) if x is not None)
     if backend is None:
         render_messages(suite, case)
-        return [case.id, case.line, "-"]
+        return [case.id, where, "-"]
     n = render_case(suite, case, backend).prompt.n_tokens
     ctx = backend.context_length
     note = " (exceeds context)" if ctx and n and n > ctx else ""
-    return [case.id, case.line, f"{n}{note}"]
+    return [case.id, where, f"{n}{note}"]
 
 
 class _Inherited(SuiteError):

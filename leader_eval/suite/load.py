@@ -7,7 +7,7 @@ import functools
 import hashlib
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ import yaml
 from leader_eval.bounded.limits import MAX_TEMPLATE_BYTES
 from leader_eval.bounded.validity import Predicate, compile_validity
 from leader_eval.errors import SuiteError, SuiteErrors
+from leader_eval.suite.data_cases import DataCase, Where, load_data_cases
 from leader_eval.suite.episode_spec import with_episodes
 from leader_eval.suite.expectations import unsatisfiable
 from leader_eval.suite.files import read_text, recording_reads, resolve_in_root, suite_root
@@ -71,10 +72,13 @@ def load_suite(path: str | Path, *, root: str | Path | None = None) -> Suite:
             errors.raise_any()
         with errors.collect():
             _validate_gate(path, data, lines)
+        if "cases" not in data and "cases_from" not in data:
+            raise SuiteError(path, 1, "a suite needs cases: or cases_from: (or both)")
         base = Path(root).resolve() if root is not None else suite_root(path)
         if not base.is_dir():
             raise SuiteError(path, None, f"suite root {base} is not a folder")
-        suite = _build(path, source, data, lines, base, errors, skip or set())
+        extra = _data_cases(path, base, data, lines, errors)
+        suite = _build(path, source, data, lines, base, errors, skip or set(), extra)
         errors.raise_any()
     return replace(suite, content_hash=_with_files(suite.content_hash, base, reads))
 
@@ -113,6 +117,48 @@ def load_suite_source(source: str | Path | Mapping[str, Any] | Suite, *, root: s
     return suite
 
 
+def _data_cases(
+    path: Path, base: Path, data: dict[str, Any], lines: dict[JsonPath, int], errors: _Errors
+) -> list[DataCase]:
+    """The schema-valid cases of the suite's ``cases_from`` files; each bad record is an error
+    at its own ``FILE:LINE`` (or ``FILE:row N``) and is left out."""
+    if "cases_from" not in data:
+        return []
+    found, problems = load_data_cases(path, base, data["cases_from"], lines)
+    errors.found.extend(problems)
+    fast = _case_validity()
+    valid = []
+    for dc in found:
+        if fast is None or not fast(dc.record):
+            problem = _case_problem(dc.record)
+            if problem is not None:
+                errors.found.append(SuiteError(*dc.where.at(), problem))
+                continue
+        valid.append(dc)
+    return valid
+
+
+@functools.cache
+def _case_validator() -> Draft202012Validator:
+    """The suite schema's validator for one case (a case from a data file is checked alone)."""
+    from jsonschema.validators import Draft202012Validator
+
+    schema = suite_schema()
+    return Draft202012Validator({**schema["$defs"]["case"], "$defs": schema["$defs"]})
+
+
+def _case_problem(record: dict[str, Any]) -> str | None:
+    """The first schema error of one case mapping, as ``KEY/PATH: what`` (None: valid)."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_case_validator().iter_errors(record))
+    if error is None:
+        return None
+    where = "/".join(str(x) for x in error.absolute_path) or "(case)"
+    msg = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+    return f"{where}: {msg}"
+
+
 class _Errors:
     """The errors of one suite file, collected so that lint reports all of them in one pass;
     ``raise_any`` raises them together as ``SuiteErrors`` (one line for every other caller)."""
@@ -147,7 +193,7 @@ class _Regexes:
     def __init__(self) -> None:
         self.ok: set[str] = set()
 
-    def check(self, path: Path, line: int, pattern: str) -> None:
+    def check(self, path: str | Path, line: int | None, pattern: str) -> None:
         if pattern in self.ok:
             return
         check_suite_regex(path, line, pattern)
@@ -281,9 +327,11 @@ def _build(
     root: Path,
     errors: _Errors,
     skip: set[int],
+    extra: list[DataCase],
 ) -> Suite:
-    """The suite from schema-valid ``data`` (cases in ``skip`` failed the schema and are left
-    out); each error is recorded in ``errors`` and checking goes on past it."""
+    """The suite from schema-valid ``data`` and the cases of its data files (``extra``, after
+    the inline ones; cases in ``skip`` failed the schema and are left out); each error is recorded
+    in ``errors`` and checking goes on past it."""
     regexes = _Regexes()
     tools: list[Tool] = []
     tool_names: set[str] = set()
@@ -311,39 +359,38 @@ def _build(
     by_name = {t.name: t for t in tools}
     cases: list[Case] = []
     raw_index: list[int] = []  # where each built case sits in data["cases"] (episodes read it there)
-    seen: dict[str, int] = {}
-    for i, c in enumerate(data["cases"]):
+    seen: dict[str, tuple[str | Path, int | None]] = {}
+    inline = data.get("cases", [])
+    all_cases = [*inline, *(dc.record for dc in extra)]
+    for i, c in enumerate(all_cases):
         if i in skip:
             continue
-        line = line_of(lines, ("cases", i))
+        origin = extra[i - len(inline)].where if i >= len(inline) else None
+        at = _locator(path, lines, i, origin)
+        line = origin.n if origin else line_of(lines, ("cases", i))
         if c["id"] in seen:
-            errors.found.append(
-                SuiteError(
-                    path,
-                    line_of(lines, ("cases", i, "id")),
-                    f"duplicate case id {c['id']!r} (first at line {seen[c['id']]})",
-                )
-            )
+            first = seen[c["id"]]
+            here = at("id")
+            shown = f"line {first[1]}" if first[0] == here[0] and first[1] else _shown_at(*first)
+            errors.found.append(SuiteError(*here, f"duplicate case id {c['id']!r} (first at {shown})"))
             continue
-        seen[c["id"]] = line
+        seen[c["id"]] = at()
         expect = c.get("expect", {})
         for j, call in enumerate(expect.get("calls", [])):
-            _check_expected_call(path, lines, errors, regexes, (i, j), c["id"], call, by_name, tool_names, schemas)
+            _check_expected_call(at, errors, regexes, j, c["id"], call, by_name, tool_names, schemas)
         if expect.get("no_call") and expect.get("calls"):
-            errors.found.append(
-                SuiteError(
-                    path, line_of(lines, ("cases", i, "expect")), f"case {c['id']!r}: no_call and calls both set"
-                )
-            )
+            errors.found.append(SuiteError(*at("expect"), f"case {c['id']!r}: no_call and calls both set"))
         for key in ("forbid", "require"):
             for j, pattern in enumerate(expect.get(key, [])):
                 with errors.collect():
-                    regexes.check(path, line_of(lines, ("cases", i, "expect", key, j)), pattern)
+                    regexes.check(*at("expect", key, j), pattern)
         raw_index.append(i)
         cases.append(
             Case(
                 id=c["id"],
                 line=line,
+                source=origin.source if origin else None,
+                row=origin.row if origin else False,
                 vars={**default_vars, **c.get("vars", {})},
                 expect=expect,
                 tags=tuple(dict.fromkeys([*default_tags, *c.get("tags", [])])),
@@ -395,16 +442,33 @@ def _build(
     if len(errors.found) > n_before or len(scaffold) < len(data["scaffold"]["messages"]):
         return suite  # episodes render the scaffold: a broken one would only repeat its errors
     with errors.collect():
-        suite = with_episodes(suite, data, indices=raw_index)
+        suite = with_episodes(suite, {**data, "cases": all_cases}, indices=raw_index)
     return suite
 
 
+#: where an error about a case (or a key path inside it) points: ``SuiteError``'s path and line
+Locator = Callable[..., tuple[str | Path, int | None]]
+
+
+def _locator(path: Path, lines: dict[JsonPath, int], i: int, origin: Where | None) -> Locator:
+    """A case's ``FILE:LINE`` for a key path inside it: its line in the suite file, or for a case
+    from a data file its record's line or row there (one record, one place)."""
+
+    def at(*sub: str | int) -> tuple[str | Path, int | None]:
+        return origin.at() if origin is not None else (path, line_of(lines, ("cases", i, *sub)))
+
+    return at
+
+
+def _shown_at(where: str | Path, line: int | None) -> str:
+    return f"{where}:{line}" if line else str(where)
+
+
 def _check_expected_call(
-    path: Path,
-    lines: dict[JsonPath, int],
+    at: Locator,
     errors: _Errors,
     regexes: _Regexes,
-    at: tuple[int, int],
+    j: int,
     case_id: str,
     call: dict[str, Any],
     tools: dict[str, Tool],
@@ -413,13 +477,11 @@ def _check_expected_call(
 ) -> None:
     """Record what is wrong with one expected call: an undeclared tool, an argument the tool does
     not have, a bad regex, a value the tool's schema refuses (a case that could never pass)."""
-    i, j = at
-    here: JsonPath = ("cases", i, "expect", "calls", j)
+    here = ("expect", "calls", j)
     if call["tool"] not in tool_names:
         errors.found.append(
             SuiteError(
-                path,
-                line_of(lines, (*here, "tool")),
+                *at(*here, "tool"),
                 f"case {case_id!r} expects unknown tool {call['tool']!r} (known: {', '.join(sorted(tool_names))})",
             )
         )
@@ -435,18 +497,14 @@ def _check_expected_call(
     for arg, constraint in call.get("args", {}).items():
         with errors.collect():
             if isinstance(constraint, dict) and isinstance(constraint.get("regex"), str):
-                regexes.check(path, line_of(lines, (*here, "args", arg, "regex")), constraint["regex"])
+                regexes.check(*at(*here, "args", arg, "regex"), constraint["regex"])
             if props and arg not in props and tool.parameters.get("additionalProperties") in (None, False):
                 raise SuiteError(
-                    path,
-                    line_of(lines, (*here, "args", arg)),
-                    f"case {case_id!r}: tool {tool.name!r} has no argument {arg!r}",
+                    *at(*here, "args", arg), f"case {case_id!r}: tool {tool.name!r} has no argument {arg!r}"
                 )
             why = unsatisfiable(constraint, arg, tool.parameters, validator)
             if why:
-                raise SuiteError(
-                    path, line_of(lines, (*here, "args", arg)), f"case {case_id!r} can never pass: {tool.name}: {why}"
-                )
+                raise SuiteError(*at(*here, "args", arg), f"case {case_id!r} can never pass: {tool.name}: {why}")
 
 
 def _scaffold_message(path: Path, root: Path, lines: dict[JsonPath, int], i: int, m: dict[str, Any]) -> ScaffoldMessage:

@@ -63,6 +63,16 @@ class Case:
     hard_fail: tuple[str, ...] = ()
     stress: dict[str, Any] = field(default_factory=dict)
     episode: Any = None  # an EpisodeSpec for a multi-turn case (leader_eval.suite.episode_spec)
+    #: the data file the case comes from (``cases_from:``; None: the suite file); ``line`` is then
+    #: its line there, or its row (from 0) when ``row``
+    source: str | None = None
+    row: bool = False
+
+    def where(self, suite_path: str | Path) -> tuple[str, int | None]:
+        """Where errors about this case point: ``SuiteError``'s path and line."""
+        if self.source is None:
+            return str(suite_path), self.line
+        return (f"{self.source}:row {self.line}", None) if self.row else (self.source, self.line)
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,7 @@ def suite_schema() -> dict[str, Any]:
     return data
 
 
-def check_suite_regex(path: Path, line: int, pattern: str) -> None:
+def check_suite_regex(path: str | Path, line: int | None, pattern: str) -> None:
     """A ``SuiteError`` at ``path:line`` when a suite regex is invalid, too long or catastrophic."""
     try:
         check_regex(pattern)

@@ -163,8 +163,7 @@ def render_messages(suite: Suite, case: Case, shared: ScaffoldShared | None = No
     for name in shared.used:
         if name in case.vars and (case.vars[name] is None or case.vars[name] == ""):
             raise SuiteError(
-                suite.path,
-                case.line,
+                *case.where(suite.path),
                 f"case {case.id!r}: template variable {name!r} is empty (a blank would render silently)",
             )
     messages: list[dict[str, Any]] = []
@@ -172,20 +171,19 @@ def render_messages(suite: Suite, case: Case, shared: ScaffoldShared | None = No
         try:
             content = run_bounded(_compile(msg).render, context)
         except LimitExceeded as exc:
-            raise SuiteError(suite.path, case.line, f"case {case.id!r}: {exc} (template at {msg.origin})") from exc
+            raise SuiteError(*case.where(suite.path), f"case {case.id!r}: {exc} (template at {msg.origin})") from exc
         except jinja2.UndefinedError as exc:
             where = _undefined_location(exc, msg)
             var = _undefined_name(str(exc))
             raise SuiteError(
-                suite.path,
-                case.line,
+                *case.where(suite.path),
                 f"case {case.id!r}: missing template variable {var!r} (used at {where})",
             ) from exc
         except jinja2.TemplateError as exc:
-            raise SuiteError(suite.path, case.line, f"case {case.id!r}: template error: {exc}") from exc
+            raise SuiteError(*case.where(suite.path), f"case {case.id!r}: template error: {exc}") from exc
         except (TypeError, ValueError, AttributeError, ArithmeticError, LookupError) as exc:
             where = _undefined_location(exc, msg)
-            raise SuiteError(suite.path, case.line, f"case {case.id!r}: template failed at {where}: {exc}") from exc
+            raise SuiteError(*case.where(suite.path), f"case {case.id!r}: template failed at {where}: {exc}") from exc
         if content.strip():
             messages.append({"role": msg.role, "content": content})
     _check_placeholders(suite, case, messages)
@@ -230,12 +228,11 @@ def _check_placeholders(suite: Suite, case: Case, messages: list[dict[str, Any]]
         try:
             hits = find_placeholders(m["content"], extra, allowed)
         except LimitExceeded as exc:
-            raise SuiteError(suite.path, case.line, f"case {case.id!r}: render.placeholder_patterns: {exc}") from exc
+            raise SuiteError(*case.where(suite.path), f"case {case.id!r}: render.placeholder_patterns: {exc}") from exc
         if hits:
             h = hits[0]
             raise SuiteError(
-                suite.path,
-                case.line,
+                *case.where(suite.path),
                 f"case {case.id!r}: rendered {m['role']} message still holds placeholder {h.group(0)!r}; "
                 "refusing to sample it",
             )
