@@ -11,6 +11,7 @@ from pathlib import Path
 from leader_eval.inert import inert
 from leader_eval.report import table
 from leader_eval.runs.options import run_options
+from leader_eval.runs.python_checks import undefined_checks
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.suite.lint import MAX_PRINTED_ERRORS, lint_file
 
@@ -35,6 +36,13 @@ def run(args: argparse.Namespace) -> int:
             status = 2
             continue
         suite = result.suite
+        # a Python check the suite names must be defined in trusted configuration (not imported here)
+        undefined = undefined_checks(suite, options.trusted)
+        for err in undefined:
+            print(f"error: {inert(err)}", file=sys.stderr)
+        if undefined:
+            status = 2
+            continue
         print(f"{path}: ok, {len(suite.cases)} cases, {len(suite.tools)} tools, hash {suite.content_hash}")
         if args.verbose or backend is not None:
             print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in result.rows]))

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import read_run, score_run
+from leader_eval.runs.python_checks import bind_checks
+from leader_eval.runs.trusted import assemble
 from leader_eval.runs.manifest import recorded_suite_paths, suite_from_run_dir
 from leader_eval.sampling.keys import derive_seed, step_seed
 from leader_eval.scoring.aggregate import build_summary
@@ -244,7 +246,8 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
             if recs:
                 write_lines_atomic(rundir.file(name), (dumps(r) for r in recs))
         if loaded is not None:
-            score_run(rundir, loaded)
+            # the suite's Python checks, from the trusted definitions in force (code, today)
+            score_run(rundir, bind_checks(loaded, assemble()))
         else:
             _merge_scored(shards, suite_ids, out, manifest)
     return read_run(out)

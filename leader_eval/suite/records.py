@@ -19,6 +19,7 @@ from leader_eval.bounded.regex import check_regex
 from leader_eval.errors import SuiteError
 from leader_eval.suite.tool_schema import LoadedSchemas
 from leader_eval.suite.yaml_source import JsonPath
+from leader_eval.types import BoundCheck
 
 __all__ = ["Case", "ScaffoldMessage", "Suite", "Tool", "check_suite_regex", "suite_schema"]
 
@@ -93,6 +94,10 @@ class Suite:
     #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
     prices: dict[str, Any] = field(default_factory=dict)
     world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.suite.world)
+    #: the Python checks ``checks: python:`` names, each with its function from trusted
+    #: configuration (``runs.python_checks.bind_checks``); empty until bound, and a suite naming
+    #: checks is never scored unbound (``scoring.python_check``)
+    python_checks: tuple[BoundCheck, ...] = field(repr=False, compare=False, default=())
 
     def case_sampling(self, case: Case) -> dict[str, Any]:
         return {**self.sampling, **case.sampling}
