@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
         suite = result.suite
         # a Python check the suite names must be defined in trusted configuration (not imported here)
         undefined = undefined_checks(suite, options.trusted)
-        for err in undefined:
-            print(f"error: {inert(err)}", file=sys.stderr)
+        for line in undefined:
+            print(f"error: {inert(line)}", file=sys.stderr)
         if undefined:
             status = 2
             continue

@@ -104,7 +104,11 @@ def joined_manifest(run_dirs: list[Path]) -> tuple[dict[str, Any], str | None]:
                     "they cannot be gated together"
                 )
         cases.update(other.get("cases") or {})
-    joined = {**first, "identity": {**ident, "cases": dict(sorted(cases.items()))}, "joined_runs": [str(d) for d in run_dirs]}
+    joined = {
+        **first,
+        "identity": {**ident, "cases": dict(sorted(cases.items()))},
+        "joined_runs": [str(d) for d in run_dirs],
+    }
     return joined, None
 
 

@@ -185,8 +185,8 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
             if c["passed"]:
                 continue
             lines.append(failed_check_line("  x ", c))
-            data = c.get("data") if isinstance(c.get("data"), dict) else {}
-            if c.get("reason") == "check_error" and isinstance(data.get("traceback"), list):
+            data = c.get("data") or {}
+            if c.get("reason") == "check_error" and isinstance(data, dict) and isinstance(data.get("traceback"), list):
                 # a user's Python check raised: where, innermost last (scoring.python_check)
                 lines.append("      traceback (innermost last):")
                 lines.extend(f"        {inert(str(frame))}" for frame in data["traceback"])

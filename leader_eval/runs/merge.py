@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import read_run, score_run
+from leader_eval.runs.manifest import recorded_suite_paths, suite_from_run_dir
 from leader_eval.runs.python_checks import bind_checks
 from leader_eval.runs.trusted import assemble
-from leader_eval.runs.manifest import recorded_suite_paths, suite_from_run_dir
 from leader_eval.sampling.keys import derive_seed, step_seed
 from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.out_dir import check_out_dir

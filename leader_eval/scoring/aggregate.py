@@ -200,7 +200,10 @@ def _check_error_totals(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if not n:
         return {}
     first = next(r for r in results if r.get("n_check_errors"))
-    return {"n_check_errors": n, "first_check_error": {"case_id": first["case_id"], **(first.get("first_check_error") or {})}}
+    return {
+        "n_check_errors": n,
+        "first_check_error": {"case_id": first["case_id"], **(first.get("first_check_error") or {})},
+    }
 
 
 class SuiteName(Protocol):

@@ -157,7 +157,8 @@ def format_first_check_error(record: Mapping[str, Any] | None, run_dir: Any = "R
     return (
         f"first Python check error ({printable_error(record.get('check'))}, {printable_error(record.get('target'))}, "
         f"case {printable_error(record.get('case_id'))}, sample {record.get('index')}): "
-        f"{printable_error(record.get('error'))} (traceback: leader-eval show {printable_error(run_dir)} --case {printable_error(record.get('case_id'))})"
+        f"{printable_error(record.get('error'))} "
+        f"(traceback: leader-eval show {printable_error(run_dir)} --case {printable_error(record.get('case_id'))})"
     )
 
 

@@ -100,7 +100,7 @@ def run_check(bound: BoundCheck, ctx: CheckContext) -> CheckResult:
     problem = _verdict_problem(got)
     if problem:
         return check_error(bound, problem, None)
-    data = {"target": bound.target, "version": bound.version}
+    data: dict[str, Any] = {"target": bound.target, "version": bound.version}
     if got.data:
         data["data"] = dict(got.data)
     if got.passed:
@@ -115,13 +115,18 @@ def check_error(bound: BoundCheck, what: str, tb: TracebackType | None) -> Check
     data: dict[str, Any] = {"target": bound.target, "version": bound.version, "error": what}
     if tb is not None:
         data["traceback"] = stack_lines(tb.tb_next or tb)  # the first frame is run_check's own call
-    return CheckResult(PREFIX + bound.name, False, Reason.CHECK_ERROR, f"check {bound.name} ({bound.target}) {what}", data=data)
+    return CheckResult(
+        PREFIX + bound.name, False, Reason.CHECK_ERROR, f"check {bound.name} ({bound.target}) {what}", data=data
+    )
 
 
 def stack_lines(tb: TracebackType) -> list[str]:
     """``File "x.py", line N, in f`` for each frame, innermost last, without reading any source
     file (``traceback``'s own formatting reads the lines: I/O, which scoring never does)."""
-    frames = [f'File "{frame.f_code.co_filename}", line {lineno}, in {frame.f_code.co_name}' for frame, lineno in traceback.walk_tb(tb)]
+    frames = [
+        f'File "{frame.f_code.co_filename}", line {lineno}, in {frame.f_code.co_name}'
+        for frame, lineno in traceback.walk_tb(tb)
+    ]
     if len(frames) > MAX_FRAMES:
         frames = [f"... {len(frames) - MAX_FRAMES} outer frame(s)", *frames[-MAX_FRAMES:]]
     return frames

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from leader_eval.scoring.aggregate import case_result
+from leader_eval.scoring.api import load_suite
 from leader_eval.scoring.python_check import CheckNotBound, bind
 from leader_eval.scoring.scorer import SampleScore, case_scorer
-from leader_eval.scoring.api import load_suite
 from leader_eval.suite.load import Suite
 from leader_eval.types import CheckContext, CheckVerdict, ModelInfo, Sample
 from tests.conftest import MINIMAL_SUITE
