@@ -3,7 +3,9 @@ a check that raises or returns something else is a check error, never a pass."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,3 +116,16 @@ def test_tags_choose_the_cases_a_check_runs_on() -> None:
 def test_a_suite_naming_a_check_is_never_scored_without_it() -> None:
     with pytest.raises(CheckNotBound, match="polite"):
         _score(_suite("    polite: {}\n"))
+
+
+def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from leader_eval.runs import trusted
+
+    monkeypatch.setattr(trusted, "REGISTERED", trusted.Trusted())
+    doc = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    assert blocks and "score_output(" in blocks[0] and "register_check(" in blocks[0]
+    namespace: dict[str, object] = {}
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"{doc}:block{i + 1}", "exec"), namespace)
+    assert "polite" in trusted.REGISTERED.checks
