@@ -72,6 +72,9 @@ def format_summary(run: Run) -> str:
     first_error = format_first_error(s.get("first_error"))
     if first_error:
         lines.append(first_error)
+    for name, (then, now) in sorted((m.get("python_checks_changed") or {}).items()):
+        was = inert(then) if then else "not run"
+        lines.append(f"python check {inert(name)} changed since the recorded run ({was} -> {inert(now)}): re-scored")
     first_check = format_first_check_error((s.get("overall") or {}).get("first_check_error"), run.path)
     if first_check:
         lines.append(first_check)

@@ -16,7 +16,7 @@ from leader_eval.protocols import check_protocol
 from leader_eval.runs.live_scores import LiveScores
 from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
 from leader_eval.runs.options import RunOptions, check_run_options
-from leader_eval.runs.python_checks import bind_checks, check_versions
+from leader_eval.runs.python_checks import bind_checks, changed_checks, check_versions
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.sampling.backends.base import Backend, replayable
 from leader_eval.sampling.keys import backend_model_key, new_run_seed
@@ -155,6 +155,9 @@ def _run(
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
     if suite.python_checks:  # which code judged: a replay with changed checks records its own
         manifest["python_checks"] = check_versions(suite)
+        changed = changed_checks(recorded, manifest["python_checks"]) if recorded is not None else {}
+        if changed:  # the recorded run was judged by other code: said beside the new scores
+            manifest["python_checks_changed"] = changed
     check_run_dir(Path(out))  # no symlink or special file inside, before even the lock file is made
     located = suite_from_run_dir(suite.path, out)
     if located is not None:  # gate --update-golden finds the suite from any working directory

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from leader_eval.runs.trusted import NamedCheck, Trusted, TrustedError
 from leader_eval.scoring.python_check import bind, configured
 from leader_eval.suite.load import Suite
 
-__all__ = ["bind_checks", "check_versions", "undefined_checks"]
+__all__ = ["bind_checks", "changed_checks", "check_versions", "undefined_checks"]
 
 
 def _where(suite: Suite, name: str) -> str:
@@ -67,6 +67,20 @@ def bind_checks(suite: Suite, trusted: Trusted) -> Suite:
 def check_versions(suite: Suite) -> dict[str, dict[str, str]]:
     """What the manifest records of each bound check: where it came from and which code it was."""
     return {b.name: {"target": b.target, "version": b.version} for b in suite.python_checks}
+
+
+def changed_checks(recorded: Mapping[str, Any], now: Mapping[str, Mapping[str, str]]) -> dict[str, list[str | None]]:
+    """The checks whose version differs from the recorded run's (a replay): name -> [then, now]
+    (then None when the recorded run did not run that check)."""
+    before = recorded.get("python_checks")
+    before = before if isinstance(before, Mapping) else {}
+    out: dict[str, list[str | None]] = {}
+    for name, rec in now.items():
+        then = before.get(name)
+        then_version = then.get("version") if isinstance(then, Mapping) else None
+        if then_version != rec.get("version"):
+            out[name] = [then_version, rec.get("version")]
+    return out
 
 
 def _target(named: NamedCheck, fn: Callable[..., Any]) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from leader_eval.cli.app import main
+from leader_eval.report.terminal import format_summary
 from leader_eval.runs import trusted as trusted_mod
 from leader_eval.runs.evaluate import run
 from leader_eval.runs.options import RunOptions
@@ -136,8 +137,13 @@ def test_replay_reruns_the_checks_and_the_manifest_says_which_code(
     again = run(suite, RunOptions(model=f"replay:{tmp_path / 'a'}", progress=False, trusted=trusted))
     assert again.summary["overall"]["metrics"]["score"]["value"] == 0.0
     assert again.summary["overall"]["reasons"] == {"python:polite": 4}
-    recorded = json.loads((again.path / "manifest.json").read_text())["python_checks"]["polite"]["version"]
+    manifest = json.loads((again.path / "manifest.json").read_text())
+    recorded = manifest["python_checks"]["polite"]["version"]
     assert recorded.startswith("module-sha256:") and recorded != want
+    assert manifest["python_checks_changed"] == {"polite": [want, recorded]}
+    assert f"python check polite changed since the recorded run ({want} -> {recorded}): re-scored" in format_summary(
+        again
+    )
 
 
 def test_a_check_registered_in_code_is_versioned_by_its_qualified_name_and_source(tmp_path: Path) -> None:
