@@ -155,3 +155,25 @@ def test_a_check_registered_in_code_is_versioned_by_its_qualified_name_and_sourc
     rec = result.manifest["python_checks"]["polite"]
     assert rec["target"] == f"test:{__name__}._polite"
     assert rec["version"] == "source-sha256:" + hashlib.sha256(inspect.getsource(_polite).encode()).hexdigest()
+
+
+def test_merge_rescores_with_the_checks_in_force_and_refuses_a_missing_one_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from leader_eval.runs.merge import merge_runs, shard_options
+
+    monkeypatch.setattr(trusted_mod, "REGISTERED", _trusted(polite=_polite))
+    suite = _suite(tmp_path)
+    shards = []
+    for spec in ("1/2", "2/2"):
+        options = shard_options(RunOptions(progress=False, seed=4, out=tmp_path / spec.replace("/", "of")), spec, suite)
+        shards.append(run(suite, options, backend=ScriptedBackend([POLITE])).path)
+    merged = merge_runs(shards, tmp_path / "merged", suite=suite)
+    assert merged.summary["overall"]["metrics"]["score"]["value"] == 1.0
+    assert merged.manifest["python_checks"]["polite"]["target"] == f"test:{__name__}._polite"
+    assert all(any(c["check"] == "python:polite" for c in s.checks) for s in merged.scores)
+    # the check is gone from trusted configuration: refused before the merged directory is made
+    monkeypatch.setattr(trusted_mod, "REGISTERED", Trusted())
+    with pytest.raises(TrustedError, match="check function 'polite' is not defined"):
+        merge_runs(shards, tmp_path / "merged2", suite=suite)
+    assert not (tmp_path / "merged2").exists()
