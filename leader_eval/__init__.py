@@ -25,7 +25,9 @@ from leader_eval.version import __version__
 _deprecated.install()  # the 0.2 module paths, for one release (CHANGELOG.md)
 
 __all__ = [
+    "CheckContext",
     "CheckResult",
+    "CheckVerdict",
     "Finding",
     "ModelInfo",
     "Reason",
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
     from leader_eval.scoring.api import load_suite, score_output
     from leader_eval.scoring.scorer import SampleScore
     from leader_eval.suite.load import Suite
-    from leader_eval.types import CheckResult, Finding, ModelInfo, Reason, ToolCall
+    from leader_eval.types import CheckContext, CheckResult, CheckVerdict, Finding, ModelInfo, Reason, ToolCall
 
 _LAZY = {
     "run": "leader_eval.runs.evaluate",
@@ -63,6 +65,8 @@ _LAZY = {
     "SampleScore": "leader_eval.scoring.scorer",
     "Suite": "leader_eval.suite.load",
     "CheckResult": "leader_eval.types",
+    "CheckContext": "leader_eval.types",
+    "CheckVerdict": "leader_eval.types",
     "Finding": "leader_eval.types",
     "Reason": "leader_eval.types",
     "ToolCall": "leader_eval.types",

@@ -93,6 +93,9 @@ class Reason(StrEnum):
     # not a model failure
     SAMPLER_ERROR = "sampler_error"
     CONTEXT_OVERFLOW = "context_overflow"
+    # a user's Python check raised or returned something else than a verdict: never a pass, and
+    # counted by the error rule (docs/checks.md, "Your own checks in Python")
+    CHECK_ERROR = "check_error"
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,57 @@ class CheckResult:
             "findings": [f.to_dict() for f in self.findings] if self.findings else [],
             "data": self.data,
         }
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What a user's Python check receives (docs/checks.md, "Your own checks in Python"): one
+    scored output of one case. ``case`` is the suite's case record (``leader_eval.suite.Case``:
+    ``id``, ``vars``, ``expect``, ``tags``); ``calls`` the tool calls the strict parse found;
+    ``text`` the raw output, special tokens included; ``visible_text`` what is left outside call
+    markup and reasoning; ``message`` what the room reads: the suite's message argument of the
+    first call that carries one (``send_message_to_chat.message``), else the visible text;
+    ``options`` the check's ``options:`` from the suite."""
+
+    case: Any
+    case_id: str
+    sample_index: int
+    text: str
+    visible_text: str
+    message: str
+    calls: tuple[ToolCall, ...]
+    protocol: str
+    options: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CheckVerdict:
+    """What a user's Python check returns (a bare ``bool`` is read as ``CheckVerdict(passed)``).
+
+    ``reason``: a short word for why it failed (shown as ``python:NAME: reason``); ``detail``:
+    the evidence; ``hard``: the failure is a hard fail (also set by ``hard: true`` in the suite);
+    ``data``: JSON values kept in the check's record."""
+
+    passed: bool
+    reason: str = ""
+    detail: str = ""
+    hard: bool = False
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BoundCheck:
+    """A Python check a suite names, with its function loaded from trusted configuration
+    (``runs/python_checks.bind_checks``): what the scorer calls. ``version`` identifies the code
+    (the module file's sha256, or the callable's qualified name and source hash)."""
+
+    name: str
+    fn: Any  # Callable[[CheckContext], CheckVerdict | bool]
+    target: str  # "module:function" or "register_check:<qualified name>"
+    version: str
+    hard: bool = False
+    tags: tuple[str, ...] = ()  # runs on the cases carrying one of these tags; empty: every case
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from pathlib import Path
 from leader_eval.inert import inert
 from leader_eval.report import table
 from leader_eval.runs.options import run_options
+from leader_eval.runs.python_checks import undefined_checks
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.suite.lint import MAX_PRINTED_ERRORS, lint_file
 from leader_eval.suite.records import Suite
@@ -37,6 +38,13 @@ def run(args: argparse.Namespace) -> int:
             status = 2
             continue
         suite = result.suite
+        # a Python check the suite names must be defined in trusted configuration (not imported here)
+        undefined = undefined_checks(suite, options.trusted)
+        for line in undefined:
+            print(f"error: {inert(line)}", file=sys.stderr)
+        if undefined:
+            status = 2
+            continue
         counts = f"{len(suite.cases)} cases{_from_data(suite)}, {len(suite.tools)} tools"
         print(f"{path}: ok, {counts}, hash {suite.content_hash}")
         if args.verbose or backend is not None:

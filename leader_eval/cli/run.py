@@ -19,7 +19,7 @@ from leader_eval.runs import evaluate
 from leader_eval.runs.merge import shard_options
 from leader_eval.runs.options import run_options
 from leader_eval.scoring.aggregate import parse_prices
-from leader_eval.scoring.error_rule import error_verdict
+from leader_eval.scoring.error_rule import error_verdict, format_first_check_error
 from leader_eval.suite.load import load_suite
 
 
@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     verdict = error_verdict(result.summary, args.max_error_rate)
     if verdict.failed:
         print(verdict.message(), file=sys.stderr)
+        first_check = format_first_check_error(result.summary["overall"].get("first_check_error"), result.path)
+        if first_check:
+            print(first_check, file=sys.stderr)
         return 1
     return 0
 

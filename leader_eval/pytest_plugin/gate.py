@@ -65,8 +65,16 @@ def session_run(suite_name: str, state: PluginState) -> tuple[Run, list[str]]:
             f"run incomplete: {len(missing)} collected case(s) sent no result ({', '.join(missing[:5])})"
             " - a crashed worker or an error before scoring"
         )
+    # a session that used only the leader_eval fixture never collected the suite file: its case
+    # list comes from the suite, so the fixture's cases are a subset paired with the golden's
+    meta.setdefault("all_cases", [c.id for c in suite.cases])
     run_dir = Path(meta["run_dir"]) if meta.get("run_dir") else None
     manifest: dict[str, Any] = RunDir(run_dir).read_manifest() if run_dir else {}
+    run_dirs = sorted({str(r["run_dir"]) for r in records.values() if r.get("run_dir")})
+    if len(run_dirs) > 1:
+        manifest, problem = joined_manifest([Path(d) for d in run_dirs])
+        if problem:
+            problems.append(problem)
     if records and any(r.get("manifest_status") != "complete" for r in records.values()):
         problems.append("run incomplete: sampling did not finish")
     order = {c.id: i for i, c in enumerate(suite.cases)}
@@ -75,6 +83,33 @@ def session_run(suite_name: str, state: PluginState) -> tuple[Run, list[str]]:
     if problems:
         manifest = {**manifest, "status": "incomplete"}
     return Run(run_dir or Path("."), manifest, [], [], list(results), summary), problems
+
+
+def joined_manifest(run_dirs: list[Path]) -> tuple[dict[str, Any], str | None]:
+    """One manifest for case records that came from several runs of one suite (each call of the
+    ``leader_eval`` fixture samples its case in a run of its own, and a session may also run the
+    suite file): the first run's, with every run's planned cases. Runs of another suite content,
+    model or protocol cannot be gated together: that is the problem returned."""
+    manifests = [RunDir(d).read_manifest() for d in run_dirs]
+    first = manifests[0]
+    ident = first["identity"]
+    cases: dict[str, Any] = {}
+    for m in manifests:
+        other = m["identity"]
+        for key in ("suite_hash", "model_id", "protocol"):
+            if other.get(key) != ident.get(key):
+                return first, (
+                    f"the session's cases came from runs with different {key} "
+                    f"({ident.get(key)} in {run_dirs[0]}, {other.get(key)} in {run_dirs[manifests.index(m)]}): "
+                    "they cannot be gated together"
+                )
+        cases.update(other.get("cases") or {})
+    joined = {
+        **first,
+        "identity": {**ident, "cases": dict(sorted(cases.items()))},
+        "joined_runs": [str(d) for d in run_dirs],
+    }
+    return joined, None
 
 
 def subset_golden(golden: dict[str, Any], case_ids: set[str], weights: dict[str, float]) -> dict[str, Any] | None:
@@ -92,7 +127,7 @@ def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> 
 
     The rule is applied to the session's counts with each stress case's context overflows taken
     as measured outcomes and every other case's as errors."""
-    from leader_eval.scoring.error_rule import error_verdict
+    from leader_eval.scoring.error_rule import error_verdict, format_first_check_error
 
     def total(key: str, stress: bool | None = None) -> int:
         return sum(int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress)
@@ -102,6 +137,7 @@ def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> 
         "n_errors": total("n_errors") + total("n_context_overflow", stress=False),
         "n_context_overflow": total("n_context_overflow", stress=True),
         "n_scored": total("n_scored"),
+        "n_check_errors": total("n_check_errors"),
     }
     verdict = error_verdict(counts, max_error_rate, overflow_is_error=False)
     if not verdict.failed:
@@ -109,6 +145,13 @@ def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> 
     first = next(
         # a server's error text: one inert line in the gate's table, summary and annotations
         (f"{r['case_id']}: {inert(r['first_error'])}" for r in records.values() if r.get("first_error")),
+        "",
+    ) or next(
+        (
+            format_first_check_error({"case_id": r["case_id"], **r["first_check_error"]}, r.get("run_dir") or "RUN_DIR")
+            for r in records.values()
+            if isinstance(r.get("first_check_error"), dict)
+        ),
         "",
     )
     return verdict.message() + (f" (--le-max-error-rate); first: {first}" if first else " (--le-max-error-rate)")
@@ -194,6 +237,12 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
             lines.append(f"{suite_name}: golden not updated: the run was {why}")
         elif subset:
             lines.append(f"{suite_name}: golden not updated: not every case of the suite ran (a subset)")
+        elif run.manifest.get("joined_runs"):
+            # a golden is made from one run (its seed, its sampling identity), never from pieces
+            lines.append(
+                f"{suite_name}: golden not updated: the cases came from {len(run.manifest['joined_runs'])} "
+                "separate runs (the leader_eval fixture): update it from one run of the suite file"
+            )
         else:
             suite = load_suite(meta["path"])
             result.update = update_golden(

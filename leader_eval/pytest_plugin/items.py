@@ -56,6 +56,19 @@ def load_and_render(path: Path) -> Any:
     return suite
 
 
+def bind_trusted_checks(suite: Any, sampling: dict[str, Any]) -> Any:
+    """``suite`` with its Python checks loaded from the session's trusted definitions (conftest's
+    ``register_check`` and the configured sources); an undefined check, a module that does not
+    import or a missing function is a ``SuiteCollectError`` (exit 2, nothing sampled)."""
+    from leader_eval.runs.options import run_options
+    from leader_eval.runs.python_checks import bind_checks
+
+    try:
+        return bind_checks(suite, run_options(sampling).trusted)
+    except LeaderEvalError as err:
+        raise SuiteCollectError(str(err)) from None
+
+
 class SuiteFile(pytest.File):
     """A suite YAML file: collects one item per case; samples the selected cases in ``setup``."""
 
@@ -63,6 +76,7 @@ class SuiteFile(pytest.File):
         self.config.stash[STATE].suites_seen = True
         try:
             self.suite = load_and_render(self.path)
+            self.suite = bind_trusted_checks(self.suite, self.config.stash[STATE].options.sampling)
         except SuiteCollectError as err:
             raise self.CollectError(str(err)) from None
         shard = self.config.stash[STATE].options.shard
@@ -361,7 +375,10 @@ class LeaderEvalFixture:
         self.config = config
 
     def evaluate(self, request: pytest.FixtureRequest, suite: str | Path, case_id: str) -> dict[str, Any]:
-        """Sample and score one case of a suite; returns its case record (also sent to the gate)."""
+        """Sample and score one case of a suite; returns its case record (also sent to the gate,
+        which pairs the session's fixture cases with the golden's same cases), with ``outputs``
+        (each sample's raw text, by index) and ``samples`` (index, verdict, reason, text, calls,
+        checks)."""
         from leader_eval.runs.evaluate import run, run_seed_and_label
         from leader_eval.runs.options import run_options
         from leader_eval.sampling.keys import backend_model_key
@@ -382,7 +399,10 @@ class LeaderEvalFixture:
         options.seed = seed
         model = backend_model_key(state.backend)
         options.out = o.run_dir / f"fixture__{loaded.name}__{case_id}__{model}__seed{seed}"
-        result = run(loaded, options, backend=state.backend)
+        try:
+            result = run(loaded, options, backend=state.backend)
+        except LeaderEvalError as err:  # an undefined Python check, a replay that does not match: one line
+            pytest.fail(inert(str(err)), pytrace=False)
         record = dict(result.cases[0])
         record.update(
             suite=result.summary["suite"],
@@ -391,5 +411,18 @@ class LeaderEvalFixture:
             manifest_status=result.manifest.get("status"),
             partial=True,
         )
+        scores = sorted((s for s in result.scores if s.case_id == case_id), key=lambda s: s.index)
+        # what the gate needs crosses xdist (builtin types, no model text); the caller also gets
+        # each sample's raw output and verdict, to assert on content in Python
+        record["samples"] = [
+            {"index": s.index, "passed": bool(s.passed), "outcome": s.outcome, "reason": s.reason} for s in scores
+        ]
         request.node.user_properties.append((RECORD_KEY, junit_json(record)))
-        return record
+        texts = {s.index: s.text for s in result.samples if s.case_id == case_id}
+        out = json.loads(json.dumps(record))
+        out["samples"] = [
+            {**short, "text": texts.get(s.index, ""), "calls": s.calls, "checks": s.checks, "hard_fail": s.hard_fail}
+            for short, s in zip(out["samples"], scores, strict=True)
+        ]
+        out["outputs"] = [texts.get(s.index, "") for s in scores]
+        return out

@@ -11,7 +11,7 @@ from leader_eval.inert import inert, inert_lines
 from leader_eval.report.check_line import failed_check_line
 from leader_eval.report.episode_transcript import episode_transcript
 from leader_eval.scoring.aggregate import format_pass_k, format_usage
-from leader_eval.scoring.error_rule import format_first_error
+from leader_eval.scoring.error_rule import format_first_check_error, format_first_error
 from leader_eval.stats.metrics import METRICS
 
 if TYPE_CHECKING:
@@ -72,6 +72,12 @@ def format_summary(run: Run) -> str:
     first_error = format_first_error(s.get("first_error"))
     if first_error:
         lines.append(first_error)
+    for name, (then, now) in sorted((m.get("python_checks_changed") or {}).items()):
+        was = inert(then) if then else "not run"
+        lines.append(f"python check {inert(name)} changed since the recorded run ({was} -> {inert(now)}): re-scored")
+    first_check = format_first_check_error((s.get("overall") or {}).get("first_check_error"), run.path)
+    if first_check:
+        lines.append(first_check)
     if o["reasons"]:
         lines.append("failure reasons: " + ", ".join(f"{inert(k)} {v}" for k, v in o["reasons"].items()))
     for key, title in (("by_tag", "tag"), ("by_split", "split")):
@@ -182,6 +188,11 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
             if c["passed"]:
                 continue
             lines.append(failed_check_line("  x ", c))
+            data = c.get("data") or {}
+            if c.get("reason") == "check_error" and isinstance(data, dict) and isinstance(data.get("traceback"), list):
+                # a user's Python check raised: where, innermost last (scoring.python_check)
+                lines.append("      traceback (innermost last):")
+                lines.extend(f"        {inert(str(frame))}" for frame in data["traceback"])
             for f in c.get("findings", [])[:5]:
                 lines.append(
                     f"      {inert(f['reason'])} at {inert(f['where'])}[{f['start']}:{f['end']}]: {f['text']!r}"

@@ -17,6 +17,7 @@ from leader_eval.runs.export import CASE_COLUMNS, SAMPLE_COLUMNS, case_rows, col
 from leader_eval.runs.live_scores import LiveScores
 from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
 from leader_eval.runs.options import RunOptions, check_run_options
+from leader_eval.runs.python_checks import bind_checks, changed_checks, check_versions
 from leader_eval.runs.teammates import check_roles, resolve_teammates, teammate_identity
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.sampling.backends.base import Backend, replayable
@@ -146,6 +147,9 @@ def _run(
     if options.cache and cache_enabled():
         check_cache_dir(default_cache_dir())  # no symlink or FIFO among its files, before anything
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    # the suite's Python checks, imported from trusted configuration: a missing one is a one-line
+    # error before any model loads (runs/python_checks.py)
+    suite = bind_checks(suite, options.trusted)
     cases = select_cases(suite, tags=options.tags, case_ids=options.case_ids, limit=options.limit)
     check_run_size(suite, cases, options)  # before a model is loaded or a sample slot allocated
     # a protocol the parser does not know is refused before any backend is built or asked
@@ -173,6 +177,11 @@ def _run(
     manifest = build_manifest(suite, backend, planned, run_seed, protocol, options)
     if teammates:  # the teammates' models are part of what the run measured: a resume must match
         manifest["identity"]["teammates"] = teammate_identity(teammates)
+    if suite.python_checks:  # which code judged: a replay with changed checks records its own
+        manifest["python_checks"] = check_versions(suite)
+        changed = changed_checks(recorded, manifest["python_checks"]) if recorded is not None else {}
+        if changed:  # the recorded run was judged by other code: said beside the new scores
+            manifest["python_checks_changed"] = changed
     check_run_dir(Path(out))  # no symlink or special file inside, before even the lock file is made
     located = suite_from_run_dir(suite.path, out)
     if located is not None:  # gate --update-golden finds the suite from any working directory

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import read_run, score_run
 from leader_eval.runs.manifest import recorded_suite_paths, suite_from_run_dir
+from leader_eval.runs.python_checks import bind_checks, check_versions
+from leader_eval.runs.trusted import assemble
 from leader_eval.sampling.keys import derive_seed, step_seed, turn_seed
 from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.out_dir import check_out_dir
@@ -213,6 +215,10 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     records = _union_records(shards, suite_ids)
     first = shards[0].manifest
     loaded = _suite_for(suite, first, load_suite, shards[0].path)
+    if loaded is not None:
+        # the suite's Python checks from the trusted definitions in force (code, today), loaded
+        # before anything is written: the merge re-scores with them
+        loaded = bind_checks(loaded, assemble())
     statuses = [str(s.manifest.get("status")) for s in shards]
     status = "complete" if all(x == "complete" for x in statuses) else next(x for x in statuses if x != "complete")
     cases: dict[str, Any] = {}
@@ -230,6 +236,8 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path, *, suite: Suite 
     manifest["run_id"] = f"{first['identity']['suite']}-merged-{seed:08x}-{shards[0].count}shards"
     manifest["created"] = datetime.now(UTC).isoformat(timespec="seconds")
     manifest["status"] = status
+    if loaded is not None and loaded.python_checks:
+        manifest["python_checks"] = check_versions(loaded)  # the code that scored the merged run
     manifest["merged_from"] = [
         {"path": str(s.path), "run_id": s.manifest.get("run_id"), "shard": f"{s.index}/{s.count}", "status": st}
         for s, st in zip(shards, statuses, strict=True)

@@ -23,7 +23,7 @@ from leader_eval.stats.core import Estimate, rate_ci, weighted_mean_ci
 from leader_eval.stats.metrics import Metric, pass_at, pass_hat
 from leader_eval.store.records import RunTotals, Summary
 from leader_eval.suite.load import Case, Suite
-from leader_eval.types import Sample
+from leader_eval.types import Reason, Sample
 
 #: metric name -> (per-sample value, higher is better, description): a view of ``metrics.METRICS``
 #: kept for readers of the old table; new code reads ``metrics.METRICS``
@@ -65,7 +65,8 @@ def case_result(case: Case, ss: Sequence[SampleScore]) -> dict[str, Any]:
     }
     for name, spec in metric_defs.METRICS.items():
         rec[name] = spec.case_value(scored)
-    rec.update(episode_case_metrics(scored))  # multi-turn cases only (leader_eval.scoring.episode)
+    rec.update(episode_case_metrics(scored))
+    rec.update(check_errors(scored))  # multi-turn cases only (leader_eval.scoring.episode)
     return rec
 
 
@@ -173,6 +174,35 @@ def group_metrics(results: Sequence[Mapping[str, Any]], *, seed: int = 0, ks: Se
         "n_errors": sum(r["n_errors"] for r in results),
         "n_context_overflow": sum(r["n_context_overflow"] for r in results),
         "reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+        **_check_error_totals(results),
+    }
+
+
+def check_errors(scored: Sequence[SampleScore]) -> dict[str, Any]:
+    """A case's Python check errors (``scoring.python_check``): ``n_check_errors``, the samples
+    where a user check raised or returned a wrong type, and the first of them; nothing when none
+    (the records of runs without user checks keep their keys)."""
+    first: dict[str, Any] | None = None
+    n = 0
+    for s in scored:
+        err = next((c for c in s.checks if c.get("reason") == Reason.CHECK_ERROR), None)
+        if err is None:
+            continue
+        n += 1
+        if first is None:
+            data = err.get("data") or {}
+            first = {"index": s.index, "check": err["check"], "target": data.get("target"), "error": data.get("error")}
+    return {"n_check_errors": n, "first_check_error": first} if n else {}
+
+
+def _check_error_totals(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    n = sum(int(r.get("n_check_errors") or 0) for r in results)
+    if not n:
+        return {}
+    first = next(r for r in results if r.get("n_check_errors"))
+    return {
+        "n_check_errors": n,
+        "first_check_error": {"case_id": first["case_id"], **(first.get("first_check_error") or {})},
     }
 
 

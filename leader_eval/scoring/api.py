@@ -16,11 +16,12 @@ the shape of the result.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.scoring.python_check import bind
 from leader_eval.scoring.scorer import ModelInfo, SampleScore, case_scorer
 
 # ``leader_eval.load_suite``: a suite from a path, YAML text or a dict (reading files is the suite
@@ -28,7 +29,7 @@ from leader_eval.scoring.scorer import ModelInfo, SampleScore, case_scorer
 from leader_eval.suite.load import load_suite_source as load_suite
 from leader_eval.suite.records import Case, Suite
 from leader_eval.suite.render import render_messages
-from leader_eval.types import Sample, StopReason
+from leader_eval.types import CheckContext, Sample, StopReason
 
 __all__ = ["load_suite", "score_output"]
 
@@ -57,6 +58,7 @@ def score_output(
     api_tool_calls: Sequence[Mapping[str, Any]] | None = None,
     stop_reason: StopReason | None = "stop",
     prompt_text: str | None = None,
+    checks: Mapping[str, Callable[[CheckContext], Any]] | None = None,
 ) -> SampleScore:
     """Score one raw output of ``case`` (an id; optional when the suite has one case).
 
@@ -66,8 +68,13 @@ def score_output(
     OpenAI-style ``tool_calls`` a chat API returned beside ``text`` (protocol ``openai``).
     ``stop_reason``: ``"length"`` marks the output truncated. ``prompt_text``: the chat-templated
     prompt the model saw (for the restates-prompt check; default: the rendered messages).
+    ``checks``: the functions of the Python checks the suite names (``checks: python:``), by
+    name; a suite that names one not given here is refused (``CheckNotBound``), never scored
+    without it.
     """
     suite = load_suite(suite)
+    if checks is not None:
+        suite = bind(suite, {n: (fn, f"score_output:{n}", "") for n, fn in checks.items()})
     the_case = _case_of(suite, case)
     messages = render_messages(suite, the_case)
     prompt = prompt_text if prompt_text is not None else "\n".join(str(m["content"]) for m in messages)

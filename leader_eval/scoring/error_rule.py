@@ -36,6 +36,9 @@ class ErrorVerdict:
     n_errors: int  # counted errors (context overflows included unless a stress run)
     n_measured: int  # scored samples (plus overflows in a stress run)
     max_error_rate: float
+    #: of ``n_errors``, the samples where a user's Python check raised or returned a wrong type
+    #: (the output was scored, but not judged: never a pass)
+    n_check_errors: int = 0
 
     @property
     def rate(self) -> float:
@@ -50,9 +53,10 @@ class ErrorVerdict:
             return "error rule: the run holds no samples: nothing was measured"
         if self.n_measured == 0:
             return f"error rule: none of {self.n_samples} samples was measured ({self.n_errors} errored)"
+        checks = f", {self.n_check_errors} of them Python check errors" if self.n_check_errors else ""
         line = (
             f"error rule: {self.n_errors} of {self.n_samples} samples errored "
-            f"({self.rate:.1%}; allowed --max-error-rate {self.max_error_rate:g})"
+            f"({self.rate:.1%}{checks}; allowed --max-error-rate {self.max_error_rate:g})"
         )
         return line + (": FAIL" if self.failed else ": ok")
 
@@ -90,9 +94,10 @@ def error_verdict(
         overall = {}
     n_samples = _count(overall, "n_samples")
     n_overflow = _count(overall, "n_context_overflow")
-    n_errors = _count(overall, "n_errors") + (n_overflow if overflow_is_error else 0)
+    n_checks = _count(overall, "n_check_errors")
+    n_errors = _count(overall, "n_errors") + (n_overflow if overflow_is_error else 0) + n_checks
     n_measured = _count(overall, "n_scored") + (0 if overflow_is_error else n_overflow)
-    return ErrorVerdict(n_samples, n_errors, n_measured, rate)
+    return ErrorVerdict(n_samples, n_errors, n_measured, rate, n_checks)
 
 
 def case_verdict(record: Mapping[str, Any], *, overflow_is_error: bool = True) -> str:
@@ -142,6 +147,19 @@ def printable_error(text: Any) -> str:
 
     shown = inert(scrub(str(text or "unknown error")))
     return shown if len(shown) <= MAX_ERROR_TEXT else shown[: MAX_ERROR_TEXT - 3] + "..."
+
+
+def format_first_check_error(record: Mapping[str, Any] | None, run_dir: Any = "RUN_DIR") -> str | None:
+    """The summary line naming the first Python check error (``aggregate.check_errors``): the
+    check, its module and the case, and where the traceback is."""
+    if not isinstance(record, Mapping):
+        return None
+    return (
+        f"first Python check error ({printable_error(record.get('check'))}, {printable_error(record.get('target'))}, "
+        f"case {printable_error(record.get('case_id'))}, sample {record.get('index')}): "
+        f"{printable_error(record.get('error'))} "
+        f"(traceback: leader-eval show {printable_error(run_dir)} --case {printable_error(record.get('case_id'))})"
+    )
 
 
 def format_first_error(record: Mapping[str, Any] | None) -> str | None:

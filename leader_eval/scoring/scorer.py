@@ -29,9 +29,10 @@ from leader_eval.checks.degeneration import (
 from leader_eval.checks.leakage import CompiledLeakConfig, LeakConfig, compile_leak_config, find_leaks
 from leader_eval.checks.toolcall import match_calls
 from leader_eval.protocols import REGISTRY, ParseResult, parse_output
+from leader_eval.scoring.python_check import PREFIX, checks_for, message_of, run_check
 from leader_eval.suite.load import Case, Suite
 from leader_eval.suite.render import template_variables, tools_json
-from leader_eval.types import CheckResult, Finding, ModelInfo, Reason, Sample, ToolCall
+from leader_eval.types import CheckContext, CheckResult, Finding, ModelInfo, Reason, Sample, ToolCall
 
 #: checks in the order that decides a failing sample's primary reason
 CHECK_ORDER = (
@@ -241,6 +242,9 @@ class CaseScorer:
         self.goal = _goal_of(self.case)
         self.hard = set(self.case.hard_fail)
         expects_calls = bool(self.case.expect.get("calls") or self.case.expect.get("no_call"))
+        #: the user's Python checks that run on this case (``scoring.python_check``), after the
+        #: built-in ones: their records come after ``CHECK_ORDER``'s
+        self.python_checks = checks_for(self.suite, self.case)
         # the case's checks, in the order each may read what the ones before it found
         self.checks: tuple[Check, ...] = (
             check_output_shape,
@@ -248,6 +252,7 @@ class CaseScorer:
             *((check_calls,) if expects_calls else ()),
             check_leakage,
             *((check_require,) if self.require else ()),
+            *((check_python,) if self.python_checks else ()),
         )
 
     def score(self, sample: Sample) -> SampleScore:
@@ -291,7 +296,9 @@ class CaseScorer:
             if not c.passed:
                 if failed is None:
                     failed = c
-                d["hard"] = is_hard = _is_hard(c, self.hard)
+                # a user check's own hardness (hard: true, CheckVerdict.hard) stands; a built-in's
+                # is the case's hard_fail list's
+                d["hard"] = is_hard = (c.hard and c.check.startswith(PREFIX)) or _is_hard(c, self.hard)
                 hard = hard or is_hard
             records.append(d)
         arg_check = checks.get("arguments")
@@ -430,6 +437,28 @@ def check_require(scorer: CaseScorer, s: Scoring) -> None:
         Reason.WRONG_VALUE if missing else None,
         f"visible text does not match {missing[0]!r}{timed_out}" if missing else "",
     )
+
+
+def check_python(scorer: CaseScorer, s: Scoring) -> None:
+    """The user's Python checks (``scoring.python_check``), each on the same context: the case,
+    the strict parse's calls, the raw and visible text and the message the room reads."""
+    parsed = s.parsed
+    calls = tuple(parsed.calls)
+    message = message_of(parsed.visible_text, calls, scorer.message_args, MESSAGE_NAMES)
+    for bound in scorer.python_checks:
+        ctx = CheckContext(
+            scorer.case,
+            scorer.case.id,
+            s.sample.index,
+            s.sample.text,
+            parsed.visible_text,
+            message,
+            calls,
+            parsed.protocol,
+            bound.options,
+        )
+        result = run_check(bound, ctx)
+        s.checks[result.check] = result
 
 
 def _call_dict(call: ToolCall) -> dict[str, Any]:

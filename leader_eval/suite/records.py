@@ -19,6 +19,7 @@ from leader_eval.bounded.regex import check_regex
 from leader_eval.errors import SuiteError
 from leader_eval.suite.tool_schema import LoadedSchemas
 from leader_eval.suite.yaml_source import JsonPath
+from leader_eval.types import BoundCheck
 
 __all__ = ["Case", "ScaffoldMessage", "Suite", "Tool", "check_suite_regex", "suite_schema"]
 
@@ -105,6 +106,10 @@ class Suite:
     world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.suite.world)
     #: the items of the suite's ``stress: {filler: FILE}`` (``suite.filler_file``), None for the default
     stress_filler: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+    #: the Python checks ``checks: python:`` names, each with its function from trusted
+    #: configuration (``runs.python_checks.bind_checks``); empty until bound, and a suite naming
+    #: checks is never scored unbound (``scoring.python_check``)
+    python_checks: tuple[BoundCheck, ...] = field(repr=False, compare=False, default=())
 
     def case_sampling(self, case: Case) -> dict[str, Any]:
         return {**self.sampling, **case.sampling}
