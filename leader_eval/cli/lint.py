@@ -10,7 +10,9 @@ from pathlib import Path
 
 from leader_eval.inert import inert
 from leader_eval.report import table
+from leader_eval.runs.model_spec import one_model
 from leader_eval.runs.options import run_options
+from leader_eval.runs.trusted import assemble
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.suite.lint import MAX_PRINTED_ERRORS, lint_file
 
@@ -18,7 +20,7 @@ from leader_eval.suite.lint import MAX_PRINTED_ERRORS, lint_file
 def run(args: argparse.Namespace) -> int:
     paths, status = _suite_paths(args.suite)
     # the model is named with run's option table, so its backend options (--template-gguf, ...) apply
-    options = run_options(vars(args))
+    options = run_options(one_model(vars(args), command="lint"), trusted=getattr(args, "trusted", None) or assemble())
     backend = (
         resolve_backend(options.model, context_length=options.context_length, **options.backend_options)
         if not args.no_tokens and paths
