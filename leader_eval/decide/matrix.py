@@ -27,6 +27,7 @@ from leader_eval.runs.evaluate import Run
 from leader_eval.runs.model_spec import ModelEntry
 from leader_eval.runs.options import run_options
 from leader_eval.sampling.backends import resolve_backend
+from leader_eval.sampling.backends.base import replayable
 from leader_eval.sampling.keys import new_run_seed
 from leader_eval.store.names import default_label
 from leader_eval.suite.load import Suite
@@ -62,6 +63,22 @@ def matrix_labels(entries: Sequence[ModelEntry], model_labels: Sequence[str]) ->
     return out
 
 
+def _paired_seed(suite: Suite, given: int | None, backends: Sequence[Any]) -> int:
+    """The one run seed of every entry that samples: ``--seed``, else the suite's, else the seed
+    the replayed runs recorded (when they agree, so new samples pair with them), else a fresh one."""
+    if given is not None:
+        return given
+    if suite.sampling.get("seed") is not None:
+        return int(suite.sampling["seed"])
+    recorded = set()
+    for backend in backends:
+        replay = replayable(backend)
+        found = replay.recorded() if replay is not None else None
+        if found is not None:
+            recorded.add(int(found["identity"]["run_seed"]))
+    return recorded.pop() if len(recorded) == 1 else new_run_seed()
+
+
 def run_matrix(
     suite: Suite,
     entries: Sequence[ModelEntry],
@@ -86,10 +103,6 @@ def run_matrix(
             "--model: a matrix pairs its models by one seed: give --seed once for all, not inside an entry"
         )
     options = [run_options(e.values, **extra) for e in entries]
-    seeds = {o.seed for o in options}
-    seed = seeds.pop() if len(seeds) == 1 and None not in seeds else None
-    if seed is None:
-        seed = int(suite.sampling["seed"]) if suite.sampling.get("seed") is not None else new_run_seed()
     backends: dict[tuple[Any, ...], Any] = {}
     built = []
     for o in options:
@@ -98,9 +111,12 @@ def run_matrix(
             backends[key] = resolve_backend(o.model, context_length=o.context_length, **o.backend_options)
         built.append(backends[key])
     labels = matrix_labels(entries, [default_label(b.model_id) for b in built])
+    seed = _paired_seed(suite, options[0].seed, built)
     runs = []
     for label, o, backend in zip(labels, options, built, strict=True):
-        o = replace(o, seed=seed, label=label, out=(out / label) if out is not None else None)
+        # a replay samples nothing: it keeps the seed it recorded
+        own_seed = None if replayable(backend) is not None else seed
+        o = replace(o, seed=own_seed, label=label, out=(out / label) if out is not None else None)
         run = evaluate.run(suite, o, backend=backend)
         if on_run is not None:
             on_run(label, run)
