@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         elif config is not None and config.source(opt.dest):
             source = str(config.source(opt.dest))
         else:
-            source = "default" if opt.name not in REFUSED else "default (the suite's)"
+            source = "default (the suite's)" if opt.name in REFUSED and opt.name != "label" else "default"
         if opt.name == "model":
             value = ", ".join(e.text for e in model_entries({"model": value}))
         shown = "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)

@@ -42,6 +42,8 @@ def apply_config(parser: argparse.ArgumentParser, args: argparse.Namespace, argv
     tail = list(argv)[list(argv).index(args.command) + 1 :] if args.command in argv else list(argv)
     given = given_dests(sub, tail)
     config: ConfigFile | None = load_config()
+    if args.command == "plan" and "label" in given:
+        given.add("baseline")  # plan --label is 0.2's --baseline: the command line beats the file
     args.config_file = config
     args.given = given
     for dest, value in (config.values if config else {}).items():
