@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 
 from leader_eval.report import table
 from leader_eval.runs.config_file import REFUSED, ConfigFile, display_path
@@ -19,6 +20,9 @@ from leader_eval.store.cache import ENV as CACHE_ENV
 from leader_eval.store.cache import default_cache_dir
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+#: a URL's userinfo (``http://user:password@host``): the backend registers the password as a
+#: secret only once it is built, which ``config`` never does
+_USERINFO = re.compile(r"(://)[^/@\s]+@")
 #: the file key whose CLI flag has another name (cli/settings.py)
 CLI_FLAG = {"golden-dir": "golden"}
 
@@ -44,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         if opt.name == "model":
             value = ", ".join(e.text for e in model_entries({"model": value}))
         shown = "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-        rows.append([opt.name, scrub(shown), source])
+        rows.append([opt.name, _shown(shown), source])
     key_env = getattr(args, "api_key_env", None) or DEFAULT_API_KEY_ENV
     rows.append(["api key", f"${key_env} ({'set' if os.environ.get(key_env) else 'not set'})", "env"])
     rows.append(
@@ -55,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     print(table(["setting", "value", "source"], rows))
     trusted = getattr(args, "trusted", None)
     if trusted is not None and (trusted.models or trusted.checks):
-        named = [["model role", n, scrub(_role(m.values)), m.source] for n, m in sorted(trusted.models.items())]
+        named = [["model role", n, _shown(_role(m.values)), m.source] for n, m in sorted(trusted.models.items())]
         named += [
             ["check function", n, c.target if isinstance(c.target, str) else repr(c.target), c.source]
             for n, c in sorted(trusted.checks.items())
@@ -64,6 +68,11 @@ def run(args: argparse.Namespace) -> int:
     if config is not None:
         print(f"(pytest: the ini's leader_eval_* keys beat {display_path(config.path)}; the command line beats both)")
     return 0
+
+
+def _shown(text: str) -> str:
+    """A value as ``config`` prints it: no registered secret, no URL password."""
+    return _USERINFO.sub(r"\1***@", scrub(text))
 
 
 def _role(values: dict[str, object]) -> str:

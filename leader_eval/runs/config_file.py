@@ -27,6 +27,7 @@ import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,8 @@ def _read(path: Path) -> str:
 def _parse(path: Path, text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{display_path(path)}:1: nests too deeply to read") from None
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message ends "(at line N, column M)": keep it, in FILE:LINE form
         m = re.search(r"\(at line (\d+), column \d+\)$", str(exc))
@@ -258,19 +261,28 @@ def _parts(dotted: str) -> tuple[str, ...]:
 def key_line(text: str, table: Sequence[str], key: str) -> int:
     """The 1-based line where ``key`` of ``table`` is set (a ``[table]`` header and ``key =``, a
     dotted ``key`` under a parent table, or ``[table.key]``); 0 when not found."""
-    target = (*table, key)
+    return _key_lines(text).get((*table, key), 0)
+
+
+@lru_cache(maxsize=4)
+def _key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Every key path the text sets (and each path's prefixes) -> its first line: one pass, so a
+    file with many keys costs one scan, not one per key."""
+    out: dict[tuple[str, ...], int] = {}
     current: tuple[str, ...] = ()
     for number, line in enumerate(text.splitlines(), 1):
         header = _HEADER.match(line)
         if header:
             current = _parts(header.group(1))
-            if current == target:
-                return number
-            continue
-        m = _KEY.match(line)
-        if m and (*current, *_parts(m.group(1)))[: len(target)] == target:
-            return number
-    return 0
+            full = current
+        else:
+            m = _KEY.match(line)
+            if not m:
+                continue
+            full = (*current, *_parts(m.group(1)))
+        for end in range(1, len(full) + 1):
+            out.setdefault(full[:end], number)
+    return out
 
 
 def _line(text: str, table: Sequence[str], key: str) -> int:

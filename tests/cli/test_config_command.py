@@ -48,9 +48,10 @@ def test_config_shows_every_value_and_where_it_came_from(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_TEAM_KEY", "sk-live-SECRETSECRET")
-    assert main(["config", "--baseline", "v8", "--check-function", "polite=mychecks:polite"]) == 0
+    argv = ["config", "--baseline", "v8", "--check-function", "polite=mychecks:polite"]
+    assert main([*argv, "--model-role", "j=openai:http://me:pw-SECRETSECRET@127.0.0.1:9/v1#m --api-mode chat"]) == 0
     out = capsys.readouterr().out
-    assert "SECRETSECRET" not in out
+    assert "SECRETSECRET" not in out and "openai:http://***@127.0.0.1:9/v1#m --api-mode chat" in out
     file = str((project / "pyproject.toml").resolve())  # outside the working directory: absolute
     assert f"configuration file: {file}" in out
     rows = _rows(out)

@@ -34,6 +34,7 @@ def test_a_pyproject_setting_changes_the_plugin_and_the_cli(
     res = pytester.runpytest_subprocess(*args)
     out = res.stdout.str()
     assert res.ret == 0, out
+    assert "leader-eval: settings from pyproject.toml" in out  # the header names the file
     assert "evals/mini.yaml::leader-eval-gate" in out  # the file's suite glob
     assert "from-file" in out, out  # the file's baseline names the golden looked for
     assert len(list((pytester.path / "file-runs").iterdir())) == 1  # the file's run-dir and replay model

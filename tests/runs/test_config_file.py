@@ -162,3 +162,5 @@ def test_a_huge_or_undecodable_file_is_one_line_error(tmp_path: Path) -> None:
     assert _error(path).startswith("leader-eval.toml:1: not UTF-8")
     path.write_text("# " + "x" * (1 << 20) + "\n")
     assert "larger than" in _error(path)
+    path.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")  # tomllib recurses per bracket
+    assert _error(path) == "leader-eval.toml:1: nests too deeply to read"
