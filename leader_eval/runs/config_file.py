@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -288,8 +288,3 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
 def _line(text: str, table: Sequence[str], key: str) -> int:
     """``key_line``, else the table's header line, else 1 (a message always names a line)."""
     return key_line(text, table, key) or (key_line(text, table[:-1], table[-1]) if table else 0) or 1
-
-
-def file_settings(config: ConfigFile | None) -> Mapping[str, Any]:
-    """The option values a file sets, by dest (empty without a file)."""
-    return dict(config.values) if config is not None else {}
