@@ -116,3 +116,22 @@ def test_only_run_takes_a_matrix(capsys: pytest.CaptureFixture[str]) -> None:
     for command in (["stress", str(MINIMAL)], ["lint", str(MINIMAL)]):
         assert main([*command, "--model", "local:smollm2", "--model", "local:smollm2 --temperature 1"]) == 2
         assert "--model given 2 times" in capsys.readouterr().err
+
+
+def test_runs_of_two_models_that_share_a_run_id_are_both_compared(tmp_path: Path) -> None:
+    """A run id is the suite, the start second and the seed: a matrix's runs often share one, and
+    compare used to keep only the first of them as "the same run twice"."""
+    from leader_eval.decide.compare import compare_runs
+
+    recorded = _record(tmp_path)
+    first = json.loads((recorded["step-100"] / "manifest.json").read_text())["run_id"]
+    manifest_path = recorded["step-300"] / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["run_id"] = first
+    manifest_path.write_text(json.dumps(manifest))
+    comparison = compare_runs([recorded["step-100"], recorded["step-300"]])
+    assert len(comparison.groups) == 2 and comparison.groups[0].name != comparison.groups[1].name
+    assert len(comparison.pairs) == 1
+    # the same directory given twice is still one run
+    with pytest.raises(LeaderEvalError, match="at least two different runs"):
+        compare_runs([recorded["step-100"], recorded["step-100"]])
