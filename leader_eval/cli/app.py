@@ -253,6 +253,15 @@ def build_parser() -> argparse.ArgumentParser:
     ov.add_argument("--threshold", type=probability, default=0.1, help="flag cases whose overlap fraction reaches this")
     ov.add_argument("--json", action="store_true", help="print the report as JSON")
     ov.set_defaults(command_module="overlap")
+    cf = sub.add_parser(
+        "config",
+        help="show every setting and where it came from: default, pyproject.toml:LINE / leader-eval.toml:LINE, "
+        "env or command line (never a secret)",
+    )
+    add_sampling_arguments(cf)  # what run would use with these flags
+    _add_baseline(cf)
+    cf.add_argument("--golden", default="golden", help="golden directory (as gate takes it)")
+    cf.set_defaults(command_module="config")
     sc = sub.add_parser("schema", help="print the suite JSON Schema (for editors: see docs/suite-format.md)")
     sc.add_argument("--path", action="store_true", help="print the schema file's path instead of its content")
     sc.set_defaults(command_module="schema")
@@ -261,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.configure = lambda: _configure(parser, args, argv)
     # every line printed below is guarded, whichever print site forgot to make its text inert
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = GuardedStream(streams[0]), GuardedStream(streams[1])
@@ -296,10 +307,21 @@ def _main(args: argparse.Namespace) -> int:
             gc.unfreeze()
 
 
+def _configure(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> None:
+    """The configuration file's settings where the command line left them unset (cli/settings.py)."""
+    from leader_eval.cli.settings import CONFIG_COMMANDS, apply_config
+
+    if args.command in CONFIG_COMMANDS:
+        apply_config(parser, args, argv)
+
+
 def _command(args: argparse.Namespace) -> int:
     try:
         # each subcommand is its own module, imported only when it runs (leader-eval --help stays fast)
         command = importlib.import_module(f"leader_eval.cli.{args.command_module}")
+        configure = getattr(args, "configure", None)
+        if configure is not None:
+            configure()
         status: int = command.run(args)
     except LeaderEvalError as err:
         from leader_eval.secrets import scrub

@@ -12,7 +12,9 @@ from leader_eval.decide.adaptive import AdaptiveDesign
 from leader_eval.decide.adaptive_compare import compare_adaptive, split_config
 from leader_eval.errors import LeaderEvalError
 from leader_eval.report.compare import format_compare
+from leader_eval.runs.model_spec import one_model
 from leader_eval.runs.options import run_options
+from leader_eval.runs.trusted import assemble
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,7 +23,12 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "samples", None) is not None:
         raise LeaderEvalError("--samples conflicts with compare-adaptive: the rounds set the samples, up to --budget")
     design = AdaptiveDesign(budget=args.budget, alpha=args.alpha, futility=args.futility)
-    base = run_options(vars(args), out=None, progress=not args.quiet)
+    base = run_options(
+        one_model(vars(args), command="compare-adaptive"),
+        out=None,
+        progress=not args.quiet,
+        trusted=getattr(args, "trusted", None) or assemble(),
+    )
     sides = []
     for text in (args.a, args.b):
         suite, model = split_config(text)

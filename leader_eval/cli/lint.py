@@ -9,10 +9,14 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.report import table
+from leader_eval.runs.model_spec import one_model
 from leader_eval.runs.options import run_options
 from leader_eval.runs.python_checks import undefined_checks
+from leader_eval.runs.teammates import check_roles
+from leader_eval.runs.trusted import assemble
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.suite.lint import MAX_PRINTED_ERRORS, lint_file
 from leader_eval.suite.records import Suite
@@ -21,7 +25,7 @@ from leader_eval.suite.records import Suite
 def run(args: argparse.Namespace) -> int:
     paths, status = _suite_paths(args.suite)
     # the model is named with run's option table, so its backend options (--template-gguf, ...) apply
-    options = run_options(vars(args))
+    options = run_options(one_model(vars(args), command="lint"), trusted=getattr(args, "trusted", None) or assemble())
     backend = (
         resolve_backend(options.model, context_length=options.context_length, **options.backend_options)
         if not args.no_tokens and paths
@@ -40,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
         suite = result.suite
         # a Python check the suite names must be defined in trusted configuration (not imported here)
         undefined = undefined_checks(suite, options.trusted)
+        try:  # a teammate's model role likewise
+            check_roles(suite.cases, options.trusted)
+        except LeaderEvalError as exc:
+            undefined = [*undefined, str(exc)]
         for line in undefined:
             print(f"error: {inert(line)}", file=sys.stderr)
         if undefined:

@@ -8,16 +8,22 @@ import gc
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from leader_eval.cli.output import print_report_path, split_values
+from leader_eval.cli.output import print_report_path, split_values, write_markdown
 from leader_eval.decide.adaptive import AdaptiveDesign, run_adaptive
+from leader_eval.decide.matrix import run_matrix
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.report import format_summary
+from leader_eval.report.compare import compare_markdown, format_compare
 from leader_eval.report.gate import format_gate_table
 from leader_eval.runs import evaluate
+from leader_eval.runs.evaluate import Run
 from leader_eval.runs.merge import shard_options
+from leader_eval.runs.model_spec import ModelEntry, model_entries
 from leader_eval.runs.options import run_options
+from leader_eval.runs.trusted import assemble
 from leader_eval.scoring.aggregate import parse_prices
 from leader_eval.scoring.error_rule import error_verdict, format_first_check_error
 from leader_eval.suite.load import load_suite
@@ -25,14 +31,17 @@ from leader_eval.suite.load import load_suite
 
 def run(args: argparse.Namespace) -> int:
     # the sampling options are the shared table's (leader_eval.runs.options), as in the pytest plugin
-    options = run_options(
-        vars(args),
-        tags=split_values(args.tags),
-        case_ids=split_values(args.case),
-        limit=args.limit,
-        out=Path(args.out) if args.out else None,
-        progress=not args.quiet,
-    )
+    entries = model_entries(vars(args))
+    extra = {
+        "tags": split_values(args.tags),
+        "case_ids": split_values(args.case),
+        "limit": args.limit,
+        "progress": not args.quiet,
+        "trusted": getattr(args, "trusted", None) or assemble(),
+    }
+    if len(entries) > 1:
+        return _run_matrix(args, entries, extra)
+    options = run_options(entries[0].values, out=Path(args.out) if args.out else None, **extra)
     suite: object = args.suite
     if args.suite_root:
         suite = load_suite(args.suite, root=args.suite_root)
@@ -62,6 +71,39 @@ def run(args: argparse.Namespace) -> int:
             print(first_check, file=sys.stderr)
         return 1
     return 0
+
+
+def _run_matrix(args: argparse.Namespace, entries: list[ModelEntry], extra: dict[str, Any]) -> int:
+    """``run --model A --model B ...``: every entry with paired seeds, then one comparison."""
+    for flag, value in (("--adaptive", args.adaptive), ("--shard", args.shard), ("--budget", args.budget)):
+        if value:
+            raise LeaderEvalError(f"{flag} samples one model: drop it or give --model once")
+    suite = load_suite(args.suite, root=args.suite_root)
+    if args.prices:
+        extra["extra_manifest"] = {"prices": parse_prices(args.prices)}
+    status = 0
+
+    def done(label: str, result: Run) -> None:
+        nonlocal status
+        print(f"== {label}")
+        print(format_summary(result))
+        print_report_path(result.path)
+        verdict = error_verdict(result.summary, args.max_error_rate)
+        if verdict.failed:
+            print(verdict.message(), file=sys.stderr)
+            status = 1
+
+    try:
+        res = run_matrix(
+            suite, entries, extra=extra, out=Path(args.out) if args.out else None, alpha=args.alpha, on_run=done
+        )
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished sample is kept; re-run the same command to resume", file=sys.stderr)
+        return 130
+    print(f"== matrix: {len(res.runs)} models, run seed {res.runs[0].manifest['identity']['run_seed']}")
+    print(format_compare(res.comparison))
+    write_markdown(compare_markdown(res.comparison), None)  # the CI step summary shows the matrix
+    return max(status, res.comparison.exit_status)
 
 
 def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> int:

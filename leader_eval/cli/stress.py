@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from leader_eval.cli.output import print_report_path, split_values
+from leader_eval.runs.model_spec import one_model
 from leader_eval.runs.options import run_options
+from leader_eval.runs.trusted import assemble
 from leader_eval.scoring.error_rule import error_verdict
 from leader_eval.studies.stress import format_stress_table, stress
 from leader_eval.studies.stress_gate import format_requirements
@@ -15,7 +17,11 @@ from leader_eval.studies.stress_gate import format_requirements
 
 def run(args: argparse.Namespace) -> int:
     # the sampling and backend options are run's table (leader_eval.runs.options)
-    options = run_options(vars(args), out=Path(args.out) if args.out else None)
+    options = run_options(
+        one_model(vars(args), command="stress"),
+        out=Path(args.out) if args.out else None,
+        trusted=getattr(args, "trusted", None) or assemble(),
+    )
     result = stress(
         args.suite,
         options=options,

@@ -274,7 +274,9 @@ def _load(runs: Sequence[Run | str | Path]) -> list[Run]:
     seen: set[str] = set()
     for r in runs:
         run = r if isinstance(r, RunType) else read_run(r)
-        key = str(run.manifest.get("run_id") or Path(run.path).resolve())
+        # a run id is the suite, the start second and the seed: runs of a model matrix (or CI jobs
+        # of several checkpoints at one --seed) can share it, so what was sampled is part of the key
+        key = f"{run.manifest.get('run_id') or Path(run.path).resolve()} {pool_key(run)}"
         if key in seen:
             continue  # the same run twice would double its samples in a pool
         seen.add(key)

@@ -70,6 +70,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.dist = "loadfile"
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Name the configuration file the session's settings come from (docs/configuration.md)."""
+    state = config.stash.get(STATE, None)
+    found = state.options.config_file if state is not None else None
+    return f"leader-eval: settings from {found.display} (ini and --le-* beat it)" if found is not None else None
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     state = parent.config.stash.get(STATE, None)
     if state is None or not is_suite_path(file_path, state.options, parent.config.rootpath):

@@ -18,49 +18,22 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from leader_eval.runs.argtypes import name_component, non_negative_int
-from leader_eval.runs.options import SAMPLING_OPTIONS, Option
+from leader_eval.runs.options import DEFAULT_KEEP_RUNS, PROJECT_OPTIONS, SAMPLING_OPTIONS, TRUSTED_OPTIONS, Option
+
+if TYPE_CHECKING:
+    from leader_eval.runs.config_file import ConfigFile
+    from leader_eval.runs.trusted import Trusted
 
 PREFIX = "--le-"
 INI_PREFIX = "leader_eval_"
 DEFAULT_SUITES = ["evals/**/*.yaml", "evals/**/*.yml"]
-DEFAULT_KEEP_RUNS = 5
-MODES = ("soft", "strict")
-
-#: the plugin's own options (sampling ones come from the shared table)
-PLUGIN_OPTIONS: tuple[Option, ...] = (
-    Option(
-        "eval-mode",
-        "soft: a failing case is reported as xfail and the gate decides the exit status; "
-        "strict: any failing sample fails its case and the session",
-        None,
-        default="soft",
-        choices=MODES,
-    ),
-    Option("golden-dir", "directory of golden baselines", default="golden"),
-    Option(
-        "baseline",
-        "the golden baseline every model is gated against: GOLDEN_DIR/<suite>/<baseline>.json (default main)",
-        name_component,
-        default="main",
-    ),
-    Option(
-        "golden-strict",
-        "CI mode (docs/gating.md); a missing golden fails with or without it",
-        flag=True,
-    ),
-    Option("run-dir", "directory the run directories are written under", default="runs"),
-    Option(
-        "keep-runs",
-        "run directories made by pytest kept per suite and label (older ones are deleted; 0 keeps all)",
-        non_negative_int,
-        default=DEFAULT_KEEP_RUNS,
-    ),
-)
+#: the plugin's own options (sampling ones come from the shared table): the project options a
+#: configuration file may set too (runs/options.py)
+PLUGIN_OPTIONS: tuple[Option, ...] = PROJECT_OPTIONS
 
 #: command-line only: these change files or select cases, so an ini file never sets them silently
 #: (a shard is one CI job's slice of the suites: an ini key would make every job the same shard)
@@ -90,10 +63,23 @@ class PluginOptions:
     globs_set: bool = False
     #: the ``--le-*`` options given on the command line (a session with them must collect a suite)
     given: tuple[str, ...] = ()
+    #: the trusted names' sources but code: (file, ini, command line); ``trusted`` ranks them
+    trusted_layers: tuple[Trusted | None, Trusted | None, Trusted | None] = (None, None, None)
+    #: ``[tool.leader-eval]`` / ``leader-eval.toml`` found from the rootdir upward (runs/config_file.py)
+    config_file: ConfigFile | None = None
 
     @property
     def model(self) -> str:
         return str(self.sampling.get("model") or "local:smollm2")
+
+    @property
+    def trusted(self) -> Trusted:
+        """What a suite's judge/teammate/check names mean: files < ini < code (a conftest's
+        ``register_*``, read when a suite runs) < command line."""
+        from leader_eval.runs.trusted import assemble
+
+        files, ini, cli = self.trusted_layers
+        return assemble(files=files, ini=ini, cli=cli)
 
     @property
     def max_error_rate(self) -> float:
@@ -150,6 +136,11 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         help="run each suite's long-context sweep and judge its gate: stress: requirements (long; command line only)",
     )
+    for opt in TRUSTED_OPTIONS:
+        group.addoption(
+            PREFIX + opt.name, dest=INI_PREFIX + opt.dest, metavar=opt.name.upper(), **opt.argparse_kwargs()
+        )
+        parser.addini(INI_PREFIX + opt.dest + "s", help=opt.help, type="linelist", default=None)
     parser.addini(
         INI_PREFIX + "suites",
         help="globs (relative to the rootdir) of the suite files to collect; default evals/**/*.yaml",
@@ -158,7 +149,8 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
-def _value(config: pytest.Config, opt: Option) -> Any:
+def _value(config: pytest.Config, opt: Option, file: Any = None) -> Any:
+    """The option's value: command line > ini > configuration file > default."""
     dest = INI_PREFIX + opt.dest
     value = config.getoption(dest, default=None)
     if value is not None and value is not False:
@@ -172,6 +164,8 @@ def _value(config: pytest.Config, opt: Option) -> Any:
             return opt.convert(ini)
         except (argparse.ArgumentTypeError, ValueError) as err:
             raise pytest.UsageError(f"ini {dest} = {ini!r}: {err}") from None
+    if file is not None and opt.dest in file.values:
+        return file.values[opt.dest]
     return False if opt.flag else opt.default
 
 
@@ -200,9 +194,17 @@ def parse_tolerance_syntax(items: list[str]) -> dict[str, float]:
 
 def read_options(config: pytest.Config) -> PluginOptions:
     """Every option's value; raises ``pytest.UsageError`` (exit 4) on a bad one."""
-    sampling = {opt.dest: _value(config, opt) for opt in SAMPLING_OPTIONS}
-    own = {opt.dest: _value(config, opt) for opt in PLUGIN_OPTIONS}
-    set_globs = config.getini(INI_PREFIX + "suites")
+    from leader_eval.errors import LeaderEvalError
+    from leader_eval.runs.config_file import load_config
+
+    try:
+        file = load_config(config.rootpath)
+    except LeaderEvalError as err:
+        raise pytest.UsageError(str(err)) from None
+    sampling = {opt.dest: _value(config, opt, file) for opt in SAMPLING_OPTIONS}
+    sampling = _one_model(sampling)
+    own = {opt.dest: _value(config, opt, file) for opt in PLUGIN_OPTIONS}
+    set_globs = config.getini(INI_PREFIX + "suites") or (file.suites if file is not None else None)
     globs = set_globs or list(DEFAULT_SUITES)
     update_golden = bool(config.getoption(INI_PREFIX + "update_golden", default=False))
     case_ids = [c for i in config.getoption(INI_PREFIX + "case", default=None) or [] for c in i.split(",") if c]
@@ -225,7 +227,48 @@ def read_options(config: pytest.Config) -> PluginOptions:
         explicit=frozenset(_explicit_paths(config)),
         globs_set=bool(set_globs),
         given=tuple(_given_options(config)),
+        trusted_layers=_trusted(config, file),
+        config_file=file,
     )
+
+
+def _one_model(sampling: dict[str, Any]) -> dict[str, Any]:
+    """The sampling values with ``--le-model``'s own options applied (``'SPEC --temperature 0.2'``).
+    A model matrix in pytest is not built: more than one ``--le-model`` is a usage error."""
+    from leader_eval.runs.model_spec import model_entries
+    from leader_eval.runs.trusted import TrustedError
+
+    try:
+        entries = model_entries(sampling, flag=PREFIX + "model")
+    except TrustedError as err:
+        raise pytest.UsageError(str(err)) from None
+    if len(entries) > 1:
+        raise pytest.UsageError(
+            f"{PREFIX}model given {len(entries)} times: the pytest plugin samples one model per session; "
+            "sample a matrix with leader-eval run SUITE --model A --model B (docs/configuration.md)"
+        )
+    return dict(entries[0].values)
+
+
+def _trusted(config: pytest.Config, file: Any) -> tuple[Any, Any, Any]:
+    """Model roles and check functions from the file, the ini's linelists and ``--le-*``."""
+    from leader_eval.runs.model_spec import roles_from_pairs, trusted_from_options
+    from leader_eval.runs.trusted import Trusted, TrustedError, checks_from_pairs
+
+    try:
+        roles_key, checks_key = (INI_PREFIX + o.dest + "s" for o in TRUSTED_OPTIONS)
+        ini = Trusted(
+            roles_from_pairs(config.getini(roles_key) or [], source=f"ini {roles_key}"),
+            checks_from_pairs(config.getini(checks_key) or [], source=f"ini {checks_key}"),
+        )
+        cli = trusted_from_options(
+            config.getoption(INI_PREFIX + "model_role", default=None),
+            config.getoption(INI_PREFIX + "check_function", default=None),
+            prefix=PREFIX,
+        )
+    except TrustedError as err:
+        raise pytest.UsageError(str(err)) from None
+    return (file.trusted if file is not None else None, ini, cli)
 
 
 def _given_options(config: pytest.Config) -> list[str]:
@@ -235,7 +278,7 @@ def _given_options(config: pytest.Config) -> list[str]:
 
 def value_options() -> set[str]:
     """Every ``--le-*`` option that takes a value (the rest are flags)."""
-    out = {PREFIX + o.name for o in (*SAMPLING_OPTIONS, *PLUGIN_OPTIONS) if not o.flag}
+    out = {PREFIX + o.name for o in (*SAMPLING_OPTIONS, *PLUGIN_OPTIONS, *TRUSTED_OPTIONS) if not o.flag}
     return out | {PREFIX + "tolerance", PREFIX + "case", PREFIX + "shard"}
 
 

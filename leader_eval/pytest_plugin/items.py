@@ -127,7 +127,7 @@ class SuiteFile(pytest.File):
         selected = [i.name for i in self.session.items if isinstance(i, CaseItem) and i.parent is self]
         if not selected:
             return  # only the stress item runs: it samples its own sweep
-        options = run_options(o.sampling, case_ids=selected, progress=False)
+        options = run_options(o.sampling, case_ids=selected, progress=False, trusted=o.trusted)
         options.extra_manifest = {"created_by": "pytest"}
         seed, label = run_seed_and_label(self.suite, options, state.backend)
         options.seed = seed
@@ -324,7 +324,7 @@ class StressItem(pytest.Item):
         try:
             if state.backend is None:
                 state.backend = resolve_backend(o.sampling)
-            options = run_options(o.sampling, progress=False)
+            options = run_options(o.sampling, progress=False, trusted=o.trusted)
             options.extra_manifest = {"created_by": "pytest"}
             steps = requirement_steps(gate_spec(suite.gate))
             backend = state.backend
@@ -391,7 +391,7 @@ class LeaderEvalFixture:
         loaded = load_suite(suite)
         if o.shard is not None and case_id not in shard_cases(loaded, o.shard):
             pytest.skip(f"case {case_id} of {loaded.name} belongs to another shard than {o.shard[0]}/{o.shard[1]}")
-        options = run_options(o.sampling, case_ids=[case_id], progress=False)
+        options = run_options(o.sampling, case_ids=[case_id], progress=False, trusted=o.trusted)
         options.extra_manifest = {"created_by": "pytest"}
         if state.backend is None:
             state.backend = resolve_backend(o.sampling)

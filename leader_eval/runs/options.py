@@ -133,6 +133,8 @@ class Option:
     default: Any = None
     choices: tuple[str, ...] | None = None
     flag: bool = False  # store_true
+    #: may be given more than once (``--model A --model B``: a model matrix); parsed as a list
+    repeat: bool = False
 
     @property
     def dest(self) -> str:
@@ -158,7 +160,10 @@ class Option:
         """Keyword arguments for ``add_argument`` / pytest's ``addoption`` (the same in both)."""
         if self.flag:
             return {"action": "store_true", "help": self.help}
-        kw: dict[str, Any] = {"help": self.help, "default": self.default}
+        # a repeatable option's default is applied after parsing (argparse would append to it)
+        kw: dict[str, Any] = {"help": self.help, "default": None if self.repeat else self.default}
+        if self.repeat:
+            kw["action"] = "append"
         if self.type is not None and self.type is not str:
             kw["type"] = self.type
         if self.choices:
@@ -170,8 +175,10 @@ class Option:
 SAMPLING_OPTIONS: tuple[Option, ...] = (
     Option(
         "model",
-        "local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...",
+        "local:smollm2 | gguf:PATH | replay:RUN_DIR | openai:URL#MODEL | tinker://...; "
+        "'SPEC --temperature 0.2 ...' gives this model its own options; repeat for a model matrix (run)",
         default="local:smollm2",
+        repeat=True,
     ),
     Option("samples", "samples per case (default: the suite's; at most 100000)", sample_count),
     Option("seed", "run seed (default: the suite's, else fresh; recorded in the manifest)", non_negative_int),
@@ -231,10 +238,61 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
 
 SAMPLING_BY_DEST: dict[str, Option] = {o.dest: o for o in SAMPLING_OPTIONS}
 
+#: what a suite's names mean (runs/trusted.py), on every sampling command and in pytest
+#: (``--le-model-role``; the ini's linelists ``leader_eval_model_roles``/``leader_eval_check_functions``)
+TRUSTED_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "model-role",
+        "NAME=SPEC [--flag value ...]: the model a suite's judge or teammate NAME means, with its own "
+        "sampling options (repeatable; beats pyproject.toml and the ini)",
+        repeat=True,
+    ),
+    Option(
+        "check-function",
+        "NAME=MODULE:FUNCTION: the Python check a suite's NAME means (repeatable; beats pyproject.toml and the ini)",
+        repeat=True,
+    ),
+)
+
+DEFAULT_KEEP_RUNS = 5
+MODES = ("soft", "strict")
+
+#: where runs and goldens live and how a session decides: the pytest plugin's own options, which a
+#: configuration file (runs/config_file.py) may set for the CLI too (baseline, golden-dir, run-dir)
+PROJECT_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "eval-mode",
+        "soft: a failing case is reported as xfail and the gate decides the exit status; "
+        "strict: any failing sample fails its case and the session",
+        None,
+        default="soft",
+        choices=MODES,
+    ),
+    Option("golden-dir", "directory of golden baselines", default="golden"),
+    Option(
+        "baseline",
+        "the golden baseline every model is gated against: GOLDEN_DIR/<suite>/<baseline>.json (default main)",
+        name_component,
+        default="main",
+    ),
+    Option(
+        "golden-strict",
+        "CI mode (docs/gating.md); a missing golden fails with or without it",
+        flag=True,
+    ),
+    Option("run-dir", "directory the run directories are written under", default="runs"),
+    Option(
+        "keep-runs",
+        "run directories made by pytest kept per suite and label (older ones are deleted; 0 keeps all)",
+        non_negative_int,
+        default=DEFAULT_KEEP_RUNS,
+    ),
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser | Any, prefix: str = "--") -> None:
-    """Add every sampling option to an argparse parser (``leader-eval run``)."""
-    for opt in SAMPLING_OPTIONS:
+    """Add every sampling option, and the trusted names' options, to an argparse parser (``leader-eval run``)."""
+    for opt in (*SAMPLING_OPTIONS, *TRUSTED_OPTIONS):
         parser.add_argument(prefix + opt.name, **opt.argparse_kwargs())
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from leader_eval import __version__
 from leader_eval.cli.app import build_parser, main
-from leader_eval.runs.options import SAMPLING_OPTIONS
+from leader_eval.runs.options import SAMPLING_OPTIONS, TRUSTED_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +51,7 @@ SAMPLING_COMMANDS = ("run", "stress", "lint", "compare-adaptive")
 def test_every_sampling_command_takes_runs_option_table(command: str) -> None:
     sub = _subparsers(build_parser())[command]
     by_flag = {s: a for a in sub._actions for s in a.option_strings}
-    for opt in SAMPLING_OPTIONS:
+    for opt in (*SAMPLING_OPTIONS, *TRUSTED_OPTIONS):
         action = by_flag[f"--{opt.name}"]
         expected = opt.argparse_kwargs()
         assert action.help == expected["help"]
@@ -93,7 +93,12 @@ def test_run_and_the_pytest_plugin_share_the_sampling_table() -> None:
     for opt in SAMPLING_OPTIONS:
         kw = rec.options[f"--le-{opt.name}"]
         assert kw["help"] == opt.help and kw.get("type") == opt.argparse_kwargs().get("type")
+        assert kw.get("action") == opt.argparse_kwargs().get("action"), opt.name  # --model repeats in both
         assert f"leader_eval_{opt.dest}" in rec.ini
+    for opt in TRUSTED_OPTIONS:  # repeatable on both sides; the ini's linelist is plural
+        kw = rec.options[f"--le-{opt.name}"]
+        assert kw["help"] == opt.help and kw["action"] == "append"
+        assert f"leader_eval_{opt.dest}s" in rec.ini
     # every plugin option is namespaced, and has help
     assert all(name.startswith("--le-") and kw.get("help") for name, kw in rec.options.items())
     assert all(name.startswith("leader_eval_") and h for name, h in rec.ini.items())

@@ -354,6 +354,10 @@ def test_docs_show_the_tested_workflow_and_every_option() -> None:
         assert f"`--le-{opt.name}`" in doc and f"`leader_eval_{opt.dest}`" in doc, opt.name
     for name in CMDLINE_ONLY:
         assert f"`--le-{name}" in doc
+    from leader_eval.runs.options import TRUSTED_OPTIONS
+
+    for opt in TRUSTED_OPTIONS:
+        assert f"`--le-{opt.name} " in doc and f"`leader_eval_{opt.dest}s`" in doc, opt.name
     assert "`leader_eval_suites`" in doc
 
 
