@@ -738,7 +738,9 @@ def _paired_with_golden(
         if abs(mean - golden_value) > CASE_MEAN_SLACK:
             return None, f"golden value {golden_value:.4g} differs from its per-case mean {mean:.4g}: unpaired test"
     common = sorted(cid for cid in recs if by_case.get(cid, {}).get("n_scored") and by_case[cid].get(name) is not None)
-    if len(common) < 2:
+    # one case pairs too under the exact count test (one stratum: Fisher's test over its samples);
+    # the t-test over cases needs two
+    if len(common) < (1 if spec.test == "exact_count" else 2):
         return None, ""
     a = {cid: (float(recs[cid][key]), int(recs[cid].get("n_samples") or 0)) for cid in common}
     b = {cid: (float(by_case[cid][name]), spec.observations(by_case[cid])) for cid in common}

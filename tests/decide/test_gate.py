@@ -282,3 +282,15 @@ def test_a_run_with_no_measured_value_is_incomplete_not_a_regression(tmp_path: P
     result = gate(run, golden)
     assert result.status == "incomplete" and result.exit_status == 1
     assert "nothing to compare, cannot pass" in result.headline() and "credible regression" not in result.headline()
+
+
+def test_a_one_case_suite_that_collapses_fails_the_gate(tmp_path: Path) -> None:
+    """One case still pairs with its golden: its samples are the evidence (the exact count test
+    over one stratum). A 1.0 -> 0.0 collapse over 30 samples passed as "too few cases to judge"."""
+    suite = make_suite(tmp_path, n_cases=1)
+    golden = build_golden(make_run(suite, [1.0], n=30, seed=3))
+    same = gate(make_run(suite, [1.0], n=30, seed=4), golden)
+    assert same.status == "pass", format_gate_table(same)
+    res = gate(make_run(suite, [0.0], n=30, seed=5), golden)
+    assert res.status == "fail" and "score" in res.failed, format_gate_table(res)
+    assert "over 1 cases" in format_gate_table(res)
