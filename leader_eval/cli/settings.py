@@ -9,6 +9,7 @@ are assembled (files < code < command line) into ``args.trusted``.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,9 @@ def apply_config(parser: argparse.ArgumentParser, args: argparse.Namespace, argv
     if args.command == "plan" and "label" in given:
         given.add("baseline")  # plan --label is 0.2's --baseline: the command line beats the file
     args.config_file = config
+    if config is not None and args.command != "config":
+        # a file that changes what a command does is named where the user reads the result
+        print(f"config: {config.display}", file=sys.stderr)
     args.given = given
     for dest, value in (config.values if config else {}).items():
         target = CLI_DEST.get(dest, dest)

@@ -3,14 +3,16 @@ or a ``leader-eval.toml`` (docs/configuration.md, docs/design-0.3.md section 15)
 
 Lookup: from a start folder (the CLI: the working directory; pytest: its rootdir) upward, the
 first folder holding a ``leader-eval.toml`` or a ``pyproject.toml`` with a ``[tool.leader-eval]``
-table; in one folder ``leader-eval.toml`` wins. A ``leader-eval.toml`` holds the keys at its top
+table, never above the repository's root (a folder with ``.git``); in one folder
+``leader-eval.toml`` wins. A ``leader-eval.toml`` holds the keys at its top
 level. Keys are the options' CLI names without dashes (``api-mode``, ``golden-dir``), read from
 the same table as ``leader-eval run`` and ``--le-*`` (``options.SAMPLING_OPTIONS`` and
 ``options.PROJECT_OPTIONS``), each value through the same converter.
 
 What a file may not set: a suite's own measurement (``samples``, ``seed``, ``temperature``,
 ``max-tokens``, ``protocol``: on the command line each beats the suite's, so a file would
-silently change every suite's sampling) and ``label`` (one run's name). Those are errors naming
+silently change every suite's sampling), ``label`` (one run's name) and ``cache-id`` (a promise about
+one server's weights that a file would keep making after they change). Those are errors naming
 the flag to use instead. Ranking, a later source winning: default < file < pytest ini
 (``leader_eval_*``, pytest only) < command line. Model roles and check functions
 (``[tool.leader-eval.model-roles]``, ``[tool.leader-eval.check-functions]``) are the lowest rank
@@ -49,6 +51,8 @@ REFUSED: dict[str, str] = {
         for name in ("samples", "seed", "temperature", "max-tokens", "protocol")
     },
     "label": "names one run: a file would give every model's runs one name; pass --label (--le-label)",
+    "cache-id": "vouches that a remote model's weights never change: a file would keep serving old "
+    "samples after the weights behind the URL change; pass --cache-id (--le-cache-id) per run",
 }
 
 #: every option a file may set, by its key
@@ -111,6 +115,10 @@ def find_config(start: Path) -> Path | None:
         pyproject = folder / PYPROJECT
         if pyproject.is_file() and _has_tool_table(pyproject):
             return pyproject
+        if (folder / ".git").exists():
+            # the repository's root ends the search: a file in a folder above a clone (someone's
+            # home, a CI workspace) would silently change this project's gate
+            return None
     return None
 
 

@@ -164,3 +164,19 @@ def test_a_huge_or_undecodable_file_is_one_line_error(tmp_path: Path) -> None:
     assert "larger than" in _error(path)
     path.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")  # tomllib recurses per bracket
     assert _error(path) == "leader-eval.toml:1: nests too deeply to read"
+
+
+def test_the_search_stops_at_the_repository_root(tmp_path: Path) -> None:
+    """A file in a folder above a clone (a home directory, a CI workspace) never reaches the
+    project: it could point the gate at a weak golden or allow every sample to error."""
+    _write(tmp_path, '[tool.leader-eval]\ngolden-dir = "weak"\nmax-error-rate = 1.0\n')
+    repo = tmp_path / "clone"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert find_config(repo / "src") is None
+    assert find_config(tmp_path / "elsewhere") == tmp_path / "pyproject.toml"  # no repository: found
+
+
+def test_a_cache_identity_cannot_be_promised_by_a_file(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path, '[tool.leader-eval]\ncache-id = "my-weights-v1"\n'))
+    assert message.startswith("pyproject.toml:2 cache-id: not allowed") and "--cache-id" in message
