@@ -31,7 +31,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(_default_name(runs[0].manifest, len(runs), args))
     if out.is_dir():
         raise LeaderEvalError(f"export: --out {out} is a folder; name the file")
-    if out.resolve().parent in {r.path.resolve() for r in runs}:
+    if out.is_symlink():
+        raise LeaderEvalError(f"export: --out {out} is a symbolic link; name a plain file")
+    folder = out.resolve().parent
+    # any run directory, not only the ones exported: a run's files are its evidence
+    if any((d / "manifest.json").exists() for d in (folder, *folder.parents)) or folder in {
+        r.path.resolve() for r in runs
+    }:
         raise LeaderEvalError(f"export: {out} is inside a run directory, which holds only the run's own files")
     write_table(rows, columns, args.format, out)
     what = "cases" if args.per_case else "samples"

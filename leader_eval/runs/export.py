@@ -89,7 +89,9 @@ CASE_COLUMNS: tuple[tuple[str, str], ...] = (
 #: not run) and a judge's score, by name; a family appears only when the run holds one
 FAMILIES = ("check.", "judge.")
 #: what a CSV cell may not start with: a spreadsheet would run it as a formula
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = ("=", "+", "-", "@", "|", "\t", "\r")
+# the full-width forms of the formula characters, read as their ASCII forms by some spreadsheets
+_FULL_WIDTH = str.maketrans({"\uff1d": "=", "\uff0b": "+", "\uff0d": "-", "\uff20": "@", "\uff5c": "|"})
 
 
 def sample_rows(
@@ -199,8 +201,11 @@ def columns_of(rows: Sequence[Mapping[str, Any]], fixed: Sequence[tuple[str, str
 
 
 def neutralise(cell: str) -> str:
-    """A CSV cell a spreadsheet would run as a formula, made text with a leading ``'``."""
-    return "'" + cell if cell.startswith(_FORMULA_START) else cell
+    """A CSV cell a spreadsheet would run as a formula, made text with a leading ``'``: one that
+    starts with ``= + - @ |``, a tab or a CR, also after leading spaces (spreadsheets strip them)
+    and in their full-width forms (some spreadsheets read ``＝`` as ``=``)."""
+    head = cell.lstrip(" \u00a0\u3000").translate(_FULL_WIDTH)
+    return "'" + cell if head.startswith(_FORMULA_START) or cell.startswith(("\t", "\r")) else cell
 
 
 def _csv_cell(value: Any) -> str:

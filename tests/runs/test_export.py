@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import ClassVar
@@ -151,3 +152,21 @@ def test_judge_scores_become_a_judge_column_family() -> None:
     assert extra[-2:] == ["judge.concise", "judge.helpful"]  # after check.*, each family sorted
     assert {r["judge.helpful"] for r in rows} == {0.75}
     assert not any(c.startswith("judge.") for c in sample_rows(run.manifest, run.samples, run.scores, run.cases)[0])
+
+
+def test_formula_cells_behind_spaces_or_in_full_width_are_neutralised() -> None:
+    for cell in (" =1+2", "\u00a0=1+2", "\u3000+1", "\uff1d1+2", "\uff20SUM(A1)", "|calc!A1", "  -2"):
+        assert neutralise(cell) == "'" + cell, cell
+    for cell in ("a =1", "x|y", "1-2", "plain"):
+        assert neutralise(cell) == cell
+
+
+def test_export_never_writes_into_any_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not only the runs exported: another run's manifest or samples are its evidence."""
+    other = tmp_path / "other_run"
+    shutil.copytree(RUN, other)
+    before = (other / "manifest.json").read_bytes()
+    for target in (other / "manifest.json", other / "sub" / "x.csv"):
+        assert main(["export", str(RUN), "--format", "csv", "--out", str(target)]) == 2
+        assert "inside a run directory" in capsys.readouterr().err
+    assert (other / "manifest.json").read_bytes() == before and not (other / "sub").exists()
