@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.runs.trusted import NamedCheck, Trusted, TrustedError
-from leader_eval.scoring.python_check import bind, configured
+from leader_eval.scoring.python_check import bind, configured, coverage_problems
 from leader_eval.suite.load import Suite
 
 __all__ = ["bind_checks", "changed_checks", "check_versions", "undefined_checks"]
@@ -34,15 +34,16 @@ def _where(suite: Suite, name: str) -> str:
 
 
 def undefined_checks(suite: Suite, trusted: Trusted) -> list[str]:
-    """One line per Python check the suite names that trusted configuration does not define
-    (``leader-eval lint`` prints them; a run refuses the first before sampling)."""
+    """One line per Python check the suite names that trusted configuration does not define, or
+    that would check nothing (``scoring.python_check.coverage_problems``); ``leader-eval lint``
+    prints them, a run refuses the first before sampling."""
     out = []
     for name in configured(suite):
         try:
             trusted.check(name, where=_where(suite, name))
         except TrustedError as err:
             out.append(str(err))
-    return out
+    return out + coverage_problems(suite)
 
 
 def bind_checks(suite: Suite, trusted: Trusted) -> Suite:
@@ -52,6 +53,9 @@ def bind_checks(suite: Suite, trusted: Trusted) -> Suite:
     names = configured(suite)
     if not names:
         return suite
+    problems = coverage_problems(suite)
+    if problems:
+        raise TrustedError(problems[0])
     functions: dict[str, tuple[Callable[..., Any], str, str]] = {}
     for name in names:
         where = _where(suite, name)

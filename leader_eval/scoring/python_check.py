@@ -65,6 +65,27 @@ def bind(suite: Suite, functions: Mapping[str, tuple[Callable[..., Any], str, st
     return replace(suite, python_checks=tuple(bound))
 
 
+def coverage_problems(suite: Suite) -> list[str]:
+    """One line per Python check that would judge nothing a suite author expects: its ``tags``
+    match no case (a typo would leave every output unchecked), or it would apply to an episode
+    case (episodes are scored step by step, where Python checks do not run in this version)."""
+    out = []
+    for name, cfg in configured(suite).items():
+        tags = {str(t) for t in cfg.get("tags") or ()}
+        applies = [c for c in suite.cases if not tags or tags & set(c.tags)]
+        line = suite.lines.get(("checks", "python", name)) or suite.lines.get(("checks", "python")) or 1
+        where = f"{suite.path}:{line}: checks.python.{name}"
+        episodes = [c.id for c in applies if c.episode is not None]
+        if episodes:
+            out.append(
+                f"{where}: would apply to episode case {episodes[0]!r}, where Python checks do not run in "
+                "this version: restrict it with tags: to cases that are not episodes"
+            )
+        elif not applies:
+            out.append(f"{where}: tags {sorted(tags)} match no case, so it would check nothing")
+    return out
+
+
 def checks_for(suite: Suite, case: Case) -> tuple[BoundCheck, ...]:
     """The bound checks that run on ``case``; ``CheckNotBound`` when the suite names one that is
     not bound (scoring through a path that never loaded it must not skip it silently)."""
@@ -89,7 +110,9 @@ def run_check(bound: BoundCheck, ctx: CheckContext) -> CheckResult:
     name = PREFIX + bound.name
     try:
         got = bound.fn(ctx)
-    except Exception as exc:  # user code: any exception is a check error, never a pass
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001  user code: pytest.skip/fail and sys.exit too, never a pass
         return check_error(bound, f"raised {type(exc).__name__}: {_one_line(str(exc))}", exc.__traceback__)
     if isinstance(got, bool):
         got = CheckVerdict(got)

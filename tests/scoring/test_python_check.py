@@ -4,6 +4,7 @@ a check that raises or returns something else is a check error, never a pass."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,16 @@ import pytest
 
 from leader_eval.scoring.aggregate import case_result
 from leader_eval.scoring.api import load_suite
-from leader_eval.scoring.python_check import CheckNotBound, bind
+from leader_eval.scoring.python_check import CheckNotBound, bind, coverage_problems
 from leader_eval.scoring.scorer import SampleScore, case_scorer
 from leader_eval.suite.load import Suite
 from leader_eval.types import CheckContext, CheckVerdict, ModelInfo, Sample
 from tests.conftest import MINIMAL_SUITE
 
 OUTPUT = '{"tool": "send_message_to_chat", "arguments": {"message": "Hi team, please bring tools!"}}'
+
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _suite(checks: str) -> Suite:
@@ -83,6 +87,8 @@ def _boom(ctx: CheckContext) -> bool:
         (lambda ctx: "yes", "returned builtins.str"),
         (lambda ctx: CheckVerdict("yes"), "returned CheckVerdict(passed=str), not a bool"),  # type: ignore[arg-type]
         (lambda ctx: CheckVerdict(True, data={"x": {1, 2}}), "not JSON"),
+        (lambda ctx: pytest.skip("not today"), "raised Skipped"),  # a BaseException: still an error
+        (lambda ctx: sys.exit(0), "raised SystemExit"),
     ],
 )
 def test_a_check_that_raises_or_returns_a_wrong_type_is_a_check_error_never_a_pass(
@@ -129,3 +135,20 @@ def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     for i, code in enumerate(blocks):
         exec(compile(code, f"{doc}:block{i + 1}", "exec"), namespace)
     assert "polite" in trusted.REGISTERED.checks
+
+
+def test_a_check_that_would_check_nothing_is_named() -> None:
+    """A typo in ``tags:`` or a check that would land on an episode judges nothing: said before
+    sampling (lint prints it; a run refuses), never a run scored as if it had been checked."""
+    typo = _suite("    tone: {tags: [gaol]}\n")
+    (line,) = coverage_problems(typo)
+    assert "checks.python.tone: tags ['gaol'] match no case" in line and line.startswith(f"{typo.path}:")
+    assert coverage_problems(_suite("    tone: {tags: [goal]}\n")) == []
+
+
+def test_a_check_that_would_land_on_an_episode_is_named(tmp_path: Path) -> None:
+    src = ROOT / "suites" / "examples" / "teammate.yaml"
+    path = tmp_path / "teammate.yaml"
+    path.write_text(src.read_text() + "\nchecks:\n  python:\n    tone: {}\n")
+    (line,) = coverage_problems(load_suite(path))
+    assert "checks.python.tone: would apply to episode case" in line and "tags:" in line
