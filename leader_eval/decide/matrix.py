@@ -102,6 +102,11 @@ def run_matrix(
         raise LeaderEvalError(
             "--model: a matrix pairs its models by one seed: give --seed once for all, not inside an entry"
         )
+    if any("max_error_rate" in e.own for e in entries):
+        raise LeaderEvalError(
+            "--model: the error rule judges every model of a matrix alike: give --max-error-rate once "
+            "for all, not inside an entry"
+        )
     options = [run_options(e.values, **extra) for e in entries]
     backends: dict[tuple[Any, ...], Any] = {}
     built = []
@@ -121,5 +126,15 @@ def run_matrix(
         if on_run is not None:
             on_run(label, run)
         runs.append(run)
-    comparison = compare_runs(runs, alpha=alpha)
-    return MatrixResult(labels, runs, comparison)
+    ok = [any(c.get("n_scored") for c in r.cases) for r in runs]
+    scored = [r for r, good in zip(runs, ok, strict=True) if good]
+    if len(scored) < 2:
+        unscored = ", ".join(label for label, good in zip(labels, ok, strict=True) if not good)
+        raise LeaderEvalError(
+            f"model matrix: no comparison: {unscored} scored no case (every sample a sampler error?); "
+            "each run's directory keeps what was recorded"
+        )
+    # a model whose every sample errored is failed by the error rule (the caller's); the others
+    # are still compared
+    comparison = compare_runs(scored, alpha=alpha)
+    return MatrixResult([label for label, good in zip(labels, ok, strict=True) if good], scored, comparison)

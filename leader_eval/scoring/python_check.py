@@ -112,7 +112,7 @@ def run_check(bound: BoundCheck, ctx: CheckContext) -> CheckResult:
         got = bound.fn(ctx)
     except KeyboardInterrupt:
         raise
-    except BaseException as exc:  # noqa: BLE001  user code: pytest.skip/fail and sys.exit too, never a pass
+    except BaseException as exc:  # user code: pytest.skip/fail and sys.exit too, never a pass
         return check_error(bound, f"raised {type(exc).__name__}: {_one_line(str(exc))}", exc.__traceback__)
     if isinstance(got, bool):
         got = CheckVerdict(got)

@@ -99,6 +99,7 @@ def test_entries_of_one_model_get_labels_from_their_settings() -> None:
     ("extra", "expected"),
     [
         (["--model", "replay:x --seed 3", "--model", "replay:y"], "give --seed once for all"),
+        (["--model", "replay:x --max-error-rate 0", "--model", "replay:y"], "give --max-error-rate once for all"),
         (["--model", "replay:x", "--model", "replay:y", "--adaptive", "--budget", "3"], "--adaptive samples one model"),
         (["--model", "replay:x", "--model", "replay:y --temperature -1"], "argument --temperature"),
     ],
