@@ -23,6 +23,7 @@ DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 #: a URL's userinfo (``http://user:password@host``): the backend registers the password as a
 #: secret only once it is built, which ``config`` never does
 _USERINFO = re.compile(r"(://)[^/@\s]+@")
+_QUERY_VALUE = re.compile(r"([?&][^=&#\s]*=)[^&#\s]*")
 #: the file key whose CLI flag has another name (cli/settings.py)
 CLI_FLAG = {"golden-dir": "golden"}
 
@@ -71,8 +72,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shown(text: str) -> str:
-    """A value as ``config`` prints it: no registered secret, no URL password."""
-    return _USERINFO.sub(r"\1***@", scrub(text))
+    """A value as ``config`` prints it: no registered secret, no URL password, no query-string
+    value (``?api_key=...``: run refuses such URLs, but config shows what a file says)."""
+    return _QUERY_VALUE.sub(r"\1***", _USERINFO.sub(r"\1***@", scrub(text)))
 
 
 def _role(values: dict[str, object]) -> str:

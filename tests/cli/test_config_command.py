@@ -50,6 +50,7 @@ def test_config_shows_every_value_and_where_it_came_from(
 ) -> None:
     monkeypatch.setenv("MY_TEAM_KEY", "sk-live-SECRETSECRET")
     argv = ["config", "--baseline", "v8", "--check-function", "polite=mychecks:polite"]
+    argv += ["--model-role", "k=openai:http://127.0.0.1:9/v1?api_key=qs-SECRETSECRET#m"]  # a query-string key
     assert main([*argv, "--model-role", "j=openai:http://me:pw-SECRETSECRET@127.0.0.1:9/v1#m --api-mode chat"]) == 0
     out = capsys.readouterr().out
     assert "SECRETSECRET" not in out and "openai:http://***@127.0.0.1:9/v1#m --api-mode chat" in out
