@@ -207,8 +207,15 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser(
         "report", help="one self-contained HTML report of runs (several: comparison, flips, checkpoints)"
     )
-    rp.add_argument("runs", nargs="+", help="run directories")
-    rp.add_argument("-o", "--out", default=REPORT, help=f"output file (default {REPORT})")
+    rp.add_argument("runs", nargs="+", help="run directories (with --history: folders of run directories)")
+    rp.add_argument(
+        "-o", "--out", help=f"output file (default {REPORT}; with --history, history.html in the first folder)"
+    )
+    rp.add_argument(
+        "--history",
+        action="store_true",
+        help="one index page over every run under the folders: metrics over time and checkpoints, gate verdicts",
+    )
     rp.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
     rp.add_argument("--across-suites", action="store_true", help="allow runs of different suite content")
     rp.set_defaults(command_module="report")

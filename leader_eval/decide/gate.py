@@ -21,7 +21,7 @@ import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +167,17 @@ class GateResult:
             f"UNDERPOWERED: {weakest.power:.0%} power to catch a {weakest.drop:g} drop in {weakest.metric}, "
             f"{need}{more}{ack}"
         )
+
+    def record(self) -> dict[str, Any]:
+        """What the run keeps of this verdict for the history page (``runs.history.record_gate``)."""
+        return {
+            "status": self.status,
+            "exit_status": self.exit_status,
+            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+            "strict": self.strict,
+            "golden": self.golden_path.name if self.golden_path is not None else None,
+            "failed": self.failed,
+        }
 
     def headline(self) -> str:
         """One line: what the gate decided and why."""
