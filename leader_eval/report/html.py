@@ -463,7 +463,10 @@ def _run_header(run: Run) -> str:
         ("directory", str(run.path)),
     ]
     if st:
-        items.append(("sampling", f"{st.get('sampled')} new, {st.get('reused')} reused, {st.get('wall_s', 0):.1f}s"))
+        replayed = f"{st['replayed']} replayed, " if st.get("replayed") else ""
+        items.append(
+            ("sampling", f"{replayed}{st.get('sampled')} new, {st.get('reused')} reused, {st.get('wall_s', 0):.1f}s")
+        )
     return '<dl class="meta">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v) + "</dl>"
 
 
