@@ -249,7 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
     ov = sub.add_parser("overlap", help="n-gram overlap of a suite's cases with a training set (held-out hygiene)")
     ov.add_argument("suite", help="suite YAML file")
     ov.add_argument("--train", action="append", required=True, help="training JSONL (repeatable)")
-    ov.add_argument("--n", type=positive_int, default=13, help="n-gram length in words")
+    ov.add_argument(
+        "--n",
+        type=positive_int,
+        default=None,
+        help="n-gram length in words (default: each case at the longest of 13, 8, 5 at which it has an n-gram)",
+    )
     ov.add_argument("--threshold", type=probability, default=0.1, help="flag cases whose overlap fraction reaches this")
     ov.add_argument("--json", action="store_true", help="print the report as JSON")
     ov.set_defaults(command_module="overlap")
