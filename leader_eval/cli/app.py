@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -58,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = OneLineParser(prog="leader-eval", description=__doc__)
     p.add_argument("--version", action="version", version=f"leader-eval {__version__}")
+    p.add_argument(
+        "--library-logs",
+        action="store_true",
+        help="show what llama.cpp and transformers log themselves (kept out by default; LEADER_EVAL_LIBRARY_LOGS=1)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="sample a suite on a model, score it and record the run")
@@ -267,6 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.library_logs:
+        from leader_eval.suite.chat_template import LIBRARY_LOGS_ENV
+
+        os.environ[LIBRARY_LOGS_ENV] = "1"  # read where each library is first imported
     # every line printed below is guarded, whichever print site forgot to make its text inert
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = GuardedStream(streams[0]), GuardedStream(streams[1])

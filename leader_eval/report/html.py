@@ -533,7 +533,8 @@ def _checkpoint_plot(rec: CheckpointRecommendation) -> str:
     ax.set_ylabel(rec.metric)
     ax.set_xlabel(f"checkpoint (order from {rec.order_source}); x = credibly worse than the best")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    if ax.get_legend_handles_labels()[0]:  # else matplotlib warns "No artists with labels"
+        ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return _svg_img(fig, f"{rec.metric} against checkpoint with 95% CI bands")
 
@@ -581,7 +582,8 @@ def _stress_plot(result: Any) -> str:
     ax.set_xlabel("prompt length (model tokens)")
     ax.set_ylabel("score (pass rate), 95% CI bands")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    if ax.get_legend_handles_labels()[0]:  # else matplotlib warns "No artists with labels"
+        ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     return _svg_img(fig, "score against prompt length with 95% CI bands; overflow marked")
 
