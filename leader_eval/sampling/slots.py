@@ -75,8 +75,9 @@ class SlotSink:
     #: the backend replays a recorded run: its slots count as replayed, never as sampled
     replay: bool = False
 
-    def finish(self, s: Sample, *, cache: bool = True) -> None:
-        """Record ``s`` (``cache``: also in the sample cache, when the run has one)."""
+    def finish(self, s: Sample, *, cache: bool = True, sampled: bool = True) -> None:
+        """Record ``s`` (``cache``: also in the sample cache, when the run has one; ``sampled``:
+        False for an episode whose every step came from the cache, which the counts then leave out)."""
         # the record is serialized at once and never mutated: a shallow copy of the fields is
         # enough (dataclasses.asdict deep-copies, ~4% of a sample's CPU)
         rec = dict(s.__dict__)
@@ -85,7 +86,7 @@ class SlotSink:
             self.cache.put(rec)
         if self.replay:
             self.stats.replayed += 1
-        else:
+        elif sampled:
             self.stats.sampled += 1
         self.stats.errors += s.outcome == "error"
         if self.on_sample:
