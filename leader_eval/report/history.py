@@ -16,8 +16,10 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from leader_eval.decide.checkpoints import label_numbers
+from leader_eval.errors import LeaderEvalError
 from leader_eval.report.html import esc, page
 from leader_eval.runs.history import History, collect
 from leader_eval.stats.metrics import METRICS
@@ -165,7 +167,10 @@ def _link(e: Mapping[str, Any], out_dir: Path) -> str:
         return '<span class="note">pruned (metrics kept in the index)</span>'
     if not e.get("report") or not e.get("path"):
         return f'<span class="note">no report (<code>leader-eval report {esc(e.get("dir"))}</code>)</span>'
-    href = Path(os.path.relpath(Path(str(e["path"])) / REPORT, out_dir)).as_posix()
+    rel = Path(os.path.relpath(Path(str(e["path"])) / REPORT, out_dir)).as_posix()
+    # percent-encoded and anchored at "./": a directory named "javascript:..." or holding "#" or
+    # "?" stays a relative path to that file
+    href = quote(rel, safe="/") if rel.startswith("../") else "./" + quote(rel, safe="/")
     return f'<a href="{esc(href)}">{esc(e.get("dir"))}</a>'
 
 
@@ -227,6 +232,8 @@ def write_history(roots: Sequence[str | Path], out: str | Path, *, max_runs: int
     from leader_eval.runs.history import MAX_RUNS
 
     path = Path(out)
+    if path.is_dir():
+        raise LeaderEvalError(f"{path}: is a directory (give the page's file name, e.g. {path / 'history.html'})")
     history = collect([Path(r) for r in roots], max_runs=max_runs or MAX_RUNS)
     text = render_history(history, path.resolve().parent)
     write_bytes_atomic(path, text.encode("utf-8", errors="backslashreplace"))

@@ -72,3 +72,12 @@ def test_the_command_writes_the_page_into_the_folder_and_notes_a_bad_run(
     assert f"history: {tmp_path / 'runs' / 'history.html'} (2 runs)" in out
     (note,) = err.splitlines()
     assert note.startswith("note: ") and "bad" in note and "Traceback" not in err
+
+
+def test_a_run_directory_named_like_a_url_links_as_a_relative_path(tmp_path: Path) -> None:
+    runs = history_runs(tmp_path / "runs", n=1)
+    odd = runs[0].rename(tmp_path / "runs" / "javascript:alert(1)#x?y")
+    out, _ = write_history([tmp_path / "runs"], tmp_path / "runs" / "h.html")
+    (href,) = re.findall(r'<a href="([^"]*)"', out.read_text())
+    assert href == "./javascript%3Aalert%281%29%23x%3Fy/report.html"
+    assert (odd / "report.html").is_file()
