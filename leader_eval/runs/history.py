@@ -156,8 +156,28 @@ def run_entry(run_dir: Path) -> dict[str, Any]:
     }
 
 
+def _subdirs(folder: Path, notes: list[str]) -> list[tuple[float, Path]]:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError as exc:
+        notes.append(f"{shown(folder)}: cannot list: {exc.strerror or exc}")
+        return []
+    dirs = []
+    for e in entries[: MAX_RUNS * 4]:  # a folder of millions of entries is not read to its end
+        try:
+            if e.is_symlink():
+                if e.is_dir():
+                    notes.append(f"{shown(e.path)}: a symlink: skipped (the history reads no run through a link)")
+            elif e.is_dir(follow_symlinks=False):
+                dirs.append((e.stat(follow_symlinks=False).st_mtime, Path(e.path)))
+        except OSError as exc:
+            notes.append(f"{shown(e.path)}: cannot inspect: {exc.strerror or exc}")
+    return dirs
+
+
 def _candidates(root: Path, notes: list[str]) -> list[Path]:
-    """The directories under ``root`` that may be runs (``root`` itself when it is one)."""
+    """The directories under ``root`` that may be runs, newest first: ``root`` itself when it is
+    one, else its sub-folders and theirs (a downloaded CI artifact holds ``shard1/RUN``)."""
     try:
         refuse_unsafe(root / MANIFEST, "manifest")
     except LeaderEvalError as err:
@@ -165,21 +185,13 @@ def _candidates(root: Path, notes: list[str]) -> list[Path]:
         return []
     if (root / MANIFEST).is_file():
         return [root]
-    try:
-        entries = list(os.scandir(root))
-    except OSError as exc:
-        notes.append(f"{shown(root)}: cannot list: {exc.strerror or exc}")
-        return []
     dirs = []
-    for e in entries:
-        try:
-            if e.is_symlink():
-                notes.append(f"{shown(e.path)}: a symlink: skipped (the history reads no run through a link)")
-            elif e.is_dir(follow_symlinks=False):
-                dirs.append((e.stat(follow_symlinks=False).st_mtime, Path(e.path)))
-        except OSError as exc:
-            notes.append(f"{shown(e.path)}: cannot inspect: {exc.strerror or exc}")
-    dirs.sort(key=lambda t: (-t[0], t[1].name))
+    for mtime, d in _subdirs(root, notes):
+        if os.path.lexists(d / MANIFEST):
+            dirs.append((mtime, d))
+        else:
+            dirs.extend(_subdirs(d, notes))
+    dirs.sort(key=lambda t: (-t[0], str(t[1])))
     return [p for _, p in dirs]
 
 

@@ -91,3 +91,10 @@ def test_an_index_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
         record_pruned(tmp_path, run_entry(RUN_A))
     notes: list[str] = []
     assert read_index(tmp_path, notes) == [] and len(notes) == 1
+
+
+def test_runs_one_folder_down_are_found(tmp_path: Path) -> None:
+    """A downloaded CI artifact holds ``shard1/RUN``: the history reads one folder further."""
+    history_runs(tmp_path / "artifact" / "runs", n=2)
+    h = collect([tmp_path / "artifact"])
+    assert sorted(e["run_id"] for e in h.entries) == ["r0", "r1"] and h.notes == []
