@@ -812,16 +812,16 @@ _SAFE_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
 _SAFE_SERVER = re.compile(r"https://[A-Za-z0-9.-]{1,200}(:[0-9]{1,5})?")
 
 
-def artifact_path(run_dir: str | Path) -> str:
-    """The run directory as the uploaded artifact holds it: relative to the workspace (the
-    checkout, ``$GITHUB_WORKSPACE``, else the working directory), else its own name; never a path
-    that exists only on the runner."""
-    path = Path(run_dir).resolve()
+def artifact_path(path: str | Path) -> str:
+    """A file or directory as the uploaded artifact holds it: relative to the workspace (the
+    checkout, ``$GITHUB_WORKSPACE``, else the working directory), else the last two parts of its
+    path (``RUN_DIR/report.html``); never a path that exists only on the runner."""
+    path = Path(path).resolve()
     base = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
     try:
         return path.relative_to(base).as_posix()
     except ValueError:
-        return path.name
+        return Path(*path.parts[-2:]).as_posix()
 
 
 def artifacts_url() -> str | None:
@@ -834,13 +834,17 @@ def artifacts_url() -> str | None:
     return None
 
 
-def report_markdown_link(run_dir: str | Path) -> str:
-    """A Markdown line naming a run's report inside the uploaded run artifact (the step summary is
-    read on GitHub, where a runner-local path is dead), or "" when the run has no report."""
-    if not (Path(run_dir) / REPORT_NAME).is_file():
-        return ""
+def artifact_markdown_line(path: str | Path) -> str:
+    """A Markdown line naming a report file inside the uploaded artifact (the step summary is read
+    on GitHub, where a path on the runner is dead): ``Report: runs/X/report.html in the uploaded
+    artifact leader-eval-runs``, with a link to the workflow run's artifacts when known."""
     artifact = os.environ.get("LEADER_EVAL_ARTIFACT") or DEFAULT_ARTIFACT
-    where = f"{artifact_path(run_dir)}/{REPORT_NAME}"
     url = artifacts_url()
     link = f" ([artifacts of this workflow run]({url}))" if url else ""
-    return f"Report: {markdown(where)} in the uploaded artifact {markdown(artifact)}{link}\n"
+    return f"Report: {markdown(artifact_path(path))} in the uploaded artifact {markdown(artifact)}{link}\n"
+
+
+def report_markdown_link(run_dir: str | Path) -> str:
+    """``artifact_markdown_line`` of a run's report, or "" when the run has none."""
+    path = Path(run_dir) / REPORT_NAME
+    return artifact_markdown_line(path) if path.is_file() else ""
