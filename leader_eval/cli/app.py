@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -58,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = OneLineParser(prog="leader-eval", description=__doc__)
     p.add_argument("--version", action="version", version=f"leader-eval {__version__}")
+    p.add_argument(
+        "--library-logs",
+        action="store_true",
+        help="show what llama.cpp and transformers log themselves (kept out by default; LEADER_EVAL_LIBRARY_LOGS=1)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="sample a suite on a model, score it and record the run")
@@ -214,8 +220,15 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser(
         "report", help="one self-contained HTML report of runs (several: comparison, flips, checkpoints)"
     )
-    rp.add_argument("runs", nargs="+", help="run directories")
-    rp.add_argument("-o", "--out", default=REPORT, help=f"output file (default {REPORT})")
+    rp.add_argument("runs", nargs="+", help="run directories (with --history: folders of run directories)")
+    rp.add_argument(
+        "-o", "--out", help=f"output file (default {REPORT}; with --history, history.html in the first folder)"
+    )
+    rp.add_argument(
+        "--history",
+        action="store_true",
+        help="one index page over every run under the folders: metrics over time and checkpoints, gate verdicts",
+    )
     rp.add_argument("--order", action="append", help="checkpoint order of the labels (comma-separated)")
     rp.add_argument("--across-suites", action="store_true", help="allow runs of different suite content")
     rp.set_defaults(command_module="report")
@@ -249,7 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
     ov = sub.add_parser("overlap", help="n-gram overlap of a suite's cases with a training set (held-out hygiene)")
     ov.add_argument("suite", help="suite YAML file")
     ov.add_argument("--train", action="append", required=True, help="training JSONL (repeatable)")
-    ov.add_argument("--n", type=positive_int, default=13, help="n-gram length in words")
+    ov.add_argument(
+        "--n",
+        type=positive_int,
+        default=None,
+        help="n-gram length in words (default: each case at the longest of 13, 8, 5 at which it has an n-gram)",
+    )
     ov.add_argument("--threshold", type=probability, default=0.1, help="flag cases whose overlap fraction reaches this")
     ov.add_argument("--json", action="store_true", help="print the report as JSON")
     ov.set_defaults(command_module="overlap")
@@ -273,6 +291,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     args.configure = lambda: _configure(parser, args, argv)
+    if args.library_logs:
+        from leader_eval.suite.chat_template import LIBRARY_LOGS_ENV
+
+        os.environ[LIBRARY_LOGS_ENV] = "1"  # read where each library is first imported
     # every line printed below is guarded, whichever print site forgot to make its text inert
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = GuardedStream(streams[0]), GuardedStream(streams[1])

@@ -6,7 +6,7 @@ import argparse
 
 from leader_eval.cli.output import split_values, write_markdown
 from leader_eval.decide.compare import compare_runs
-from leader_eval.report import write_report
+from leader_eval.report import artifact_markdown_line, write_report
 from leader_eval.report.compare import compare_markdown, format_compare
 
 
@@ -18,6 +18,6 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         path = write_report(args.runs, args.report, comparison=comparison, order=order)
         print(f"report: {path}")
-        markdown += f"\nReport: [`{path}`]({path.as_posix()})\n"
+        markdown += "\n" + artifact_markdown_line(path)  # its place in the CI artifact, not on the runner
     write_markdown(markdown, args.markdown)
     return comparison.exit_status

@@ -21,7 +21,7 @@ import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,7 @@ from leader_eval.stats.core import (
     regression_verdict,
     tarone_family,
 )
-from leader_eval.stats.metrics import ALL_METRICS, METRICS, gated_metrics
+from leader_eval.stats.metrics import ALL_METRICS, METRICS, gated_metrics, table_order
 from leader_eval.store.formats import SCORER_VERSION
 from leader_eval.suite.gate_spec import BUDGETS, GateSpec, gate_problem, gate_spec
 
@@ -167,6 +167,17 @@ class GateResult:
             f"UNDERPOWERED: {weakest.power:.0%} power to catch a {weakest.drop:g} drop in {weakest.metric}, "
             f"{need}{more}{ack}"
         )
+
+    def record(self) -> dict[str, Any]:
+        """What the run keeps of this verdict for the history page (``runs.history.record_gate``)."""
+        return {
+            "status": self.status,
+            "exit_status": self.exit_status,
+            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+            "strict": self.strict,
+            "golden": self.golden_path.name if self.golden_path is not None else None,
+            "failed": self.failed,
+        }
 
     def headline(self) -> str:
         """One line: what the gate decided and why."""
@@ -331,7 +342,8 @@ def gate(
         golden = golden_without_cases(golden, quarantined, weights)
     prepared = []
     uncompared = []
-    for name, g in golden["metrics"].items():
+    for name in table_order(golden["metrics"]):  # score first, as every table; a golden's keys are sorted
+        g = golden["metrics"][name]
         value = (current_metrics.get(name) or {}).get("value")
         if not isinstance(value, int | float) or not math.isfinite(value):  # absent, None or NaN
             if name in ALL_METRICS and ALL_METRICS[name].gating:
@@ -405,7 +417,8 @@ def _limit_rows(spec: GateSpec, current_metrics: Mapping[str, Any]) -> list[Metr
     value for fails its limit: a contract that cannot be checked is not met."""
     rows = []
     for kind, limits in (("floor", spec.floors), ("ceiling", spec.ceilings)):
-        for name, limit in sorted(limits.items()):
+        for name in table_order(limits):
+            limit = limits[name]
             cur = current_metrics.get(name) or {}
             value, low, high = cur.get("value"), cur.get("low"), cur.get("high")
             floor = kind == "floor"

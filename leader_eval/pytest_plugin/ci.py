@@ -7,9 +7,11 @@ evidence while the gate decides). Paths are relative to ``$GITHUB_WORKSPACE`` (t
 else to the rootdir.
 
 Runs made by pytest (manifest ``created_by: pytest``) are pruned to the newest ``keep`` per suite
-and label after each session. Never deleted: a run another process holds the lock of, a run a
-golden file in the golden directory was created from, the runs of this session, and anything
-that is not a run directory.
+and label after each session; each pruned run's history entry (metrics with intervals, gate
+verdicts) is first appended to the run folder's index (``runs.history``), which the history page
+reads. Never deleted: a run whose entry could not be written to the index, a run another process
+holds the lock of, a run a golden file in the golden directory was created from, the runs of this
+session, and anything that is not a run directory.
 """
 
 from __future__ import annotations
@@ -131,6 +133,25 @@ def prune_runs(
     for _, _, d, run_id in mine[keep:]:
         if d.resolve() in protected or run_id in sources or _locked(d):
             continue
+        if not _keep_in_history(run_root, d):
+            continue
         shutil.rmtree(d, ignore_errors=True)
         deleted.append(d)
     return deleted
+
+
+def _keep_in_history(run_root: Path, run_dir: Path) -> bool:
+    """Record a run about to be pruned in the history index (``runs.history``); False when its
+    entry could not be written, so the run stays (the history would lose it otherwise). A run
+    with no readable entry has nothing the history could show: it is pruned."""
+    from leader_eval.runs.history import record_pruned, run_entry
+
+    try:
+        entry = run_entry(run_dir)
+    except (OSError, ValueError, LeaderEvalError):
+        return True
+    try:
+        record_pruned(run_root, entry)
+    except (OSError, LeaderEvalError):
+        return False
+    return True

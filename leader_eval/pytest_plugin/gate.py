@@ -218,7 +218,7 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         baseline=o.baseline,
         allow_missing=o.allow_missing_golden,
         create_command=(
-            f"pytest {meta['path']} --le-model TRUSTED_MODEL --le-update-golden "
+            f"pytest {_shown_path(meta['path'])} --le-model TRUSTED_MODEL --le-update-golden "
             f"--le-golden-dir {o.golden_dir} --le-baseline {o.baseline}"
         ),
         suite_gate=suite_gate,
@@ -252,6 +252,7 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
     lines.append(format_gate_table(result))
     markdown = gate_markdown(result)
     if run.path != Path("."):
+        _record_verdict(run.path, result, lines, suite_name)
         report_line, link = _run_report(run.path)
         lines.append(f"{suite_name}: {report_line}")
         markdown = markdown.rstrip("\n") + "\n\n" + link if link else markdown
@@ -304,6 +305,27 @@ def shard_suite(suite_name: str, state: PluginState, run: Run, problems: list[st
     status = 1 if problems else 0
     path = state.suite_meta[suite_name]["path"]
     return SuiteGate(suite_name, path, status, lines, markdown, None, failing_cases(records), not_gated)
+
+
+def _shown_path(path: str) -> str:
+    """``path`` relative to the working directory when under it: the command it goes into is read in
+    the step summary on GitHub, where the runner's absolute path means nothing."""
+    import os
+
+    try:
+        return Path(path).resolve().relative_to(Path(os.getcwd()).resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _record_verdict(run_dir: Path, result: GateResult, lines: list[str], suite_name: str) -> None:
+    """Keep the verdict in the run (the history page reads it); a failure to write it is a line, never the gate's."""
+    from leader_eval.runs.history import record_gate
+
+    try:
+        record_gate(run_dir, result.baseline, result.record())
+    except (OSError, LeaderEvalError) as err:
+        lines.append(f"{suite_name}: warning: the verdict was not recorded in the run: {inert(str(err))}")
 
 
 def _run_report(run_dir: Path) -> tuple[str, str]:

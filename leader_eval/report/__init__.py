@@ -13,7 +13,14 @@ from typing import Any
 
 from leader_eval.report.terminal import format_show, format_summary, highlight, metrics_table, table
 
-_HTML_NAMES = ("render_report", "write_report", "write_run_report", "report_markdown_link", "REPORT_NAME")
+_HTML_NAMES = (
+    "render_report",
+    "write_report",
+    "write_run_report",
+    "report_markdown_link",
+    "artifact_markdown_line",
+    "REPORT_NAME",
+)
 _CHECKPOINT_NAMES = ("CheckpointRecommendation", "recommend_checkpoint", "checkpoint_order")
 
 
@@ -36,6 +43,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "REPORT_NAME",
     "CheckpointRecommendation",
+    "artifact_markdown_line",
     "checkpoint_order",
     "format_show",
     "format_summary",

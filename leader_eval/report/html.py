@@ -27,6 +27,8 @@ import html
 import io
 import json
 import math
+import os
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import resources
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.decide.checkpoints import recommend_checkpoint
 from leader_eval.decide.compare import compare_runs
 from leader_eval.errors import LeaderEvalError
+from leader_eval.inert import markdown
 from leader_eval.report.text import leak_spans, segments, visible
 from leader_eval.runs.evaluate import Run as RunType
 from leader_eval.runs.evaluate import read_run
@@ -474,7 +477,10 @@ def _run_header(run: Run) -> str:
         ("directory", str(run.path)),
     ]
     if st:
-        items.append(("sampling", f"{st.get('sampled')} new, {st.get('reused')} reused, {st.get('wall_s', 0):.1f}s"))
+        replayed = f"{st['replayed']} replayed, " if st.get("replayed") else ""
+        items.append(
+            ("sampling", f"{replayed}{st.get('sampled')} new, {st.get('reused')} reused, {st.get('wall_s', 0):.1f}s")
+        )
     return '<dl class="meta">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v) + "</dl>"
 
 
@@ -542,7 +548,8 @@ def _checkpoint_plot(rec: CheckpointRecommendation) -> str:
     ax.set_ylabel(rec.metric)
     ax.set_xlabel(f"checkpoint (order from {rec.order_source}); x = credibly worse than the best")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    if ax.get_legend_handles_labels()[0]:  # else matplotlib warns "No artists with labels"
+        ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return _svg_img(fig, f"{rec.metric} against checkpoint with 95% CI bands")
 
@@ -589,7 +596,8 @@ def _stress_plot(result: Any) -> str:
     ax.set_xlabel("prompt length (model tokens)")
     ax.set_ylabel("score (pass rate), 95% CI bands")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    if ax.get_legend_handles_labels()[0]:  # else matplotlib warns "No artists with labels"
+        ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     return _svg_img(fig, "score against prompt length with 95% CI bands; overflow marked")
 
@@ -719,12 +727,15 @@ def _island(obj: Any) -> str:
     return s.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def _page(title: str, body: str, islands: Sequence[Any]) -> str:
-    js = _asset("report.js")
+def page(title: str, body: str, islands: Sequence[Any], *, script: bool = True) -> str:
+    """The report's HTML document around ``body`` (escaped HTML); ``script=False``: a page without
+    JavaScript (the history), whose policy then allows no script at all."""
+    js = _asset("report.js") if script else ""
     digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode("ascii")
+    scripts = f"'sha256-{digest}'" if script else "'none'"
     csp = (
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+        f"script-src {scripts}; base-uri 'none'; form-action 'none'"
     )
     data = "".join(
         f'<script type="application/json" id="data-run-{i}">{_island(obj)}</script>' for i, obj in enumerate(islands)
@@ -737,7 +748,7 @@ def _page(title: str, body: str, islands: Sequence[Any]) -> str:
         f"<title>{esc(title)}</title><style>{_asset('report.css')}</style></head><body>"
         f'<header><h1>{esc(title)}</h1><p class="gen">leader-eval {esc(version)} · generated '
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} from the stored records</p></header>"
-        f"<main>{body}</main>{data}<script>{js}</script></body></html>\n"
+        f"<main>{body}</main>{data}{f'<script>{js}</script>' if script else ''}</body></html>\n"
     )
 
 
@@ -788,7 +799,7 @@ def render_report(
             if len(loaded) == 1
             else f"leader-eval comparison: {suite} · {len(loaded)} runs"
         )
-    return _page(title, "\n".join(notes + parts), islands)
+    return page(title, "\n".join(notes + parts), islands)
 
 
 def write_report(runs: Sequence[Run | str | Path], out: str | Path, **options: Any) -> Path:
@@ -809,7 +820,45 @@ def write_run_report(run_dir: str | Path) -> Path:
     return write_report([run_dir], Path(run_dir) / REPORT_NAME)
 
 
+#: the run artifact the docs' workflow uploads (``runs/``); ``LEADER_EVAL_ARTIFACT`` names another
+DEFAULT_ARTIFACT = "leader-eval-runs"
+_SAFE_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+_SAFE_SERVER = re.compile(r"https://[A-Za-z0-9.-]{1,200}(:[0-9]{1,5})?")
+
+
+def artifact_path(path: str | Path) -> str:
+    """A file or directory as the uploaded artifact holds it: relative to the workspace (the
+    checkout, ``$GITHUB_WORKSPACE``, else the working directory), else the last two parts of its
+    path (``RUN_DIR/report.html``); never a path that exists only on the runner."""
+    path = Path(path).resolve()
+    base = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return Path(*path.parts[-2:]).as_posix()
+
+
+def artifacts_url() -> str | None:
+    """This workflow run's page of artifacts on GitHub, when the runner's variables give one."""
+    server = os.environ.get("GITHUB_SERVER_URL", "")
+    repo = os.environ.get("GITHUB_REPOSITORY", "")
+    run_id = os.environ.get("GITHUB_RUN_ID", "")
+    if _SAFE_SERVER.fullmatch(server) and _SAFE_REPOSITORY.fullmatch(repo) and run_id.isdigit() and len(run_id) < 20:
+        return f"{server}/{repo}/actions/runs/{run_id}#artifacts"
+    return None
+
+
+def artifact_markdown_line(path: str | Path) -> str:
+    """A Markdown line naming a report file inside the uploaded artifact (the step summary is read
+    on GitHub, where a path on the runner is dead): ``Report: runs/X/report.html in the uploaded
+    artifact leader-eval-runs``, with a link to the workflow run's artifacts when known."""
+    artifact = os.environ.get("LEADER_EVAL_ARTIFACT") or DEFAULT_ARTIFACT
+    url = artifacts_url()
+    link = f" ([artifacts of this workflow run]({url}))" if url else ""
+    return f"Report: {markdown(artifact_path(path))} in the uploaded artifact {markdown(artifact)}{link}\n"
+
+
 def report_markdown_link(run_dir: str | Path) -> str:
-    """A Markdown line pointing at a run's report, or "" when the run has none."""
+    """``artifact_markdown_line`` of a run's report, or "" when the run has none."""
     path = Path(run_dir) / REPORT_NAME
-    return f"Report: [`{path}`]({path.as_posix()})\n" if path.is_file() else ""
+    return artifact_markdown_line(path) if path.is_file() else ""

@@ -92,7 +92,8 @@ def format_summary(run: Run) -> str:
     st = m.get("sampling_stats") or (run.stats.__dict__ if run.stats else None)
     if st:
         lines.append(
-            f"sampled {st['sampled']} new, reused {st['reused']} recorded, errors {st['errors']}, "
+            (f"replayed {st['replayed']} from the recorded run, " if st.get("replayed") else "")
+            + f"sampled {st['sampled']} new, reused {st['reused']} recorded, errors {st['errors']}, "
             f"overflow {st['overflow']}, {st['wall_s']:.1f}s sampling; "
             f"cache hits {st.get('cache_hits', 0)}, misses {st.get('cache_misses', 0)}"
             + (f"; {st['capped']} slots left unsampled by --max-samples" if st.get("capped") else "")

@@ -39,10 +39,17 @@ from leader_eval.sampling.backends.base import (
     overflow_error,
     overflows,
     replayable,
+    weights_identity,
 )
-from leader_eval.sampling.keys import derive_seed, sample_key, step_seed
+from leader_eval.sampling.keys import derive_seed, key_prefix, seed_key, step_seed
 from leader_eval.sampling.plan import PlannedCase
-from leader_eval.sampling.slots import SlotSink, completion_to_sample, gather_or_cancel, request_completions
+from leader_eval.sampling.slots import (
+    SamplingStats,
+    SlotSink,
+    completion_to_sample,
+    gather_or_cancel,
+    request_completions,
+)
 from leader_eval.sampling.teammate import Teammate, sample_turn
 from leader_eval.store.run_store import RecordLog, RunDir, dumps, prompt_sha256, step_record_key
 from leader_eval.suite.episode_spec import EPISODE_VAR, EpisodeSpec
@@ -53,6 +60,7 @@ from leader_eval.types import ModelInfo, Prompt, Sample
 if TYPE_CHECKING:
     from leader_eval.protocols import ParseResult
     from leader_eval.sampling.backends.base import Backend
+    from leader_eval.store.cache import SampleCache
     from leader_eval.suite.load import Case, Suite
     from leader_eval.suite.world import ToolResult
 
@@ -131,6 +139,12 @@ class EpisodeRunner:
         if self.spec.user is not None and teammate is None:  # runs.teammates resolves every role first
             raise ValueError(f"case {case.id!r}: no backend for model role {self.spec.user.model_role!r}")
         self.teammate = teammate
+        #: what a step's content key names the weights by: the sample cache's identity (a GGUF's
+        #: sha256, a tinker path, a --cache-id), else the model id (such a run is never cached)
+        self.identity = weights_identity(backend) or backend.model_id
+        #: the sample cache (None: not cached, e.g. a remote server or a replay) and the run's counts
+        self.cache: SampleCache | None = None
+        self.stats: SamplingStats | None = None
 
     # -- prompts -------------------------------------------------------------------------------
 
@@ -200,28 +214,49 @@ class EpisodeRunner:
         run_seed: int,
         index: int,
         turns: Mapping[int, Mapping[str, Any]] | None = None,
+        sampled: list[int] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Sample, parse and answer step ``len(history)``: its record for ``steps.jsonl`` and its
         prompt's record for ``prompts.jsonl`` (the step names it by ``prompt_sha256``: a prompt
-        holds the whole transcript so far, and is stored once however many steps share it)."""
+        holds the whole transcript so far, and is stored once however many steps share it).
+        ``sampled[0]`` counts the steps the backend sampled (not served by the cache)."""
         k = len(history)
         seed = step_seed(run_seed, self.case.id, index, k)
         prompt = self.prompt(history, turns)
-        key = sample_key(self.backend.model_id, prompt, self.params, seed)
+        key = self.step_key(prompt, seed)
         n = prompt.n_tokens
-        if overflows(n, self.params.max_tokens, self.context_length):
-            c = Completion(
-                text="",
-                token_ids=[],
-                stop_reason=None,
-                prompt_tokens=n or 0,
-                error=overflow_error(n, self.params.max_tokens, self.context_length),
-            )
+        hit = (
+            None
+            if self.cache is None or overflows(n, self.params.max_tokens, self.context_length)
+            else (self.cache.get(key))
+        )
+        if hit is not None:
+            # the step this prompt, these weights, parameters and seed produce: as sampled before
+            fields = {f: v for f, v in hit.items() if f in Sample.__dataclass_fields__}
+            fields.update(case_id=self.case.id, index=index, seed=seed, key=key)
+            sample = Sample.from_dict(fields)
+            if self.stats is not None:
+                self.stats.cache_hits += 1
         else:
-            req = SampleRequest(prompt=prompt, params=self.params, seeds=[seed], tools=self.tools)
-            got = await request_completions(self.backend, req)
-            c = got[0] if got else Completion("", [], None, error="backend returned no completion")
-        sample = completion_to_sample(self.case.id, index, seed, key, c)
+            if overflows(n, self.params.max_tokens, self.context_length):
+                c = Completion(
+                    text="",
+                    token_ids=[],
+                    stop_reason=None,
+                    prompt_tokens=n or 0,
+                    error=overflow_error(n, self.params.max_tokens, self.context_length),
+                )
+            else:
+                req = SampleRequest(prompt=prompt, params=self.params, seeds=[seed], tools=self.tools)
+                got = await request_completions(self.backend, req)
+                c = got[0] if got else Completion("", [], None, error="backend returned no completion")
+                if sampled is not None:
+                    sampled[0] += 1
+                if self.cache is not None and self.stats is not None:
+                    self.stats.cache_misses += 1
+            sample = completion_to_sample(self.case.id, index, seed, key, c)
+            if self.cache is not None:
+                self.cache.put(dict(sample.__dict__))  # a failed sample is never cached (SampleCache.put)
         rec: dict[str, Any] = {"slot": step_record_key(self.case.id, index, k), **sample.__dict__, "step": k}
         rec["mode"] = self.mode
         digest = prompt_sha256(prompt.text, prompt.messages)
@@ -242,6 +277,13 @@ class EpisodeRunner:
             end = self._end(k, mine)
         rec.update(calls=calls, results=results, end=end)
         return rec, prompt_rec
+
+    def step_key(self, prompt: Prompt, seed: int) -> str:
+        """A step's content key: a single-turn sample's (weights, exact prompt, parameters, seed)
+        plus the tools the request carries (an API backend receives them beside the messages)."""
+        prefix = key_prefix(self.identity, prompt, self.params)
+        prefix.update(b"\0tools:" + dumps(self.tools).encode())
+        return seed_key(prefix, seed)
 
     def parse(self, text: str, api_tool_calls: list[dict[str, Any]] | None) -> ParseResult:
         return parse_step(
@@ -270,20 +312,22 @@ class EpisodeRunner:
         on_step: Callable[[dict[str, Any]], None] | None = None,
         prompts: RecordLog | None = None,
         turns_log: RecordLog | None = None,
+        sampled: list[int] | None = None,
     ) -> Sample:
         """Finish one episode (resuming after its recorded steps and teammate turns) and return
         its summary sample.
 
         ``prompts``: the run's ``prompts.jsonl``, where each step's (and turn's) prompt goes
         (once, by hash) before the step itself; ``turns_log``: the run's ``turns.jsonl``, where
-        the teammate's replies go (a case with ``user:`` needs it)."""
+        the teammate's replies go (a case with ``user:`` needs it); ``sampled[0]`` counts the
+        steps the backend sampled."""
         history: list[dict[str, Any]] = []
         turns: dict[int, dict[str, Any]] = {}
         user = self.spec.user
         for k in range(self.spec.max_steps):
             rec = log.get(step_record_key(self.case.id, index, k))
             if rec is None:
-                rec, prompt_rec = await self.step(history, run_seed, index, turns)
+                rec, prompt_rec = await self.step(history, run_seed, index, turns, sampled)
                 if prompts is not None:
                     prompts.append(prompt_rec)  # a step never names a prompt that is not on disk
                 log.append(rec)  # on disk before the next step is sampled
@@ -364,7 +408,13 @@ async def sample_episodes(
     ``slots`` holds (planned case, sample index) pairs; each finished episode's summary goes to
     ``sink`` (the run's ``samples.jsonl``, never the sample cache), each finished step to
     ``steps.jsonl`` first, each teammate reply to ``turns.jsonl``. ``teammates``: the backend of
-    every model role the slots' ``user:`` name (``runs.teammates`` resolves them).
+    every model role the slots' ``user:`` name (``runs.teammates`` resolves them). Steps go
+    through the sample cache (``sink.cache``) by their content key (``EpisodeRunner.step_key``):
+    a step whose prompt (a teammate's replies included), weights, parameters and seed were
+    sampled before, by any run, is not sampled again, and since the world's answers are a pure
+    function of the calls, a re-run episode follows the same steps. ``cache_hits`` and
+    ``cache_misses`` count steps; an episode every step of which came from the cache is not
+    counted as sampled.
     """
     manifest = run.read_manifest()
     protocol = manifest["identity"]["protocol"]
@@ -380,12 +430,15 @@ async def sample_episodes(
             assert p.suite is not None  # a planned case carries its suite
             user = p.case.episode.user if p.case.episode is not None else None
             mate = (teammates or {}).get(user.model_role) if user is not None else None
-            runners[p.case.id] = EpisodeRunner(
-                p.suite, p.case, backend, p.params, protocol, model, p.context_length, teammate=mate
-            )
+            runner = EpisodeRunner(p.suite, p.case, backend, p.params, protocol, model, p.context_length, teammate=mate)
+            runner.cache, runner.stats = sink.cache, sink.stats
+            runners[p.case.id] = runner
+        sampled = [0]
         async with sem:
-            s = await runners[p.case.id].run(log, run_seed, index, prompts=prompts, turns_log=turns_log)
-        sink.finish(s, cache=False)
+            s = await runners[p.case.id].run(
+                log, run_seed, index, prompts=prompts, turns_log=turns_log, sampled=sampled
+            )
+        sink.finish(s, cache=False, sampled=sampled[0] > 0)
 
     try:
         await gather_or_cancel([asyncio.create_task(one(p, i)) for p, i in slots])

@@ -11,7 +11,14 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from leader_eval.sampling.backends.base import Backend, SampleRequest, guard, overflow_reason, weights_identity
+from leader_eval.sampling.backends.base import (
+    Backend,
+    SampleRequest,
+    guard,
+    overflow_reason,
+    replayable,
+    weights_identity,
+)
 from leader_eval.sampling.episode import sample_episodes
 from leader_eval.sampling.keys import derive_seed, key_prefix, seed_key
 from leader_eval.sampling.plan import PlannedCase
@@ -167,7 +174,7 @@ async def sample_planned(
         sem = asyncio.Semaphore(max(1, min(concurrency, backend.max_concurrency)))
         t0 = time.monotonic()
 
-        sink = SlotSink(log, stats, bar.tick, on_sample, cache)
+        sink = SlotSink(log, stats, bar.tick, on_sample, cache, replay=replayable(backend) is not None)
 
         async def one(p: PlannedCase, indices: list[int], seeds: list[int], keys: list[str]) -> None:
             async with sem:

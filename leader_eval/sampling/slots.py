@@ -23,6 +23,8 @@ class SamplingStats:
     requested: int = 0
     reused: int = 0
     sampled: int = 0
+    #: slots served by a replay backend from the recorded run (``replay:RUN``): not sampled
+    replayed: int = 0
     errors: int = 0
     overflow: int = 0
     cache_hits: int = 0
@@ -70,16 +72,22 @@ class SlotSink:
     tick: Callable[[], None]
     on_sample: Callable[[Sample], None] | None = None
     cache: SampleCache | None = None
+    #: the backend replays a recorded run: its slots count as replayed, never as sampled
+    replay: bool = False
 
-    def finish(self, s: Sample, *, cache: bool = True) -> None:
-        """Record ``s`` (``cache``: also in the sample cache, when the run has one)."""
+    def finish(self, s: Sample, *, cache: bool = True, sampled: bool = True) -> None:
+        """Record ``s`` (``cache``: also in the sample cache, when the run has one; ``sampled``:
+        False for an episode whose every step came from the cache, which the counts then leave out)."""
         # the record is serialized at once and never mutated: a shallow copy of the fields is
         # enough (dataclasses.asdict deep-copies, ~4% of a sample's CPU)
         rec = dict(s.__dict__)
         self.samples.append({"slot": sample_record_key(s.case_id, s.index), **rec})
         if cache and self.cache is not None:
             self.cache.put(rec)
-        self.stats.sampled += 1
+        if self.replay:
+            self.stats.replayed += 1
+        elif sampled:
+            self.stats.sampled += 1
         self.stats.errors += s.outcome == "error"
         if self.on_sample:
             self.on_sample(s)

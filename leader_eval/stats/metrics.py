@@ -261,6 +261,13 @@ def gated_metrics(present: Iterable[str]) -> tuple[str, ...]:
     return tuple(name for name, m in ALL_METRICS.items() if m.gating and name in have)
 
 
+def table_order(names: Iterable[str]) -> list[str]:
+    """``names`` in the metric table's order (score first), names outside the table after them, sorted:
+    every table of metrics (gate, compare, report, history) lists them so, never alphabetically."""
+    have = set(names)
+    return [n for n in ALL_METRICS if n in have] + sorted(have - set(ALL_METRICS))
+
+
 def pass_at(k: int) -> Metric:
     """pass@k: the chance that at least one of k samples of a case passes (unbiased estimator)."""
     _check_k(k)

@@ -66,7 +66,11 @@ STRESS_JSON = "stress.json"
 STRESS_PNG = "stress.png"
 STRESS_TXT = "stress.txt"
 ADAPTIVE_COMPARE = "adaptive_compare.json"
+GATE_JSON = "gate.json"
 LOCK = ".leader-eval.lock"
+#: not a run file: the index of pruned runs' metrics, in the folder that holds the run directories
+#: (``runs.history``), so that the history page still shows a run pruning deleted
+HISTORY_INDEX = "leader-eval-history.jsonl"
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,8 @@ RUN_FILES: Mapping[str, RunFile] = MappingProxyType(
             RunFile(STRESS_PNG, "artifact", "stress", "remade", 256 * MIB),
             RunFile(STRESS_TXT, "artifact", "stress", "remade", 256 * MIB),
             RunFile(ADAPTIVE_COMPARE, "artifact", "compare --adaptive", "remade", 256 * MIB),
+            # the last verdict per baseline (runs.history), for the history page
+            RunFile(GATE_JSON, "artifact", "gate, pytest plugin", "remade", 1 * MIB),
             RunFile(LOCK, "lock", "run lock (holds the writer's pid)", "never", 4 * KIB),
         )
     }

@@ -126,6 +126,7 @@ class CaseOverlap:
     spans: list[OverlapSpan] = field(default_factory=list)
     training_lines: list[TrainingLine] = field(default_factory=list)  # the first few, in file order
     training_line_count: int = 0  # every training line that shares a checked n-gram
+    n: int = 13  # the n-gram length this case was checked at (``N_LADDER`` when no --n was given)
 
     @property
     def fraction(self) -> float:
@@ -139,6 +140,7 @@ class CaseOverlap:
         return {
             "case_id": self.case_id,
             "line": self.line,
+            "n": self.n,
             "fraction": self.fraction,
             "flagged": self.flagged,
             "ngrams": self.ngrams,
@@ -158,11 +160,12 @@ class OverlapReport:
     suite: str
     suite_path: str
     train_paths: list[str]
-    n: int
+    n: int | None  # None: each case at its own length from ``ladder``
     threshold: float
     training_examples: int
     cases: list[CaseOverlap]
     provenance: str  # "template": tokens labelled by the finalize hook; "content": fallback
+    ladder: list[int] = field(default_factory=lambda: [13])  # the lengths tried, longest first
 
     @property
     def flagged(self) -> list[CaseOverlap]:
@@ -177,7 +180,8 @@ class OverlapReport:
             "suite": self.suite,
             "suite_path": self.suite_path,
             "train_paths": list(self.train_paths),
-            "n": self.n,
+            "n": self.n if self.n is not None else "auto",
+            "ladder": list(self.ladder),
             "threshold": self.threshold,
             "training_examples": self.training_examples,
             "cases_total": len(self.cases),
@@ -367,7 +371,6 @@ class _Segment:
     label: str
     text: str
     tokens: list[tuple[str, int, int]]
-    checked: list[bool]  # per n-gram start: is this n-gram checked?
 
 
 def _contract_texts(suite: Suite) -> tuple[set[str], list[str]]:
@@ -487,10 +490,10 @@ def _case_segments(
     assert marked is not None
     segments: list[_Segment] = []
     for i, ((text, _labels), m) in enumerate(zip(marked, messages, strict=True)):
-        segments.append(_Segment(f"messages[{i}] {m['role']}", text, _tokens_with_offsets(text), []))
+        segments.append(_Segment(f"messages[{i}] {m['role']}", text, _tokens_with_offsets(text)))
     answer = _expected_answer(case)
     if answer:
-        segments.append(_Segment("expect", answer, _tokens_with_offsets(answer), []))
+        segments.append(_Segment("expect", answer, _tokens_with_offsets(answer)))
         marked = [*marked, (answer, bytearray([_CASE]) * len(answer))]
     return segments, marked, exact
 
@@ -625,32 +628,35 @@ def _spans(seg: _Segment, n: int, matched_starts: Iterable[int]) -> list[Overlap
     return spans
 
 
-def overlap_report(
-    suite: Suite,
-    train_paths: Sequence[Path],
-    *,
-    n: int = 13,
-    threshold: float = 0.1,
-) -> OverlapReport:
-    """N-gram overlap of every case (rendered prompt + expected answer) with the training files."""
-    if n < 1:
-        raise LeaderEvalError(f"--n must be at least 1, got {n}")
-    if not 0.0 <= threshold <= 1.0:
-        raise LeaderEvalError(f"--threshold must be between 0 and 1, got {threshold}")
+#: the n-gram lengths tried when no ``n`` is given, longest first: each case is checked at the
+#: longest at which it has an n-gram of its own, so a short case (a few words of event log, a
+#: one-line answer) copied verbatim into training is still found (docs/overlap.md: the cost)
+N_LADDER = (13, 8, 5)
 
-    exact_contract, contract_texts = _contract_texts(suite)
+
+@dataclass
+class _Checked:
+    """Which n-grams of each case are checked at one ``n`` (the three rules of the module doc)."""
+
+    n: int
+    gram_id: dict[tuple[str, ...], int]
+    case_grams: list[set[int]]
+    answer_grams: list[set[int]]
+    ignored: list[int]
+    #: per case, per segment: whether the n-gram starting at each token is checked
+    flags: list[list[list[bool]]]
+
+
+def _checked_at(
+    n: int,
+    per_case: list[tuple[list[_Segment], list[list[int]]]],
+    contract_static: list[str],
+) -> _Checked:
     scaffold_grams: set[tuple[str, ...]] = set()
-    for text in [*contract_texts, *_static_texts(suite)]:
+    for text in contract_static:
         scaffold_grams.update(_ngrams(tokenize(text), n))
-
-    renderer = _ProvenanceRenderer(suite, exact_contract)
-    per_case: list[tuple[list[_Segment], list[list[int]]]] = []
     prompt_grams: list[set[tuple[str, ...]]] = []
-    all_exact = True
-    for case in suite.cases:
-        segments, marked, exact = _case_segments(suite, case, renderer)
-        all_exact &= exact
-        labels = [_token_labels(seg.tokens, lab) for seg, (_, lab) in zip(segments, marked, strict=True)]
+    for segments, labels in per_case:
         for seg, lab in zip(segments, labels, strict=True):
             toks = [t for t, _, _ in seg.tokens]
             # static runs of the rendered prompt are scaffold too (text joined across {% %} tags)
@@ -665,67 +671,117 @@ def overlap_report(
         prompt_grams.append(
             {g for seg in segments if seg.label != "expect" for g in _ngrams([t for t, _, _ in seg.tokens], n)}
         )
-        per_case.append((segments, labels))
     shared: set[tuple[str, ...]] = set.intersection(*prompt_grams) if len(prompt_grams) >= 2 else set()
-
-    # decide which n-grams of each case are checked
-    gram_id: dict[tuple[str, ...], int] = {}
-    case_grams: list[set[int]] = []
-    answer_grams: list[set[int]] = []
-    case_ignored: list[int] = []
+    out = _Checked(n, {}, [], [], [], [])
     for segments, labels in per_case:
         checked_ids: set[int] = set()
         answer_ids: set[int] = set()
         seen: set[tuple[str, ...]] = set()
+        case_flags: list[list[bool]] = []
         for seg, lab in zip(segments, labels, strict=True):
             toks = [t for t, _, _ in seg.tokens]
+            flags: list[bool] = []
             case_count = sum(1 for x in lab[:n] if x == _CASE)
             for i in range(len(toks) - n + 1):
                 if i:
                     case_count += (lab[i + n - 1] == _CASE) - (lab[i - 1] == _CASE)
                 g = tuple(toks[i : i + n])
                 ok = 2 * case_count > n and g not in scaffold_grams and g not in shared
-                seg.checked.append(ok)
+                flags.append(ok)
                 seen.add(g)
                 if ok:
-                    gid = gram_id.setdefault(g, len(gram_id))
+                    gid = out.gram_id.setdefault(g, len(out.gram_id))
                     checked_ids.add(gid)
                     if seg.label == "expect":
                         answer_ids.add(gid)
-        case_grams.append(checked_ids)
-        answer_grams.append(answer_ids)
-        case_ignored.append(len(seen) - len(checked_ids))
+            case_flags.append(flags)
+        out.case_grams.append(checked_ids)
+        out.answer_grams.append(answer_ids)
+        out.ignored.append(len(seen) - len(checked_ids))
+        out.flags.append(case_flags)
+    return out
 
-    grams = list(gram_id)
-    index = _Index(grams, n)
-    matched = np.zeros(len(grams), dtype=bool)
-    # which cases hold each n-gram, so a hit can be charged to its training line per case
-    cases_of_gram: list[list[int]] = [[] for _ in grams]
-    for ci, gids in enumerate(case_grams):
-        for gid in gids:
-            cases_of_gram[gid].append(ci)
+
+def overlap_report(
+    suite: Suite,
+    train_paths: Sequence[Path],
+    *,
+    n: int | None = None,
+    threshold: float = 0.1,
+) -> OverlapReport:
+    """N-gram overlap of every case (rendered prompt + expected answer) with the training files.
+
+    ``n``: one n-gram length for every case; None (the default): each case at the longest length
+    of ``N_LADDER`` at which it has a checked n-gram (the training files are read once per length
+    some case uses)."""
+    if n is not None and n < 1:
+        raise LeaderEvalError(f"--n must be at least 1, got {n}")
+    if not 0.0 <= threshold <= 1.0:
+        raise LeaderEvalError(f"--threshold must be between 0 and 1, got {threshold}")
+    ladder = (n,) if n is not None else N_LADDER
+
+    exact_contract, contract_texts = _contract_texts(suite)
+    contract_static = [*contract_texts, *_static_texts(suite)]
+    renderer = _ProvenanceRenderer(suite, exact_contract)
+    per_case: list[tuple[list[_Segment], list[list[int]]]] = []
+    all_exact = True
+    for case in suite.cases:
+        segments, marked, exact = _case_segments(suite, case, renderer)
+        all_exact &= exact
+        labels = [_token_labels(seg.tokens, lab) for seg, (_, lab) in zip(segments, marked, strict=True)]
+        per_case.append((segments, labels))
+
+    checked: dict[int, _Checked] = {}
+    case_n: list[int] = [ladder[-1]] * len(suite.cases)
+    undecided = set(range(len(suite.cases)))
+    for k in ladder:
+        if not undecided:
+            break
+        checked[k] = _checked_at(k, per_case, contract_static)
+        for ci in sorted(undecided):
+            if checked[k].case_grams[ci] or k == ladder[-1]:
+                case_n[ci] = k
+                undecided.discard(ci)
+
+    matched: dict[int, np.ndarray] = {}
     lines_seen: list[dict[TrainingLine, None]] = [{} for _ in suite.cases]
+    examples = 0
+    for k in sorted(set(case_n), reverse=True):
+        ck = checked[k]
+        mine = [ci for ci in range(len(suite.cases)) if case_n[ci] == k]
+        grams = list(ck.gram_id)
+        index = _Index(grams, k)
+        hit = np.zeros(len(grams), dtype=bool)
+        # which of this length's cases hold each n-gram, so a hit is charged to its training line per case
+        cases_of_gram: list[list[int]] = [[] for _ in grams]
+        for ci in mine:
+            for gid in ck.case_grams[ci]:
+                cases_of_gram[gid].append(ci)
 
-    def on_hits(slots: np.ndarray, refs: list[TrainingLine]) -> None:
-        gram_ids = index.gram_of_sorted[slots]
-        matched[gram_ids] = True
-        for g, ref in dict.fromkeys(zip(gram_ids.tolist(), refs, strict=True)):
-            for ci in cases_of_gram[g]:
-                lines_seen[ci].setdefault(ref, None)
+        def on_hits(slots: np.ndarray, refs: list[TrainingLine], index: _Index = index, hit: np.ndarray = hit,
+                    cases_of_gram: list[list[int]] = cases_of_gram) -> None:  # fmt: skip
+            gram_ids = index.gram_of_sorted[slots]
+            hit[gram_ids] = True
+            for g, ref in dict.fromkeys(zip(gram_ids.tolist(), refs, strict=True)):
+                for ci in cases_of_gram[g]:
+                    lines_seen[ci].setdefault(ref, None)
 
-    examples = _scan(index, train_paths, on_hits)
+        examples = _scan(index, train_paths, on_hits)
+        matched[k] = hit
 
     results: list[CaseOverlap] = []
     for ci, (case, (segments, _labels)) in enumerate(zip(suite.cases, per_case, strict=True)):
+        k = case_n[ci]
+        ck, hit = checked[k], matched[k]
         spans: list[OverlapSpan] = []
-        for seg in segments:
+        for seg, flags in zip(segments, ck.flags[ci], strict=True):
             toks = [t for t, _, _ in seg.tokens]
-            hits = [i for i, ok in enumerate(seg.checked) if ok and matched[gram_id[tuple(toks[i : i + n])]]]
-            spans.extend(_spans(seg, n, hits))
-        n_checked = len(case_grams[ci])
-        n_matched = int(sum(1 for g in case_grams[ci] if matched[g]))
-        n_answer = len(answer_grams[ci])
-        n_answer_matched = int(sum(1 for g in answer_grams[ci] if matched[g]))
+            starts = [i for i, ok in enumerate(flags) if ok and hit[ck.gram_id[tuple(toks[i : i + k])]]]
+            spans.extend(_spans(seg, k, starts))
+        n_checked = len(ck.case_grams[ci])
+        n_matched = int(sum(1 for g in ck.case_grams[ci] if hit[g]))
+        n_answer = len(ck.answer_grams[ci])
+        n_answer_matched = int(sum(1 for g in ck.answer_grams[ci] if hit[g]))
         lines = list(lines_seen[ci])
         fraction = n_matched / n_checked if n_checked else 0.0
         # a held-out answer seen in training counts on its own: it is a few n-grams among hundreds
@@ -736,13 +792,14 @@ def overlap_report(
                 line=case.line,
                 ngrams=n_checked,
                 matched=n_matched,
-                ignored=case_ignored[ci],
+                ignored=ck.ignored[ci],
                 answer_ngrams=n_answer,
                 answer_matched=n_answer_matched,
                 flagged=(n_checked > 0 and fraction >= threshold) or (n_answer > 0 and answer_fraction >= threshold),
                 spans=spans,
                 training_lines=lines[:MAX_TRAINING_LINES],
                 training_line_count=len(lines),
+                n=k,
             )
         )
     return OverlapReport(
@@ -754,6 +811,7 @@ def overlap_report(
         training_examples=examples,
         cases=results,
         provenance="template" if all_exact else "content",
+        ladder=list(ladder),
     )
 
 
@@ -768,23 +826,36 @@ def _snippet(text: str, limit: int = 160) -> str:
     return json.dumps(flat, ensure_ascii=False)
 
 
+def _lengths(report: OverlapReport) -> str:
+    if report.n is not None:
+        return f"{report.n}-grams"
+    used = sorted({c.n for c in report.cases}, reverse=True)
+    return (
+        "n-grams of "
+        + "/".join(map(str, report.ladder))
+        + " words (each case at the longest it has: "
+        + (", ".join(f"{sum(c.n == k for c in report.cases)} at {k}" for k in used) or "none")
+        + ")"
+    )
+
+
 def format_overlap_report(report: OverlapReport, *, max_spans: int = 3) -> str:
     """Readable summary: flagged cases first with their overlapping text, then partial overlaps;
     cases with no overlap at all are counted, not listed."""
     files = ", ".join(report.train_paths) or "(no training files)"
     lines = [
         f"overlap: suite {report.suite} ({len(report.cases)} cases) vs {files} "
-        f"({report.training_examples:,} examples), {report.n}-grams, flag at >= {report.threshold:.2f}"
+        f"({report.training_examples:,} examples), {_lengths(report)}, flag at >= {report.threshold:.2f}"
     ]
     shown = [c for c in report.cases if c.flagged or c.matched or c.ngrams == 0]
     width = max((len(c.case_id) for c in shown), default=4)
     for c in sorted(shown, key=lambda c: (not c.flagged, -c.fraction, -c.answer_fraction)):
         status = "FLAG" if c.flagged else "ok  "
-        head = f"  {status} {c.case_id:<{width}}  {c.fraction:6.1%}  ({c.matched}/{c.ngrams} n-grams)"
+        head = f"  {status} {c.case_id:<{width}}  {c.fraction:6.1%}  ({c.matched}/{c.ngrams} {c.n}-grams)"
         if c.answer_matched:
             head += f"  answer {c.answer_fraction:.0%} ({c.answer_matched}/{c.answer_ngrams})"
         if c.ngrams == 0:
-            head += f"  nothing to check: no {report.n}-gram of its own"
+            head += f"  nothing to check: no {c.n}-gram of its own"
         if c.training_lines:
             more = c.training_line_count - len(c.training_lines)
             head += "  in " + ", ".join(str(t) for t in c.training_lines) + (f" (+{more} more)" if more else "")

@@ -1066,7 +1066,8 @@ def write_plot(result: StressResult, path: Path) -> Path:
     ext = extension_text(result.context_extension)
     ax.set_title(f"{result.suite} on {result.model_id}" + (f"\n{ext}" if ext else ""), fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    if ax.get_legend_handles_labels()[0]:  # else matplotlib warns "No artists with labels"
+        ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     import io
 

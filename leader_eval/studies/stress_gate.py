@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from leader_eval.stats.core import Estimate, weighted_mean_ci
+from leader_eval.stats.metrics import table_order
 from leader_eval.suite.gate_spec import GateSpec, StressRequirement
 
 __all__ = ["StressVerdict", "format_requirements", "judge_stress"]
@@ -110,8 +111,8 @@ def _judge(
     strict: bool,
 ) -> list[StressVerdict]:
     rows: list[StressVerdict] = []
-    wanted = [("floor", m, lim) for m, lim in req.floors.items()] + [
-        ("max_drop", m, lim) for m, lim in req.max_drops.items()
+    wanted = [("floor", m, req.floors[m]) for m in table_order(req.floors)] + [
+        ("max_drop", m, req.max_drops[m]) for m in table_order(req.max_drops)
     ]
     for kind, metric, limit in wanted:
 

@@ -103,9 +103,28 @@ def _parse_env() -> BoundedSandbox:
     return _chat_environment()
 
 
-def _transformers_chat_utils() -> Any:
-    # transformers prints "PyTorch was not found" on import: advice, not an error of ours
+#: set to 1 (``leader-eval --library-logs``) to see what llama.cpp, transformers and matplotlib log
+LIBRARY_LOGS_ENV = "LEADER_EVAL_LIBRARY_LOGS"
+
+
+def library_logs_enabled() -> bool:
+    """Whether third-party libraries' own log lines reach the user (off by default: they are noise
+    around leader-eval's output, e.g. llama.cpp's context warnings for a vocab-only load)."""
+    return os.environ.get(LIBRARY_LOGS_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def quiet_transformers() -> None:
+    """Keep transformers' import-time advice ("PyTorch was not found ...") and info logs out of the
+    user's output, unless ``library_logs_enabled``; call before importing transformers. A value
+    the user set in the environment is left alone."""
+    if library_logs_enabled():
+        return
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def _transformers_chat_utils() -> Any:
+    quiet_transformers()
     try:
         from transformers.utils import chat_template_utils as ctu
     except ImportError as exc:

@@ -51,3 +51,18 @@ def test_bad_value_is_one_line_exit_2_before_anything_runs(
     assert "Traceback" not in err
     assert f"argument {argv[-2]}" in err
     assert not out.exists()  # nothing was created, let alone sampled
+
+
+def test_library_logs_flag_lets_third_party_log_lines_through(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """``leader-eval --library-logs CMD`` turns on what is kept out by default (llama.cpp's and
+    transformers' own lines: tests/sampling/backends/test_local.py, tests/suite/test_chat_template.py)."""
+    import os
+
+    from leader_eval.suite.chat_template import LIBRARY_LOGS_ENV, library_logs_enabled
+
+    monkeypatch.delenv(LIBRARY_LOGS_ENV, raising=False)
+    assert not library_logs_enabled()
+    monkeypatch.setitem(os.environ, LIBRARY_LOGS_ENV, "0")  # undone after the test
+    assert main(["--library-logs", "schema", "--path"]) == 0
+    capsys.readouterr()
+    assert library_logs_enabled()

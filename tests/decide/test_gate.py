@@ -294,3 +294,20 @@ def test_a_one_case_suite_that_collapses_fails_the_gate(tmp_path: Path) -> None:
     res = gate(make_run(suite, [0.0], n=30, seed=5), golden)
     assert res.status == "fail" and "score" in res.failed, format_gate_table(res)
     assert "over 1 cases" in format_gate_table(res)
+
+
+def test_the_gate_table_leads_with_score_as_every_table(tmp_path: Path) -> None:
+    """A golden file's metrics are stored sorted by name; the table lists them in the metric
+    table's order (score first), as the run's summary, compare and the history do."""
+    from leader_eval.stats.metrics import table_order
+
+    suite = make_suite(tmp_path)
+    run_dir = write_run_dir(make_run(suite, difficulties(24), seed=21), tmp_path / "run")
+    gate_run_dir(run_dir, tmp_path / "golden", update=True)
+    stored = list(load_golden(golden_path(tmp_path / "golden", suite.name, "main"))["metrics"])  # type: ignore[index]
+    assert stored == sorted(stored) and stored[0] != "score"
+    res = gate_run_dir(run_dir, tmp_path / "golden")
+    tested = [r.metric for r in res.rows if r.kind == "test"]
+    assert tested[0] == "score" and tested == table_order(tested)
+    table_rows = [line for line in gate_markdown(res).splitlines() if line.startswith("| ") and "---" not in line]
+    assert table_rows[1].startswith("| score ")

@@ -60,12 +60,26 @@ def test_github_run_writes_step_summary_and_annotations_at_case_lines(
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
+    for key, value in {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "o/r",
+        "GITHUB_RUN_ID": "42",
+    }.items():
+        monkeypatch.setenv(key, value)
     res = pytester.runpytest_subprocess(
         f"--le-model={REPLAY}", f"--le-eval-mode={mode}", "--le-allow-missing-golden", "-p", "no:cacheprovider"
     )
     assert res.ret == (1 if mode == "strict" else 0), res.stdout.str()
     md = summary.read_text()
     assert md.startswith("### ") and "suite minimal" in md and "no golden baseline" in md
+    # read on GitHub: the report is named inside the uploaded artifact, never by a runner-local path
+    (run_dir,) = (pytester.path / "runs").iterdir()
+    assert str(pytester.path) not in md and "](/" not in md and "file:" not in md
+    from leader_eval.inert import markdown
+
+    where = markdown(f"runs/{run_dir.name}/report.html")
+    assert f"Report: {where} in the uploaded artifact {markdown('leader-eval-runs')}" in md
+    assert "([artifacts of this workflow run](https://github.com/o/r/actions/runs/42#artifacts))" in md
     found = _parse_annotations(res.stdout.lines)
     text = suite.read_text()
     assert sorted(f["title"].rsplit("%3A%3A", 1)[-1] for _, f, _ in found) == ["greets_team", "states_goal"]
@@ -204,7 +218,8 @@ def test_the_documented_workflow_gates_a_new_checkpoint_against_the_baseline(pyt
     (shown,) = re.findall(r"support: report (\S+report\.html)", gated.stdout)
     report = Path(shown) if Path(shown).is_absolute() else pytester.path / shown
     assert report.is_file() and "<html" in report.read_text(encoding="utf-8")[:2000].lower()
-    assert f"Report: [`{shown}`]" in summary
+    assert "in the uploaded artifact leader" in summary and str(pytester.path) not in summary
+    assert json.loads((run_dir / "gate.json").read_text())["gates"]["main"]["status"] == "pass"
 
 
 #: issue 19's scenario: a 5-case support-agent suite of 3 tools, 2 samples per case (the golden's seed 11)

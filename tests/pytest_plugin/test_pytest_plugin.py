@@ -83,7 +83,9 @@ def test_each_case_is_sampled_exactly_once_under_xdist(pytester: pytest.Pytester
     slots = [json.loads(x)["slot"] for x in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert sorted(slots) == sorted(f"{c}#{i}" for c in ("hello", "goal", "third") for i in range(3))
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["sampling_stats"]["sampled"] == 9  # one sampling pass, not one per worker
+    stats = manifest["sampling_stats"]
+    # one pass, not one per worker; a replay's slots count as replayed, never as sampled
+    assert (stats["replayed"], stats["sampled"]) == (9, 0)
 
 
 def test_failing_case_shows_checks_and_raw_repr(pytester: pytest.Pytester, recorded) -> None:

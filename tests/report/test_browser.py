@@ -203,3 +203,31 @@ def test_random_hostile_outputs_read_back_exactly_from_the_page(browser: Any, tm
     assert p.page.evaluate("window.__pwned") is None
     assert p.page.locator("main img:not(.plot), main script, main style, [onerror]").count() == 0
     p.assert_offline_and_clean()
+
+
+def test_history_page_over_five_runs_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """``report runs/ --history`` over 5 recorded runs: renders offline with no console error, its
+    charts drawn, its links opening each run's own report."""
+    from leader_eval.report.history import write_history
+    from tests.corpus.report_runs import history_runs
+
+    history_runs(tmp_path / "runs")
+    out, history = write_history([tmp_path / "runs"], tmp_path / "runs" / "history.html")
+    assert len(history.entries) == 5 and history.notes == []
+    p = Page(browser, out)
+    page = p.page
+    rows = page.locator("table.history tbody tr")
+    expect(rows).to_have_count(5)  # 2 judged against main, 3 never gated
+    charts = page.locator("svg.chart")
+    assert charts.count() >= 4 and charts.first.is_visible()
+    box = charts.first.bounding_box()
+    assert box["width"] > 200 and box["height"] > 100
+    assert page.locator("svg.chart circle.point").count() >= 5
+    assert "fail" in page.locator('section[data-baseline="main"] table.history').inner_text()
+    p.assert_offline_and_clean()
+    page.locator("table.history a").first.click()
+    expect(page.locator("table.summary").first).to_be_attached()  # the run's own report opened
+    assert page.url.endswith("/report.html")
+    p.assert_offline_and_clean()  # the run's report too
+    page.screenshot(path=str(SCREENSHOTS / "leader-eval-history.png"), full_page=True)
+    page.close()

@@ -16,8 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from leader_eval.inert import markdown
 from leader_eval.report import format_show, format_summary, render_report, table, write_report, write_run_report
 from leader_eval.report import html as report_html
+from leader_eval.report.html import artifact_path
 from leader_eval.report.text import leak_spans, segments
 from leader_eval.runs.evaluate import read_run
 from leader_eval.stats.metrics import METRICS
@@ -201,12 +203,14 @@ def test_cli_report_compare_and_gate_markdown(tmp_path):
     cmp_md = tmp_path / "c.md"
     r = cli("compare", str(RUN_A), str(RUN_B), "--report", str(cmp_out), "--markdown", str(cmp_md))
     assert r.returncode in (0, 1) and f"report: {cmp_out}" in r.stdout and "flip" in cmp_out.read_text()
-    assert f"[`{cmp_out}`]({cmp_out.as_posix()})" in cmp_md.read_text()
+    # Markdown is read on GitHub: the report by its place in the uploaded artifact, never the runner's path
+    assert f"Report: {markdown(artifact_path(cmp_out))} in the uploaded artifact" in cmp_md.read_text()
+    assert str(tmp_path) not in cmp_md.read_text()
     run = copy_run(RUN_A, tmp_path / "run")
     path = write_run_report(run)
     md = tmp_path / "gate.md"
-    cli("gate", str(run), "--golden", str(tmp_path / "golden"), "--markdown", str(md))
-    assert f"[`{path}`]({path.as_posix()})" in md.read_text()
+    cli("gate", str(run), "--golden", str(tmp_path / "golden"), "--markdown", str(md), cwd=tmp_path)
+    assert f"Report: {markdown('run/report.html')} in the uploaded artifact" in md.read_text() and path.is_file()
 
 
 @pytest.mark.parametrize(

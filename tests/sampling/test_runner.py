@@ -159,7 +159,11 @@ def test_replay_rescores_without_the_model(local_backend, mini_suite: Path, tmp_
     assert [s.text for s in sorted(replayed.samples, key=lambda s: (s.case_id, s.index))] == [
         s.text for s in sorted(recorded.samples, key=lambda s: (s.case_id, s.index))
     ]
-    assert replayed.stats is not None and replayed.stats.sampled == 4  # served from the record, not the model
+    # served from the record, not the model: counted and said as replayed, nothing sampled
+    assert replayed.stats is not None and (replayed.stats.replayed, replayed.stats.sampled) == (4, 0)
+    from leader_eval.report import format_summary
+
+    assert "replayed 4 from the recorded run, sampled 0 new" in format_summary(replayed)
 
     def repetition(score) -> bool:
         return next(c["passed"] for c in score.checks if c["check"] == "repetition")

@@ -65,6 +65,7 @@ def test_the_registry_lists_every_file_a_run_directory_holds() -> None:
         "manifest.json", "prompts.jsonl", "samples.jsonl", "steps.jsonl", "results.jsonl", "cases.json",
         "summary.json", "session_summary.json", "report.html", "stress.json", "stress.png", "stress.txt",
         "adaptive_compare.json", ".leader-eval.lock", "turns.jsonl",
+        "gate.json",
     }  # fmt: skip
     for f in RUN_FILES.values():
         assert f.cap > 0 and f.merge in {"rebuilt", "union", "rederived", "remade", "never"}

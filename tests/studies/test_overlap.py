@@ -426,3 +426,63 @@ def test_a_case_shorter_than_n_has_nothing_to_check(suite: Suite, tmp_path: Path
     assert all(c.ngrams == 0 and not c.flagged for c in report.cases)
     assert report.contamination_rate == 0.0
     assert "nothing to check" in format_overlap_report(report)
+
+
+SHORT_YAML = """\
+name: short-cases
+scaffold:
+  messages:
+    - role: system
+      content: You are the leader agent of a shared chat room. Reply with one JSON tool call.
+    - role: user
+      content: |
+        Event log:
+        {% for e in events %}
+        [{{ e.time }}] {{ e.author }}: {{ e.text }}
+        {% endfor %}
+tools:
+  - name: send_message_to_chat
+    description: Post a message to the shared chat room.
+    parameters: {type: object, properties: {text: {type: string}}, required: [text]}
+cases:
+  - id: mill
+    vars:
+      events: [{time: "09:00", author: bob, text: "the mill wheel squeaks again"}]
+  - id: granary
+    vars:
+      events:
+        - {time: "10:00", author: carol, text: "the wheat harvest in the eastern field is almost finished and we need somewhere dry"}
+"""
+
+
+def test_a_short_case_copied_verbatim_is_found_by_default(tmp_path: Path) -> None:
+    """Issue 25: a case shorter than 13 words of its own has no 13-gram, so a verbatim copy in the
+    training file went unseen at the old default; each case is now checked at the longest of
+    13, 8, 5 at which it has an n-gram, and a case that has 13-grams is checked at 13 as before."""
+    from leader_eval.suite.render import render_messages
+
+    path = tmp_path / "short.yaml"
+    path.write_text(SHORT_YAML)
+    suite = load_suite(path)
+    mill = next(c for c in suite.cases if c.id == "mill")
+    copied = render_messages(suite, mill)[1]["content"]
+    train = write_jsonl(tmp_path / "t.jsonl", [FILLER[0], chat(copied, "noted"), FILLER[2]])
+
+    fixed = by_id(overlap_report(suite, [train], n=13))
+    assert fixed["mill"].ngrams == 0 and not fixed["mill"].flagged  # what the old default reported
+
+    report = overlap_report(suite, [train])
+    cases = by_id(report)
+    assert cases["mill"].flagged and cases["mill"].fraction == 1.0 and cases["mill"].n in (8, 5)
+    assert [str(t) for t in cases["mill"].training_lines] == [f"{train}:2"]
+    assert cases["granary"].n == 13 and not cases["granary"].flagged
+    assert report.n is None and report.to_dict()["n"] == "auto" and report.to_dict()["cases"][0]["n"] == cases["mill"].n
+    text = format_overlap_report(report)
+    assert "FLAG mill" in text and "n-grams of 13/8/5 words" in text
+
+
+def test_the_default_checks_a_long_case_at_13_words(suite: Suite, tmp_path: Path) -> None:
+    train = write_jsonl(tmp_path / "t.jsonl", [chat(f"log follows. {BOB_SENTENCE}. end of log")])
+    default, fixed = by_id(overlap_report(suite, [train])), by_id(overlap_report(suite, [train], n=13))
+    for cid in default:
+        assert default[cid].n == 13 and default[cid].to_dict() == fixed[cid].to_dict()

@@ -292,3 +292,24 @@ def test_a_sweep_past_the_training_context_extends_the_embedded_model_for_every_
     # a --context-length above the training context is the extension's size
     options, ext = extend_context(RunOptions(model="local:smollm2", context_length=50000), suite, cases, 40000)
     assert ext is not None and ext["to"] == 50000 == options.context_length
+
+
+def test_a_sweep_with_nothing_to_label_plots_without_a_matplotlib_warning(tmp_path: Path) -> None:
+    """Every length overflowed: nothing carries a label, and matplotlib's "No artists with labels
+    found to put in legend" warning must not reach the user's output."""
+    import warnings
+    from types import SimpleNamespace
+
+    from leader_eval.report.html import _stress_plot
+    from leader_eval.studies.stress import write_plot
+
+    over = [SimpleNamespace(column="c@start", target=s, status="overflow", prompt_tokens=s, score=None,
+                            strict_format_rate=None, n_scored=0, n_passed=0) for s in (1000, 2000)]  # fmt: skip
+    result = SimpleNamespace(columns=["c@start"], variants=over, overall={}, steps=[1000, 2000], context_length=None,
+                             suite="s", model_id="m")  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_plot(result, tmp_path / "stress.png")  # type: ignore[arg-type]
+        _stress_plot(result)
+    assert [str(w.message) for w in caught] == []
+    assert (tmp_path / "stress.png").stat().st_size > 0

@@ -231,3 +231,33 @@ def test_local_backend_renders_through_the_one_renderer(monkeypatch, local_backe
     seen = _spy_renders(monkeypatch)
     local_backend.apply_chat_template(MESSAGES, TOOLS)
     assert seen and seen[0] == local_backend.chat_template
+
+
+def test_transformers_import_advice_is_kept_out_unless_asked_for() -> None:
+    """transformers without PyTorch says "PyTorch was not found" on import: not ours to show
+    (``LEADER_EVAL_LIBRARY_LOGS=1`` shows it)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("transformers")
+    try:
+        import torch  # noqa: F401
+
+        pytest.skip("PyTorch is installed: transformers has no advice to give")
+    except ImportError:
+        pass
+    root = Path(__file__).resolve().parents[2]
+    code = "from leader_eval.suite.chat_template import _transformers_chat_utils; _transformers_chat_utils()"
+
+    def stderr(**env: str) -> str:
+        drop = ("LEADER_EVAL_LIBRARY_LOGS", "TRANSFORMERS_VERBOSITY", "TRANSFORMERS_NO_ADVISORY_WARNINGS")
+        environ = {k: v for k, v in os.environ.items() if k not in drop}
+        environ.update(PYTHONPATH=os.pathsep.join([str(root), environ.get("PYTHONPATH", "")]), **env)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    assert "PyTorch was not found" not in stderr()
+    assert "PyTorch was not found" in stderr(LEADER_EVAL_LIBRARY_LOGS="1")

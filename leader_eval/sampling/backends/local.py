@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import hashlib
 import importlib.util
+import logging
 import os
 import resource
 import sys
@@ -42,7 +43,7 @@ from typing import Any
 from leader_eval import protocols
 from leader_eval.errors import LeaderEvalError
 from leader_eval.sampling.backends.base import Completion, SampleRequest
-from leader_eval.suite.chat_template import render_chat_template, template_supports_tools
+from leader_eval.suite.chat_template import library_logs_enabled, render_chat_template, template_supports_tools
 from leader_eval.types import Prompt
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -141,6 +142,7 @@ def _import_llama() -> Any:
         raise LeaderEvalError(
             "the embedded model needs llama-cpp-python: pip install llama-cpp-python (compiles from source)"
         ) from exc
+    route_llama_logs(llama_cpp)
     return llama_cpp
 
 
@@ -153,6 +155,37 @@ def _common_prefix(a: Any, b: list[int]) -> int:
         return 0
     diff = np.flatnonzero(np.asarray(a[:m], dtype=np.int64) != np.asarray(b[:m], dtype=np.int64))
     return int(diff[0]) if diff.size else m
+
+
+_llama_log = logging.getLogger("leader_eval.llama_cpp")
+#: the ctypes callback llama.cpp holds (kept alive here: a collected callback would crash)
+_LOG_CALLBACK: Any = None
+
+
+def route_llama_logs(llama_cpp: Any) -> None:
+    """Send llama.cpp's own log lines to the ``leader_eval.llama_cpp`` logger at DEBUG instead of
+    stderr, unless ``library_logs_enabled`` (``--library-logs``), when they are printed as they
+    come. ``verbose=False`` does not silence them all: llama-cpp-python reads ggml's log levels by
+    an older numbering and prints a warning such as ``n_ctx_seq (256) > n_ctx_train (0)`` (every
+    vocab-only load) as an error. Failures still reach the user as llama-cpp-python's exceptions."""
+    global _LOG_CALLBACK
+    if library_logs_enabled() or _LOG_CALLBACK is not None:
+        return
+    set_log = getattr(llama_cpp, "llama_log_set", None)
+    callback_type = getattr(llama_cpp, "llama_log_callback", None)
+    if set_log is None or callback_type is None:
+        return
+
+    def forward(level: int, text: bytes, user_data: Any) -> None:
+        with contextlib.suppress(Exception):  # never raise into C
+            _llama_log.debug("%s", (text or b"").decode("utf-8", "replace").rstrip("\n"))
+
+    import ctypes
+
+    with contextlib.suppress(Exception):  # an unexpected binding: keep llama-cpp-python's own handler
+        callback = callback_type(forward)
+        set_log(callback, ctypes.c_void_p(0))
+        _LOG_CALLBACK = callback
 
 
 class LocalBackend:

@@ -389,6 +389,9 @@ class OpenAICompatBackend:
             import llama_cpp
         except ImportError as exc:
             raise LeaderEvalError("openai backend: reading a GGUF's chat template needs llama-cpp-python") from exc
+        from leader_eval.sampling.backends.local import route_llama_logs
+
+        route_llama_logs(llama_cpp)
         # vocab_only loads the tokenizer and metadata in milliseconds, without the weights
         vocab = llama_cpp.Llama(model_path=os.fspath(path), n_ctx=16, vocab_only=True, verbose=False)
         meta = dict(vocab.metadata)

@@ -138,6 +138,9 @@ def load_tokenizer(
 
     Never reaches the network unless ``allow_download`` (and then ``HF_HUB_OFFLINE`` still wins).
     """
+    from leader_eval.suite.chat_template import quiet_transformers
+
+    quiet_transformers()
     try:
         from transformers import AutoTokenizer
     except ImportError as exc:  # pragma: no cover - transformers comes with tinker

@@ -110,3 +110,25 @@ def run_with_texts(dst: Path, texts: list[str]) -> tuple[Path, dict[tuple[str, i
     score_run(RunDir(dst), load_suite(SUITE))
     write(clean=False)
     return dst, placed
+
+
+def history_runs(root: Path, n: int = 5) -> list[Path]:
+    """``n`` recorded runs under ``root`` (copies of ``s101`` and ``s202`` in turn) as a checkpoint
+    series ``step100``, ``step200``, ... made a day apart, each with its report; the third is gated
+    against ``main`` and failed on score, the fourth passed."""
+    from leader_eval.report import write_run_report
+
+    runs = []
+    for i in range(n):
+        d = copy_run(RUN_A if i % 2 == 0 else RUN_B, root / f"run{i}")
+        manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        manifest.update(created=f"2026-11-{10 + i:02d}T05:00:00+00:00", label=f"step{(i + 1) * 100}", run_id=f"r{i}")
+        (d / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        write_run_report(d)
+        runs.append(d)
+    gates = {2: {"status": "fail", "failed": ["score"]}, 3: {"status": "pass", "failed": []}}
+    for i, g in gates.items():
+        if i < n:
+            record = {"format_version": 1, "gates": {"main": {**g, "created": "2026-11-20T00:00:00+00:00"}}}
+            (runs[i] / "gate.json").write_text(json.dumps(record), encoding="utf-8")
+    return runs
