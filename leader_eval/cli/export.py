@@ -16,6 +16,7 @@ from leader_eval.runs.export import (
     uniform_rows,
     write_table,
 )
+from leader_eval.store.run_store import MANIFEST
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,9 +36,7 @@ def run(args: argparse.Namespace) -> int:
         raise LeaderEvalError(f"export: --out {out} is a symbolic link; name a plain file")
     folder = out.resolve().parent
     # any run directory, not only the ones exported: a run's files are its evidence
-    if any((d / "manifest.json").exists() for d in (folder, *folder.parents)) or folder in {
-        r.path.resolve() for r in runs
-    }:
+    if any((d / MANIFEST).exists() for d in (folder, *folder.parents)) or folder in {r.path.resolve() for r in runs}:
         raise LeaderEvalError(f"export: {out} is inside a run directory, which holds only the run's own files")
     write_table(rows, columns, args.format, out)
     what = "cases" if args.per_case else "samples"

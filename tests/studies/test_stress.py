@@ -305,7 +305,7 @@ def test_a_sweep_with_nothing_to_label_plots_without_a_matplotlib_warning(tmp_pa
 
     over = [SimpleNamespace(column="c@start", target=s, status="overflow", prompt_tokens=s, score=None,
                             strict_format_rate=None, n_scored=0, n_passed=0) for s in (1000, 2000)]  # fmt: skip
-    result = SimpleNamespace(columns=["c@start"], variants=over, overall={}, steps=[1000, 2000], context_length=None,
+    result = SimpleNamespace(columns=["c@start"], variants=over, overall={}, steps=[1000, 2000], context_length=None, curves=[], n_ctx_train=None, context_extension=None,
                              suite="s", model_id="m")  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
