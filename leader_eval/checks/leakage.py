@@ -37,6 +37,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse
 
+from leader_eval.bounded.literals import LiteralSet
 from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.checks._regex_guards import blanks_then, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
@@ -353,9 +354,9 @@ class CompiledLeakConfig:
     # a "fill only" match (a protocol's markup) counts only where no other finding is
     rare: tuple[tuple[str, Reason, re.Pattern[str] | SuiteRegex, bool], ...] = ()
     own_markup: re.Pattern[str] | None = None
-    # the distinct anchors of ``rare`` (see ``_anchor``): a text without an entry's anchor is not
-    # searched for its literal
-    rare_anchors: tuple[str, ...] = ()
+    # the literals of ``rare``, looked for together (``bounded.literals``: one pass per anchor
+    # character, not one search per literal): an entry whose literal is absent is not run
+    rare_literals: LiteralSet = field(default_factory=lambda: LiteralSet(()), compare=False, hash=False, repr=False)
 
 
 def _group_by_first_char(
@@ -718,7 +719,7 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         narrow_leads=tuple(narrow),
         group_kinds={f"{kind}_{i}": kind for i, (kind, _, _) in enumerate(entries)},
         rare=(rare := _RARE_COMPILED + _markup_entries(cfg.call_markup, scanner)),
-        rare_anchors=tuple(dict.fromkeys(_anchor(r[0]) for r in rare)),
+        rare_literals=LiteralSet(r[0] for r in rare),
         own_markup=re.compile("|".join(f"(?:{p})" for p in cfg.own_call_markup)) if cfg.own_call_markup else None,
     )
 
@@ -726,17 +727,6 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
 _CATALOGUE = _catalogue_entries()
 _RARE_COMPILED = tuple((lit, _KIND_REASON[kind], re.compile(rx), True) for lit, kind, rx in _RARE)
 _MARKUP_LITERAL_MIN = 3  # a protocol's markup without a literal this long is not scanned for (JSON, [name()
-
-
-#: characters by how rarely prose holds them: a literal's rarest one is its anchor
-_RARITY = "~|=]>[}{:<"
-
-
-@functools.lru_cache(maxsize=256)
-def _anchor(literal: str) -> str:
-    """The character of ``literal`` that prose holds least often (one ``str.find`` per text tells
-    whether any literal that holds it can occur); its first character when none is ranked."""
-    return min(literal, key=lambda c: _RARITY.find(c) % (len(_RARITY) + 1))
 
 
 def _markup_entries(
@@ -1371,13 +1361,13 @@ def _rare_findings(
     scanner's tool kinds); a "fill only" match counts only where it overlaps no finding so far: a
     protocol's opening that spans tokens already found (``<|channel|>commentary to=...``) adds
     nothing, one that no token covers is a finding. Returns the code spans, built when needed."""
-    present = {a for a in cfg.rare_anchors if text.find(a, lo, hi) != -1}  # a memchr each
+    present = cfg.rare_literals.present(text, lo, hi)
     if not present:
         return code
     starts: list[int] | None = None
     reach: list[int] = []
     for lit, reason, pattern, fill in cfg.rare:
-        if _anchor(lit) not in present or text.find(lit, lo, hi) == -1:
+        if lit not in present:
             continue
         try:
             matches: Iterable[Found | re.Match[str]] = pattern.finditer(text, lo, hi)
