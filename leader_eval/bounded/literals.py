@@ -42,7 +42,7 @@ _Keyed = dict[str, tuple[tuple[str, int], ...]]  # a character -> (literal, its 
 class LiteralSet:
     """A fixed set of non-empty literals, grouped by anchor, built once and asked per text."""
 
-    __slots__ = ("_groups", "literals")
+    __slots__ = ("_ascii_groups", "_groups", "literals")
 
     def __init__(self, literals: Iterable[str]) -> None:
         self.literals: tuple[str, ...] = tuple(dict.fromkeys(lit for lit in literals if lit))
@@ -69,13 +69,15 @@ class LiteralSet:
             )
             for anchor, (by_next, by_prev, alone) in groups.items()
         )
+        # an ASCII text holds no literal anchored on another character (str.isascii() is a flag)
+        self._ascii_groups = tuple(g for g in self._groups if g[0].isascii())
 
     def present(self, text: str, lo: int = 0, hi: int | None = None) -> set[str]:
         """The literals that occur whole in ``text[lo:hi]``."""
         if hi is None:
             hi = len(text)
         found: set[str] = set()
-        for anchor, by_next, by_prev, alone, count in self._groups:
+        for anchor, by_next, by_prev, alone, count in self._ascii_groups if text.isascii() else self._groups:
             k = text.find(anchor, lo, hi)
             if k == -1:
                 continue
