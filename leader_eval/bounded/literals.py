@@ -88,15 +88,11 @@ class LiteralSet:
             pending = count - len(alone)
             visits = 0
             while True:
-                for group in (
-                    by_next.get(text[k + 1 : k + 2], ()) if by_next else (),
-                    by_prev.get(text[k - 1 : k], ()) if by_prev else (),
-                ):
-                    for lit, offset in group:
-                        s = k - offset
-                        if s >= lo and lit not in found and text.startswith(lit, s, hi):
-                            found.add(lit)
-                            pending -= 1
+                # most visits compare nothing: the text's next (previous) character starts no group
+                if by_next and (group := by_next.get(text[k + 1 : k + 2])) is not None:
+                    pending -= _compare(group, text, k, lo, hi, found)
+                if by_prev and (group := by_prev.get(text[k - 1 : k])) is not None:
+                    pending -= _compare(group, text, k, lo, hi, found)
                 if pending == 0:
                     break
                 visits += 1
@@ -111,3 +107,14 @@ class LiteralSet:
                 if k == -1:
                     break
         return found
+
+
+def _compare(group: tuple[tuple[str, int], ...], text: str, k: int, lo: int, hi: int, found: set[str]) -> int:
+    """Add to ``found`` the literals of ``group`` whose anchor is the text's at ``k``; how many."""
+    added = 0
+    for lit, offset in group:
+        s = k - offset
+        if s >= lo and lit not in found and text.startswith(lit, s, hi):
+            found.add(lit)
+            added += 1
+    return added

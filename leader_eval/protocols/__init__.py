@@ -152,15 +152,15 @@ class _Prefilter:
     protocol is a candidate when one of its needles is there."""
 
     needles: LiteralSet
-    #: every needle, absent (the answers for a text start from this)
-    absent: dict[str, bool]
+    #: every needle (what the answers for a text cover)
+    every: frozenset[str]
     #: protocols whose lenient scan runs whatever the text (no needles: ``openai``'s)
     always: frozenset[str]
     owners: dict[str, tuple[str, ...]]
 
     def candidates(self, scan: Scan) -> frozenset[str]:
         found = self.needles.present(scan.text, scan.start)
-        scan.know({**self.absent, **dict.fromkeys(found, True)} if found else self.absent)
+        scan.know(self.every, found)
         if not found:
             return self.always
         names = set(self.always)
@@ -177,7 +177,7 @@ def _prefilter() -> _Prefilter:
                 owners.setdefault(n, []).append(p.name)
     return _Prefilter(
         needles=LiteralSet(owners),
-        absent=dict.fromkeys(owners, False),
+        every=frozenset(owners),
         always=frozenset(p.name for p in REGISTRY.values() if p.lenient is None or not p.lenient_needs),
         owners={n: tuple(v) for n, v in owners.items()},
     )
