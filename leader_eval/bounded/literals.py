@@ -5,12 +5,12 @@ A search for a literal that is absent reads the whole text; most literals a scor
 (every family's call markup, the protocols' markers) are absent from most outputs, so a search
 per literal read each output some twenty times over. Here each literal is found through one
 character of it, its anchor (the rarest by ``RARITY``): the text's occurrences of each anchor
-are visited once, and at each only the literals whose next character is the text's next
-character are compared. The answer is exact: a literal occurs in ``text[lo:hi]`` exactly when
-it starts, at or after ``lo`` and ending by ``hi``, ``offset`` characters before an occurrence
-of its anchor. Past ``MAX_VISITS`` occurrences of one anchor the literals still pending are
-searched for from there on (one ``str.find`` each), so a text flooded with an anchor costs no
-more than the searches it replaces.
+are visited once, and at each only the literals whose character after the anchor (before it,
+for a literal the anchor ends) is the text's there are compared. The answer is exact: a literal
+occurs in ``text[lo:hi]`` exactly when it starts, at or after ``lo`` and ending by ``hi``,
+``offset`` characters before an occurrence of its anchor. Past ``MAX_VISITS`` occurrences of one
+anchor the literals still pending are searched for from there on (one ``str.find`` each), so a
+text flooded with an anchor costs no more than the searches it replaces.
 """
 
 from __future__ import annotations
