@@ -26,7 +26,16 @@ def precheck(first: str, lookahead: str) -> str:
     (``<<SYS>>``, ``{{ goal }}``) is kept whole, so that a run of ``first`` fails on the set."""
     alternatives = _alternatives(lookahead)
     own = [a for a in alternatives if _opens_with(a, re.escape(first))]
-    others = [a for a in alternatives if a not in own]
+    # an alternative that opens with a run of blanks (``blanks_then``'s second one) is tested on
+    # the character after its blanks too: "x < y" passed the blank and tried every alternative
+    # (the same blanks share one test: their bodies' first characters in one set)
+    heads: dict[str, list[str]] = {}
+    for blanks, firsts in filter(None, map(_padded_test, alternatives)):
+        heads.setdefault(blanks, []).append(firsts)
+    padded = [f"{blanks}[{''.join(sets)}]" for blanks, sets in heads.items()]
+    if sum(map(len, heads.values())) < sum(1 for a in alternatives if _PADDED.match(a)):
+        padded = []  # one whose body's first characters are unknown: tested on its blank, as before
+    others = [a for a in alternatives if a not in own and not (padded and _PADDED.match(a))]
     rests = [_after_first(a) for a in others]
     never = [a for a, rest in zip(others, rests, strict=True) if rest is not None and not _may_open_with(rest, first)]
     maybe = [a for a in others if a not in never]
@@ -34,7 +43,23 @@ def precheck(first: str, lookahead: str) -> str:
     if None in sets:
         return ""
     tests = [f"[{sets[0]}](?!{re.escape(first)})"] * bool(sets[0]) + [f"[{sets[1]}]"] * bool(sets[1])
-    return "(?=" + "|".join(tests + own) + ")"
+    return "(?=" + "|".join(tests + padded + own) + ")"
+
+
+# blanks_then's padded alternative: a blank, at most ``most - 1`` more (possessive), then its body
+_PADDED = re.compile(r"(\[ \\t\]|\\s)\1\{0,(\d+)\}\+(.+)\Z", re.DOTALL)
+
+
+def _padded_test(alternative: str) -> tuple[str, str] | None:
+    """For a padded alternative, (its blanks, the first characters of its body): the blanks and
+    then one of those characters is a necessary condition of it, tested in a few steps. None for
+    any other alternative, or a body whose first characters are unknown."""
+    m = _PADDED.match(alternative)
+    if m is None:
+        return None
+    blank, most, body = m.groups()
+    firsts = first_class(body)
+    return None if not firsts else (f"{blank}{blank}{{0,{most}}}+", firsts)
 
 
 def _after_first(alternative: str) -> str | None:

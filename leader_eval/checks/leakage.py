@@ -37,6 +37,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse
 
+from leader_eval.bounded.literals import LiteralSet
 from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.checks._regex_guards import blanks_then, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
@@ -76,6 +77,9 @@ _BARE_CALL = (
     rf"<(?:(?i:call)>(?:{_JSON_AHEAD}|\s{{0,5}}[A-Za-z_][\w.-]{{0,100}}+\s{{0,5}}</(?i:call)>)|(?i:tools)>{_JSON_AHEAD}"
     r"|/(?:(?<=[\]}]</)|(?<=[\]}]\s</))(?i:call|tools)>)"
 )
+# every match ends its tag name, "call" or "tools" in any case, and ">": it holds one of these (the
+# literals it is looked for by, in _RARE; "\u017f" is an "s" to a case-insensitive match)
+_BARE_CALL_ENDS = ("l>", "L>", "s>", "S>", "\u017f>")
 _TOOL_NAMED = r"(?i:tool)\s{1,5}name=[^<>\n]{0,200}>"  # <tool name="pause"/>; "the <tool> shed" is prose
 _INVOKE = r"invoke\s{1,5}name=[^<>\n]{0,200}>?"
 _FUNCTION_EQ = r"function=[^<>\n]{1,200}>"
@@ -160,9 +164,10 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
 # only where its literal occurs (``str.find``, in C), then matched from there on. Harmony's
 # recipient ``to=functions.NAME``, MiniMax M3's ]~b], ]~!b[ and ]<]minimax[>[, Gemma 4's closing
 # half <turn|>, and Hy3's suffixed tags. A "special" match is tool markup when its name says so.
-_RARE: tuple[tuple[str, str, str], ...] = (
+# (An entry with several literals is looked for where any of them occurs.)
+_RARE: tuple[tuple[str | tuple[str, ...], str, str], ...] = (
     ("to=functions.", "tool", r"(?<![\w.])to=functions\.[A-Za-z_][\w.-]{0,100}"),
-    ("<", "tool", _BARE_CALL),
+    (_BARE_CALL_ENDS, "tool", _BARE_CALL),
     ("]~", "special", r"\]~!?[a-z][\[\]]"),
     ("]<]", "special", r"\]<\][a-z_]{1,40}\[>\["),
     ("|>", "special", _ASYMMETRIC_CLOSE),
@@ -338,6 +343,8 @@ class CompiledLeakConfig:
     extra_literals: tuple[tuple[str, bool, bool] | None, ...] = ()
     # the characters every scanner match starts with (see ``_first_chars``), or None
     scanner_firsts: tuple[str, ...] | None = None
+    # the ASCII ones: all an ASCII text can hold (str.isascii() is a flag, not a pass)
+    ascii_firsts: tuple[str, ...] | None = None
     # a call of one of the suite's tools written as text (``_tool_call_text``), and its names
     tool_call_text: re.Pattern[str] | None = None
     # the scanner's entries and their leads, for the scanners without a kind (``_without``)
@@ -349,13 +356,13 @@ class CompiledLeakConfig:
     variants: dict[frozenset[str], tuple[re.Pattern[str], tuple[str, ...]] | None] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
-    # (literal, reason, pattern, fill only): looked for where the literal occurs (see ``_RARE``);
-    # a "fill only" match (a protocol's markup) counts only where no other finding is
-    rare: tuple[tuple[str, Reason, re.Pattern[str] | SuiteRegex, bool], ...] = ()
+    # (literals, reason, pattern, fill only): looked for where one of the literals occurs (see
+    # ``_RARE``); a "fill only" match (a protocol's markup) counts only where no other finding is
+    rare: tuple[tuple[tuple[str, ...], Reason, re.Pattern[str] | SuiteRegex, bool], ...] = ()
     own_markup: re.Pattern[str] | None = None
-    # the distinct anchors of ``rare`` (see ``_anchor``): a text without an entry's anchor is not
-    # searched for its literal
-    rare_anchors: tuple[str, ...] = ()
+    # the literals of ``rare``, looked for together (``bounded.literals``: one pass per anchor
+    # character, not one search per literal): an entry whose literal is absent is not run
+    rare_literals: LiteralSet = field(default_factory=lambda: LiteralSet(()), compare=False, hash=False, repr=False)
 
 
 def _group_by_first_char(
@@ -439,6 +446,9 @@ _CONTROL_WORDS = "|".join([f"/(?:{'|'.join(_WORDS_LEAD)})\\]", *(rf"{w}\]" for w
 _SLOT_VERBS = sorted(SLOT_VERBS)  # each its own alternative: they open with a character
 _SLOT_ANGLED = next(rest for first, rest in SLOT_CANDIDATES if first == "<")
 _SLOT_BRACED = next(rest for first, rest in SLOT_CANDIDATES if first == "{")
+_SLOT_PERCENT = next(rest for first, rest in SLOT_CANDIDATES if first == "%")  # %nombre%
+_FORMAT_PERCENT = next(rest for first, rest in PLACEHOLDER_SHAPES if first == "%")  # %s, %(name)s, %1$s
+_PERCENT_LEAD = r"(?<![\w%]%)(?:\([A-Za-z_]|[1-9]\$|s|[^\W\d_])"
 
 
 def _any_case(word: str) -> str:
@@ -477,6 +487,11 @@ _SPECIFIC_LEADS: dict[str, str] = {
     # any letter after "{": {nombre}, {datum}, {имя}
     _SLOT_BRACED: f"[A-Za-z\\u0080-\\U0010ffff]{_closed_tail('{')}",
     _LLAMA2_SYS: _LLAMA2_SYS,  # <<SYS>>: an opener inside
+    # both "%" entries: their own lookbehind (not after a word or a "%"), then a letter of any script
+    # (%nombre%) or what a format slot opens with: "%(" * 500000 tried both entries at every "%"
+    # (97 ms in the scorer); one lead for the two, so that "%a" * 500000 tests the lookbehind once
+    _SLOT_PERCENT: _PERCENT_LEAD,
+    _FORMAT_PERCENT: _PERCENT_LEAD,
     _MINIMAX_EOS: _MINIMAX_EOS,  # [e~[: an opener inside
     # the family shapes' own heads (bounded): "<b>" passes none of them, as it passes no other
     # (each with its closer: "<seed:<seed:" passes none)
@@ -711,37 +726,29 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         allowed=allowed,
         scaffold=_build_scaffold(cfg.scaffold_texts, cfg.scaffold_min_words),
         extra_literals=tuple(_required_literal(p) for _, p in extra),
-        scanner_firsts=_entry_firsts(entries) or _first_chars(scanner),
+        scanner_firsts=(firsts := _entry_firsts(entries) or _first_chars(scanner)),
+        ascii_firsts=None if firsts is None else _ascii_only(firsts),
         tool_call_text=_tool_call_text(cfg.tool_names),
         entries=tuple(entries),
         leads=tuple(leads),
         narrow_leads=tuple(narrow),
         group_kinds={f"{kind}_{i}": kind for i, (kind, _, _) in enumerate(entries)},
         rare=(rare := _RARE_COMPILED + _markup_entries(cfg.call_markup, scanner)),
-        rare_anchors=tuple(dict.fromkeys(_anchor(r[0]) for r in rare)),
+        rare_literals=LiteralSet(lit for r in rare for lit in r[0]),
         own_markup=re.compile("|".join(f"(?:{p})" for p in cfg.own_call_markup)) if cfg.own_call_markup else None,
     )
 
 
 _CATALOGUE = _catalogue_entries()
-_RARE_COMPILED = tuple((lit, _KIND_REASON[kind], re.compile(rx), True) for lit, kind, rx in _RARE)
+_RARE_COMPILED = tuple(
+    ((lit,) if isinstance(lit, str) else lit, _KIND_REASON[kind], re.compile(rx), True) for lit, kind, rx in _RARE
+)
 _MARKUP_LITERAL_MIN = 3  # a protocol's markup without a literal this long is not scanned for (JSON, [name()
-
-
-#: characters by how rarely prose holds them: a literal's rarest one is its anchor
-_RARITY = "~|=]>[}{:<"
-
-
-@functools.lru_cache(maxsize=256)
-def _anchor(literal: str) -> str:
-    """The character of ``literal`` that prose holds least often (one ``str.find`` per text tells
-    whether any literal that holds it can occur); its first character when none is ranked."""
-    return min(literal, key=lambda c: _RARITY.find(c) % (len(_RARITY) + 1))
 
 
 def _markup_entries(
     pieces: tuple[str, ...], scanner: re.Pattern[str]
-) -> tuple[tuple[str, Reason, SuiteRegex, bool], ...]:
+) -> tuple[tuple[tuple[str], Reason, SuiteRegex, bool], ...]:
     """The protocols' markup pieces that carry a literal to look for (``<｜DSML｜function_calls>``,
     ``<|channel|>commentary to=``); a piece without one (a JSON object's opening, a pythonic
     list's ``[name(``) is no markup in prose, and the other shapes find the rest. Compiled with
@@ -752,7 +759,7 @@ def _markup_entries(
         found = _required_literal(re.compile(piece))
         if found is None or found[1] or len(found[0]) < _MARKUP_LITERAL_MIN or scanner.fullmatch(found[0]):
             continue
-        out.append((found[0], Reason.LEAK_TOOL_MARKUP, compile_suite_regex(piece), True))
+        out.append(((found[0],), Reason.LEAK_TOOL_MARKUP, compile_suite_regex(piece), True))
     return tuple(out)
 
 
@@ -787,6 +794,13 @@ def _first_chars(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     return tuple(sorted(firsts))
 
 
+@functools.lru_cache(maxsize=64)
+def _ascii_only(firsts: tuple[str, ...]) -> tuple[str, ...]:
+    """The ASCII characters of ``firsts``: the others cannot occur in an ASCII text (on every
+    2 KB ASCII output, 16 of the scanner's 24 first characters are not searched for)."""
+    return tuple(c for c in firsts if c.isascii())
+
+
 # At most this many characters that can start a match: try a match at each (found with
 # str.find, in C); more, and one regex scan is cheaper than a Python step per candidate.
 _SPARSE_MAX = 48
@@ -810,7 +824,9 @@ def _scan(
     with none of them has no match at all. ``scanner`` and ``firsts``: another scanner (one of
     ``_without``) and its first characters."""
     if scanner is None:
-        scanner, firsts = cfg.scanner, cfg.scanner_firsts
+        scanner, firsts = cfg.scanner, (cfg.ascii_firsts if text.isascii() else cfg.scanner_firsts)
+    elif firsts is not None and text.isascii():
+        firsts = _ascii_only(firsts)
     if firsts is None:
         return scanner.finditer(text, lo, hi)
     starts: list[int] = []
@@ -1371,13 +1387,13 @@ def _rare_findings(
     scanner's tool kinds); a "fill only" match counts only where it overlaps no finding so far: a
     protocol's opening that spans tokens already found (``<|channel|>commentary to=...``) adds
     nothing, one that no token covers is a finding. Returns the code spans, built when needed."""
-    present = {a for a in cfg.rare_anchors if text.find(a, lo, hi) != -1}  # a memchr each
+    present = cfg.rare_literals.present(text, lo, hi)
     if not present:
         return code
     starts: list[int] | None = None
     reach: list[int] = []
-    for lit, reason, pattern, fill in cfg.rare:
-        if _anchor(lit) not in present or text.find(lit, lo, hi) == -1:
+    for lits, reason, pattern, fill in cfg.rare:
+        if present.isdisjoint(lits):
             continue
         try:
             matches: Iterable[Found | re.Match[str]] = pattern.finditer(text, lo, hi)

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from leader_eval.bounded.literals import LiteralSet
 from leader_eval.errors import LeaderEvalError
 from leader_eval.protocols import (
     anthropic_xml,
@@ -146,29 +147,25 @@ PROTOCOLS: tuple[str, ...] = tuple(REGISTRY)
 class _Prefilter:
     """Which protocols' lenient scans can find anything in a text, decided once per text: a
     failed strict parse runs the lenient scans of all ~35 protocols, and on most text most of
-    them have nothing to find. Each distinct needle is searched once (a needle whose first
-    character the text lacks is absent without a search); a protocol is a candidate when one of
-    its needles is there."""
+    them have nothing to find. Every protocol's needles are looked for together
+    (``bounded.literals``: one pass per anchor character, not one search per needle); a
+    protocol is a candidate when one of its needles is there."""
 
-    #: first character -> the needles starting with it
-    by_first: dict[str, tuple[str, ...]]
+    needles: LiteralSet
+    #: every needle (what the answers for a text cover)
+    every: frozenset[str]
     #: protocols whose lenient scan runs whatever the text (no needles: ``openai``'s)
     always: frozenset[str]
     owners: dict[str, tuple[str, ...]]
 
     def candidates(self, scan: Scan) -> frozenset[str]:
-        text, start = scan.text, scan.start
+        found = self.needles.present(scan.text, scan.start)
+        scan.know(self.every, found)
+        if not found:
+            return self.always
         names = set(self.always)
-        present: dict[str, bool] = {}
-        for first, needles in self.by_first.items():
-            if text.find(first, start) == -1:
-                present.update(dict.fromkeys(needles, False))
-                continue
-            for n in needles:
-                held = present[n] = n == first or text.find(n, start) != -1
-                if held:
-                    names.update(self.owners[n])
-        scan.know(present)
+        for n in found:
+            names.update(self.owners[n])
         return frozenset(names)
 
 
@@ -178,11 +175,9 @@ def _prefilter() -> _Prefilter:
         for n in p.lenient_needs:
             if n:
                 owners.setdefault(n, []).append(p.name)
-    by_first: dict[str, list[str]] = {}
-    for n in owners:
-        by_first.setdefault(n[0], []).append(n)
     return _Prefilter(
-        by_first={k: tuple(v) for k, v in by_first.items()},
+        needles=LiteralSet(owners),
+        every=frozenset(owners),
         always=frozenset(p.name for p in REGISTRY.values() if p.lenient is None or not p.lenient_needs),
         owners={n: tuple(v) for n, v in owners.items()},
     )

@@ -304,6 +304,9 @@ class Scan:
         self.start = start
         self._objects: list[tuple[dict[str, Any], int, int]] | None = None
         self._holds: dict[str, bool] = {}
+        # the prefilter's answers (``know``): the needles it looked for, and those it found
+        self._known: frozenset[str] = frozenset()
+        self._found: set[str] = set()
         # start -> (what decoding there spent, the value and its end, or None): the lenient
         # parsers of every protocol try the same JSON objects, each under its own budget
         n = len(text)
@@ -311,15 +314,17 @@ class Scan:
             pos: (window_charges(n, pos, got[1]), got) for pos, got in (memo or {}).items()
         }
 
-    def know(self, present: dict[str, bool]) -> None:
-        """Take the prefilter's answers (needle -> held at or after ``start``), found for every
-        protocol's needles in one pass (``protocols.marker_prefilter``)."""
-        self._holds.update(present)
+    def know(self, needles: frozenset[str], found: set[str]) -> None:
+        """Take the prefilter's answers: of ``needles``, those held at or after ``start`` are
+        ``found`` (looked for together, ``protocols._Prefilter``)."""
+        self._known, self._found = needles, found
 
     def holds(self, needle: str) -> bool:
         """Does the text hold ``needle`` at or after ``start``? (Asked once per needle: protocols
         share needles, and most of them are absent from most text.) A needle whose first
         character the text lacks is absent without a substring search."""
+        if needle in self._known:
+            return needle in self._found
         known = self._holds.get(needle)
         if known is None:
             first = needle[:1]

@@ -25,6 +25,7 @@ _ATOMS = [
     *("pause   ()", "x_y \t\t(k=", "ab  (", "pause    (", "  ", "assign_task \t (agent="),
     # slots in other scripts and brackets, fillers, format slots (issue 22)
     *("\uff3b", "\uff3d", "\u3010", "\u3011", "\u300c", "\u300d", "\u3007", "\u25cb", "\u00d7", "\uff3f", "$", "%"),
+    *("< goal >", "<  current_goal>", "{ room }", "[\tgoal ]", "< y", "<\t\tx", "go", "cu"),
     *("\u4f1a\u793e\u540d", "\u0418\u043c\u044f", "Your", "(Your Name)", "{0}", "%(x)s", "$GOAL", "${a}", "\u69d8"),
 ]
 _CONFIGS = [
@@ -37,6 +38,8 @@ _CONFIGS = [
             tool_names=("a", "ab", "x_y"),
         )
     ),
+    # a suite's variable names: padded slots (< goal >), whose guards test the blanks and a letter
+    compile_leak_config(LeakConfig(placeholder_names=("goal", "current_goal", "room"))),
 ]
 
 _texts = st.lists(st.sampled_from(_ATOMS), max_size=60).map("".join)
@@ -249,3 +252,29 @@ def test_the_scan_after_a_spent_budget_finds_what_the_full_scan_finds(
         assert got == want
         # a suite token that starts with a letter ("NOCHAT") may start inside a slot: no switch there
         assert bool(switched) == (cfg is not _GUARD_CONFIGS[1])
+
+
+_RARE_ATOMS = [
+    *("<call>", "<CALL>", "<Call>", "<tools>", "<TOOLS>", "<tool\u017f>", "</call>", "</tools>", "</Tool\u017f>"),
+    *("<", ">", "/", "]", "}", "{", '{"a"', "[", " ", "\n", "x", "l", "s", "L", "S", "\u017f", "call", "tools"),
+    *("to=functions.", "f", "]~", "]~!a[", "]<]", "a[>[", "<|x|>", "|>", "<turn|>", ":opensource>", "<a:opensource>"),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_RARE_ATOMS), max_size=30))
+def test_every_rare_match_holds_one_of_its_literals(pieces: list[str]) -> None:
+    # the rare pass runs an entry only where one of its literals occurs: a match without one
+    # would be a leak the pass never looks for
+    text = "".join(pieces)
+    for cfg in _CONFIGS:
+        for lits, _, pattern, _ in cfg.rare:
+            for m in pattern.finditer(text):
+                assert any(lit in m.group() for lit in lits), (m.group(), lits)
+
+
+def test_the_bare_call_literals_cover_every_spelling_a_case_insensitive_match_takes() -> None:
+    # "<call>" and "<tools>" in any case: the last letter of the name is one of these characters
+    # ("\u017f", LONG S, is an "s" to Python's case-insensitive matching)
+    ends = {c for c in map(chr, range(0x110000)) if re.fullmatch("(?i:l|s)", c)}
+    assert {f"{c}>" for c in ends} == set(leakage._BARE_CALL_ENDS)
