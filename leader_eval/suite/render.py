@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import jinja2
 import jinja2.meta
 
+from leader_eval.bounded import limits
 from leader_eval.bounded.limits import LimitExceeded
 from leader_eval.bounded.regex import finditer_bounded
 from leader_eval.bounded.sandbox import BoundedSandbox, run_bounded
@@ -101,6 +102,62 @@ def _compile(msg: ScaffoldMessage) -> jinja2.Template:
     return _compile_source(msg.template)
 
 
+# ``{{ name }}`` and nothing else: the one shape of tag the fast path below renders itself
+_PLAIN_VARIABLE = re.compile(r"\{\{[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]*\}\}")
+# names jinja2 reads as constants or operators, never as a variable
+_NOT_VARIABLES = frozenset({"true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if"})
+# an int of at most this many digits: its text is a few bytes, never near a bound
+_SMALL_INT = 10**18
+
+
+@lru_cache(maxsize=256)
+def _substitution_only(source: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """A template that is text and ``{{ name }}`` tags only, as (texts, names) alternating
+    (``texts`` one longer); None for anything else (any other tag, a comment, whitespace control,
+    a carriage return jinja2 would rewrite), which jinja2 renders. The text is jinja2's own data:
+    with these options it changes no character of it but one trailing newline, which it drops."""
+    if "\r" in source or "{%" in source or "{#" in source:
+        return None
+    if source.endswith("\n"):  # keep_trailing_newline=False
+        source = source[:-1]
+    parts = _PLAIN_VARIABLE.split(source)
+    texts, names = tuple(parts[0::2]), tuple(parts[1::2])
+    if any("{{" in t for t in texts) or any(n in _NOT_VARIABLES for n in names):
+        return None
+    if any(t.endswith("{") for t in texts[:-1]):  # "{{{ i }}": jinja2's tag opens one brace earlier
+        return None
+    return texts, names
+
+
+def _substitute(source: str, context: dict[str, Any]) -> str | None:
+    """What jinja2 renders for a substitution-only template (``str`` of each value), without a
+    sandboxed render per case; None, for jinja2 to decide, where a name is not in ``context``
+    (an undefined variable, a global) or a value is anything but a text or a small int (whose
+    text jinja2 writes as ``str`` does) or a text long enough to meet a render bound."""
+    shape = _substitution_only(source)
+    if shape is None:
+        return None
+    texts, names = shape
+    out = [texts[0]]
+    total = 0
+    bound = min(limits.MAX_RENDER_VALUE, limits.MAX_RENDER_OUTPUT)  # read now: tests lower them
+    for name, text in zip(names, texts[1:], strict=True):
+        if name not in context:
+            return None
+        value = context[name]
+        kind = type(value)
+        if kind is int and -_SMALL_INT < value < _SMALL_INT:
+            value = str(value)
+        elif kind is not str:
+            return None
+        total += len(value)
+        if total > bound:
+            return None
+        out.append(value)
+        out.append(text)
+    return "".join(out)
+
+
 def check_templates(suite: Suite) -> None:
     """Parse every scaffold template; a syntax error names its file and line."""
     for msg in suite.scaffold:
@@ -168,26 +225,36 @@ def render_messages(suite: Suite, case: Case, shared: ScaffoldShared | None = No
             )
     messages: list[dict[str, Any]] = []
     for msg in suite.scaffold:
-        try:
-            content = run_bounded(_compile(msg).render, context)
-        except LimitExceeded as exc:
-            raise SuiteError(*case.where(suite.path), f"case {case.id!r}: {exc} (template at {msg.origin})") from exc
-        except jinja2.UndefinedError as exc:
-            where = _undefined_location(exc, msg)
-            var = _undefined_name(str(exc))
-            raise SuiteError(
-                *case.where(suite.path),
-                f"case {case.id!r}: missing template variable {var!r} (used at {where})",
-            ) from exc
-        except jinja2.TemplateError as exc:
-            raise SuiteError(*case.where(suite.path), f"case {case.id!r}: template error: {exc}") from exc
-        except (TypeError, ValueError, AttributeError, ArithmeticError, LookupError) as exc:
-            where = _undefined_location(exc, msg)
-            raise SuiteError(*case.where(suite.path), f"case {case.id!r}: template failed at {where}: {exc}") from exc
+        # the text jinja2 would render (tested against it), where the template only substitutes;
+        # ``check_templates`` still compiles every template at load, so syntax errors are as before
+        content = _substitute(msg.template, context)
+        if content is None:
+            content = _render(suite, case, msg, context)
         if content.strip():
             messages.append({"role": msg.role, "content": content})
     _check_placeholders(suite, case, messages)
     return messages
+
+
+def _render(suite: Suite, case: Case, msg: ScaffoldMessage, context: dict[str, Any]) -> str:
+    """One scaffold message rendered by the bounded sandbox; every failure a ``SuiteError``."""
+    try:
+        content: str = run_bounded(_compile(msg).render, context)
+    except LimitExceeded as exc:
+        raise SuiteError(*case.where(suite.path), f"case {case.id!r}: {exc} (template at {msg.origin})") from exc
+    except jinja2.UndefinedError as exc:
+        where = _undefined_location(exc, msg)
+        var = _undefined_name(str(exc))
+        raise SuiteError(
+            *case.where(suite.path),
+            f"case {case.id!r}: missing template variable {var!r} (used at {where})",
+        ) from exc
+    except jinja2.TemplateError as exc:
+        raise SuiteError(*case.where(suite.path), f"case {case.id!r}: template error: {exc}") from exc
+    except (TypeError, ValueError, AttributeError, ArithmeticError, LookupError) as exc:
+        where = _undefined_location(exc, msg)
+        raise SuiteError(*case.where(suite.path), f"case {case.id!r}: template failed at {where}: {exc}") from exc
+    return content
 
 
 def _undefined_name(message: str) -> str:

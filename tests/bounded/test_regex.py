@@ -246,3 +246,27 @@ def test_suite_regex_runs_with_a_time_bound() -> None:
     with pytest.raises(LimitExceeded, match="took over"):
         finditer_bounded(r"(?=(a|aa)+c)", "a" * 60 + "c" + "a" * 60)
     assert [m.group(0) for m in finditer_bounded(r"<<[A-Z]+>>", "x <<GOAL>> y")] == ["<<GOAL>>"]
+
+
+def test_every_code_point_is_listed_once_in_order() -> None:
+    from leader_eval.bounded.regex import _every_char
+
+    chars = _every_char()
+    assert len(chars) == 0x110000
+    assert all(ord(chars[c]) == c for c in (0, 0x41, 0xFF, 0x100, 0xD800, 0xDFFF, 0xFFFF, 0x10000, 0x10FFFF))
+    assert chars == "".join(map(chr, range(0x110000)))
+
+
+@pytest.mark.parametrize(
+    "klass", [r"[^\s<>]", r"[\s]", r"[\w\-.]", r"[^\d\sa-f]", r"[\S]", r"[^\W_]", r"[\D\s]", r"[^\w]"]
+)
+@pytest.mark.parametrize("flags", [re.UNICODE, re.ASCII])
+def test_a_class_with_categories_holds_the_code_points_pythons_matcher_does(klass: str, flags: int) -> None:
+    # the class's ranges are built from each category's alone; they must be what the matcher
+    # itself accepts over every code point (the translation to RE2 and regex relies on them)
+    import re._parser as sre_parse
+
+    from leader_eval.bounded.regex import _char_ranges, _ranges_of
+
+    (node,) = list(sre_parse.parse(klass, flags))
+    assert _ranges_of(node, flags) == _char_ranges(node, flags)

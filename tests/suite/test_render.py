@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from leader_eval.bounded import limits
 from leader_eval.errors import SuiteError
@@ -165,3 +167,97 @@ def test_a_filled_label_in_any_script_renders(tmp_path: Path) -> None:
     )
     suite = load_suite(path)
     assert any(text in m["content"] for m in render_messages(suite, suite.cases[0]))
+
+
+# templates that only substitute variables render without the sandbox; each must come out as
+# jinja2 renders it, and anything else must still be jinja2's to render (and to refuse)
+SUBSTITUTION_TEMPLATES = [
+    "Say hi. (sample {{ i }})",
+    "{{i}}",
+    "{{ request }}\n",
+    "{{ request }}\n\n",
+    "line one\n{{ request }}\nline three\n",
+    "{{\trequest\n}} and {{ case_id }} }} stray closers }",
+    "{ {{ request }} }",
+    "",
+    "\n",
+    "plain text only",
+]
+NOT_SUBSTITUTION = [
+    "{{ request | upper }}",
+    "{{- request -}}",
+    "{% if request %}{{ request }}{% endif %}",
+    "{# note #}{{ request }}",
+    "{{ request }}\r\n",
+    "{{ true }}",
+    "{{ None }}",
+    "{{ range }}",
+    "{{ missing }}",
+    "{{ tools }}",
+    "{{ flag }}",
+    "{{ ratio }}",
+    "{{ big }}",
+]
+
+
+@pytest.mark.parametrize("template", SUBSTITUTION_TEMPLATES + NOT_SUBSTITUTION)
+def test_a_substitution_only_template_renders_as_jinja2_renders_it(template: str) -> None:
+    from leader_eval.suite.render import _substitute, scaffold_env
+
+    context = {
+        "request": "a {{ b }} {% c %} text\r\n",  # a value is never parsed as a template
+        "i": -12,
+        "case_id": "hello",
+        "tools": [{"name": "f"}],
+        "flag": True,
+        "ratio": 0.5,
+        "big": 10**30,
+    }
+    fast = _substitute(template, context)
+    if template in NOT_SUBSTITUTION:
+        assert fast is None
+        return
+    assert fast == scaffold_env().from_string(template).render(context)
+
+
+def test_a_substituted_value_over_the_output_bound_is_still_refused(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(limits, "MAX_RENDER_OUTPUT", 1000)
+    path = _suite(tmp_path, "{{ request }}")
+    suite = load_suite(path)
+    case = suite.cases[0]
+    case.vars["request"] = "x" * 5000
+    with pytest.raises(SuiteError, match="output"):
+        render_messages(suite, case)
+
+
+_PIECES = [
+    "{{ i }}",
+    "{{name}}",
+    "{{ x",
+    "}}",
+    "{",
+    "}",
+    "{%",
+    "%}",
+    "{#",
+    "-",
+    " ",
+    "\n",
+    "\r",
+    "a",
+    "é",
+    "{{ true }}",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+def test_the_substitution_fast_path_agrees_with_jinja2_on_any_template(pieces: list[str]) -> None:
+    from leader_eval.suite.render import _substitute, scaffold_env
+
+    template = "".join(pieces)
+    context = {"i": 7, "name": "{{ i }}\n"}
+    fast = _substitute(template, context)
+    if fast is None:
+        return  # jinja2's to render or refuse, as before
+    assert fast == scaffold_env().from_string(template).render(context)
