@@ -13,6 +13,8 @@ from typing import Any
 
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.protocols import check_protocol
+from leader_eval.runs.judging import attach as attach_judgements
+from leader_eval.runs.judging import check_judges, judge_run
 from leader_eval.runs.live_scores import LiveScores
 from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
 from leader_eval.runs.options import RunOptions, check_run_options
@@ -132,6 +134,7 @@ def _run(
     check_run_size(suite, cases, options)  # before a model is loaded or a sample slot allocated
     # a protocol the parser does not know is refused before any backend is built or asked
     check_protocol(options.protocol or suite.protocol, where="--protocol" if options.protocol else str(suite.path))
+    check_judges(suite, options.trusted)  # a judge role the trusted configuration lacks: before any model
     backend = backend or resolve_backend(
         options.model, context_length=options.context_length, **options.backend_options
     )
@@ -161,6 +164,18 @@ def _run(
         try:
             stats = asyncio.run(_sample_and_close(rundir, backend, planned, run_seed, options, on_sample, live))
             result = score_run(rundir, suite, live=live)
+            if suite.judges:  # judged after sampling, from the scored calls; recorded, resumable
+                use_cache = options.cache and cache_enabled() and replay is None
+                judge_run(
+                    rundir,
+                    suite,
+                    result.samples,
+                    result.scores,
+                    options.trusted,
+                    replay_from=replay.run_path if replay is not None else None,
+                    cache=SampleCache() if use_cache else None,
+                )
+                result = score_run(rundir, suite)
         except BaseException as exc:
             _mark_unfinished(rundir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", exc)
             raise
@@ -315,6 +330,8 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
     if any(c.episode is not None for c in suite.cases):
         steps = rundir.read_steps()
         scores = score_episodes(suite, rundir.path, scores, protocol, model, steps=steps)
+    if suite.judges:
+        scores = attach_judgements(suite, scores, rundir.read_judgements())
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = _case_results(cases, scores, live)

@@ -27,10 +27,21 @@ from typing import Any, Literal
 
 from leader_eval.stats.core import pass_at_k, pass_hat_k
 
-__all__ = ["ALL_METRICS", "EPISODE_METRICS", "METRICS", "Metric", "gated_metrics", "metric", "pass_at", "pass_hat"]
+__all__ = [
+    "ALL_METRICS",
+    "EPISODE_METRICS",
+    "JUDGE_PREFIX",
+    "METRICS",
+    "Metric",
+    "gated_metrics",
+    "judge_metric",
+    "metric",
+    "pass_at",
+    "pass_hat",
+]
 
 #: what one observation of the metric is (episodes and steps come with multi-turn suites)
-Unit = Literal["sample", "episode", "step"]
+Unit = Literal["sample", "episode", "step", "judgement"]
 #: how the gate, compare and the recommendation test a shortfall against the baseline, case by
 #: case (``stats.decide_paired``; one test per metric, never the smaller p of two):
 #: ``exact_count`` the exact stratified count test (``stats.exact_count_test``) for metrics whose
@@ -293,6 +304,31 @@ def pass_hat(k: int) -> Metric:
     )
 
 
+#: a rubric criterion's metric is ``judge:<criterion>`` (the suite's ``judges:`` names it)
+JUDGE_PREFIX = "judge:"
+
+
+def judge_metric(criterion: str) -> Metric:
+    """The metric of one rubric criterion: the weighted mean over cases of the case's mean verdict
+    (pass = 1, fail = 0; an integer score scaled to [0, 1] from its range), over the samples that
+    got a verdict. Judge errors are counted beside it, never in it (docs/judges.md).
+
+    Reported, never gated, in this release: the gate's family, power guard and golden do not yet
+    carry per-suite criteria (docs/design-0.3.md section 10)."""
+    name = JUDGE_PREFIX + criterion
+    return Metric(
+        name,
+        f"mean verdict of the rubric judge {criterion!r} (0..1)",
+        higher_is_better=True,
+        tolerance=0.05,
+        unit="judgement",
+        gating=False,
+        case_field=name,
+        aggregation="weighted mean over cases with a verdict of the case's mean verdict",
+        ci="bootstrap over cases (BCa, small-sample expanded)",
+    )
+
+
 _PARAM = re.compile(r"pass([@^])([1-9][0-9]*)")
 
 
@@ -303,7 +339,9 @@ def metric(name: str) -> Metric:
     m = _PARAM.fullmatch(name)
     if m:
         return pass_at(int(m.group(2))) if m.group(1) == "@" else pass_hat(int(m.group(2)))
-    raise KeyError(f"unknown metric {name!r} (known: {', '.join(METRICS)}, pass@K, pass^K)")
+    if name.startswith(JUDGE_PREFIX) and len(name) > len(JUDGE_PREFIX):
+        return judge_metric(name[len(JUDGE_PREFIX) :])
+    raise KeyError(f"unknown metric {name!r} (known: {', '.join(METRICS)}, pass@K, pass^K, judge:NAME)")
 
 
 def _check_k(k: int) -> None:

@@ -93,6 +93,8 @@ class Suite:
     #: prices per million tokens for the run's cost estimate (``prompt_per_million``, ...)
     prices: dict[str, Any] = field(default_factory=dict)
     world: Any = field(repr=False, compare=False, default=None)  # scripted tools (leader_eval.suite.world)
+    #: rubric judges (``judges:``; ``suite.judge_spec.JudgeSpec``), by criterion in file order
+    judges: tuple[Any, ...] = ()
 
     def case_sampling(self, case: Case) -> dict[str, Any]:
         return {**self.sampling, **case.sampling}

@@ -63,13 +63,15 @@ def test_no_module_names_a_run_file_outside_the_registry() -> None:
 def test_the_registry_lists_every_file_a_run_directory_holds() -> None:
     assert set(RUN_FILES) == {
         "manifest.json", "prompts.jsonl", "samples.jsonl", "steps.jsonl", "results.jsonl", "cases.json",
-        "summary.json", "session_summary.json", "report.html", "stress.json", "stress.png", "stress.txt",
+        "summary.json", "judgements.jsonl", "session_summary.json", "report.html", "stress.json", "stress.png", "stress.txt",
         "adaptive_compare.json", ".leader-eval.lock",
     }  # fmt: skip
     for f in RUN_FILES.values():
         assert f.cap > 0 and f.merge in {"rebuilt", "union", "rederived", "remade", "never"}
     # the record files are the ones merge unions, each validated record by record
-    assert {f.name for f in RUN_FILES.values() if f.merge == "union"} == {store.SAMPLES, store.STEPS, store.PROMPTS}
+    assert {f.name for f in RUN_FILES.values() if f.merge == "union"} == {
+        store.SAMPLES, store.STEPS, store.PROMPTS, store.JUDGEMENTS,
+    }  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
