@@ -132,7 +132,17 @@ async def ask(
         return "", f"judge backend returned {len(out)} completions for one request"
     if out[0].error:
         return "", f"judge call failed: {out[0].error}"
-    return out[0].text, None
+    return without_end_token(out[0].text, out[0].stop_reason, judge.backend.special_tokens), None
+
+
+def without_end_token(text: str, stop_reason: str | None, special: Sequence[str]) -> str:
+    """The reply less the one special token it stopped on (a local backend's text keeps the
+    end-of-turn token it sampled; it is the model stopping, not part of the verdict)."""
+    if stop_reason == "stop":
+        for tok in special:
+            if tok and text.endswith(tok):
+                return text[: -len(tok)]
+    return text
 
 
 def judge_run(

@@ -17,6 +17,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -166,9 +167,13 @@ def render_judge_messages(spec: JudgeSpec, judged_text: str, case_vars: Mapping[
         "judged": block,
         "vars": dict(case_vars),
     }
-    template = run_bounded(scaffold_env().from_string, spec.template)
-    text = run_bounded(template.render, **values)
+    text = run_bounded(_compiled(spec.template).render, **values)
     return [{"role": "user", "content": text}]
+
+
+@lru_cache(maxsize=64)
+def _compiled(source: str) -> jinja2.Template:
+    return run_bounded(scaffold_env().from_string, source)
 
 
 _KEYS = frozenset(
