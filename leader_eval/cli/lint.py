@@ -10,6 +10,7 @@ from pathlib import Path
 
 from leader_eval.inert import inert
 from leader_eval.report import table
+from leader_eval.runs.judging import JudgeError, check_judges
 from leader_eval.runs.options import run_options
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.suite.lint import MAX_PRINTED_ERRORS, lint_file
@@ -35,6 +36,14 @@ def run(args: argparse.Namespace) -> int:
             status = 2
             continue
         suite = result.suite
+        trusted = getattr(args, "trusted", None)  # the trusted table, when the command was given one
+        if trusted is not None:
+            try:
+                check_judges(suite, trusted)  # a judge role nobody defined: refused at lint
+            except JudgeError as err:
+                print(f"error: {inert(str(err))}", file=sys.stderr)
+                status = 2
+                continue
         print(f"{path}: ok, {len(suite.cases)} cases, {len(suite.tools)} tools, hash {suite.content_hash}")
         if args.verbose or backend is not None:
             print(table(["case", "line", "prompt tokens"], [[str(c) for c in r] for r in result.rows]))

@@ -14,7 +14,7 @@ from typing import Any
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.protocols import check_protocol
 from leader_eval.runs.judging import attach as attach_judgements
-from leader_eval.runs.judging import check_judges, judge_run
+from leader_eval.runs.judging import check_judges, judge_run, judge_summary
 from leader_eval.runs.live_scores import LiveScores
 from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
 from leader_eval.runs.options import RunOptions, check_run_options
@@ -330,8 +330,9 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
     if any(c.episode is not None for c in suite.cases):
         steps = rundir.read_steps()
         scores = score_episodes(suite, rundir.path, scores, protocol, model, steps=steps)
+    judgements = rundir.read_judgements() if suite.judges else {}
     if suite.judges:
-        scores = attach_judgements(suite, scores, rundir.read_judgements())
+        scores = attach_judgements(suite, scores, judgements)
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = _case_results(cases, scores, live)
@@ -350,6 +351,7 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
         prices=manifest.get("prices") or getattr(suite, "prices", None),
         unreadable=rundir.unreadable,
     ).to_json()
+    judge_summary(suite, judgements, summary)  # each criterion's judge, calibration, gated or why not
     # every field bounded (the raw output stays whole in samples.jsonl): a model that writes
     # megabytes of calls must not make results.jsonl and the report many times its size
     write_lines_atomic(rundir.path / RESULTS, (lines.get(id(s)) or capped_line(s.to_dict()) for s in scores))

@@ -26,9 +26,10 @@ from leader_eval.runs.options import RunOptions, backend_options, run_options
 from leader_eval.runs.trusted import Trusted, TrustedError
 from leader_eval.sampling.backends import guard, resolve_backend
 from leader_eval.sampling.backends.base import Backend, Constraint, SampleRequest, SamplingParams, weights_identity
-from leader_eval.scoring.judge import grammar, json_schema, judged_text, parse_verdict
+from leader_eval.scoring.judge import PREFIX, grammar, json_schema, judged_text, parse_verdict
 from leader_eval.scoring.scorer import SampleScore
 from leader_eval.store.cache import SampleCache
+from leader_eval.store.calibration import calibration_dir, read_record, record_path
 from leader_eval.store.run_store import RunDir
 from leader_eval.suite.judge_spec import JudgeSpec, render_judge_messages
 from leader_eval.suite.records import Suite
@@ -290,3 +291,64 @@ def attach(
             score = SampleScore.from_dict({**score.to_dict(), "checks": [*score.checks, check]})
         out.append(score)
     return out
+
+
+def judge_summary(suite: Suite, judgements: Mapping[str, Mapping[str, Any]], summary: dict[str, Any]) -> None:
+    """Record each criterion's judge, calibration and error rate in ``summary["judges"]``, and
+    mark its metric ``gated`` only when a calibration record of this very judge on this rubric
+    shows at least the suite's ``min_agreement`` (docs/judges.md); otherwise it is reported with
+    the reason it does not gate."""
+    if not suite.judges:
+        return
+    metrics = summary.get("overall", {}).get("metrics", {})
+    folder = calibration_dir(suite.path)
+    out: dict[str, Any] = {}
+    for spec in suite.judges:
+        identities = {
+            json.dumps(r["judge"], sort_keys=True) for r in judgements.values() if r.get("criterion") == spec.name
+        }
+        entry = metrics.get(PREFIX + spec.name) or {}
+        n_errors = int(entry.get("n_judge_errors") or 0)
+        rate = float(entry.get("judge_error_rate") or 0.0)
+        info: dict[str, Any] = {
+            "model_role": spec.model_role,
+            "rubric_sha256": spec.rubric_sha256,
+            "min_agreement": spec.min_agreement,
+            "max_error_rate": spec.max_error_rate,
+            "judge_errors": n_errors,
+            "judge_error_rate": round(rate, 4),
+            "errors_over_limit": rate > spec.max_error_rate,
+        }
+        gated, why = False, ""
+        if len(identities) > 1:
+            why = "judged by more than one judge in this run"
+        elif not identities:
+            why = "no judgement recorded"
+        else:
+            identity = json.loads(next(iter(identities)))
+            info["judge"] = identity
+            record = read_record(folder, spec.name, identity)
+            if record is not None:
+                info["calibration"] = {
+                    **(record.get("agreement") or {}),
+                    "judge_error_rate": record.get("judge_error_rate"),
+                    "labelled_sha256": record.get("labelled_sha256"),
+                    "record": str(record_path(folder, spec.name, identity)),
+                }
+            kappa = (record or {}).get("agreement", {}).get("kappa")
+            if spec.min_agreement is None:
+                why = "the suite sets no min_agreement for it"
+            elif record is None:
+                why = f"no calibration record for this judge (leader-eval judge-check; looked in {folder})"
+            elif kappa is None or kappa < spec.min_agreement:
+                why = f"calibrated kappa {kappa} is below min_agreement {spec.min_agreement}"
+            else:
+                gated = True
+        info["gated"] = gated
+        info["not_gated_because"] = why or None
+        out[spec.name] = info
+        if entry:
+            entry["gated"] = gated
+            if why:
+                entry["note"] = "; ".join(x for x in (entry.get("note"), f"not gated: {why}") if x)
+    summary["judges"] = out

@@ -35,6 +35,8 @@ __all__ = [
     "Metric",
     "gated_metrics",
     "judge_metric",
+    "judges_gated",
+    "known_metric",
     "metric",
     "pass_at",
     "pass_hat",
@@ -128,7 +130,7 @@ class Metric:
         """How many observations a case record's value rests on: its scored samples, or for an
         episode metric its episodes (``n_<name>`` in a run's case record; a golden keeps the scored
         samples, one episode each)."""
-        if self.episode_key is not None and record.get(f"n_{self.name}") is not None:
+        if (self.episode_key is not None or self.unit == "judgement") and record.get(f"n_{self.name}") is not None:
             return int(record[f"n_{self.name}"])
         return int(record.get("n_scored", record.get("n_samples", 0)) or 0)
 
@@ -269,7 +271,35 @@ def gated_metrics(present: Iterable[str]) -> tuple[str, ...]:
     copied list.
     """
     have = set(present)
-    return tuple(name for name, m in ALL_METRICS.items() if m.gating and name in have)
+    built_in = tuple(name for name, m in ALL_METRICS.items() if m.gating and name in have)
+    return built_in + judges_gated(present)
+
+
+def judges_gated(present: Iterable[str]) -> tuple[str, ...]:
+    """The rubric criteria (``judge:NAME``) among ``present`` that gate: those whose entry (a run
+    summary's or a golden's metric object) says ``gated: true``, which a run sets only for a judge
+    calibrated to the suite's ``min_agreement`` (docs/judges.md). Sorted by name."""
+    if not isinstance(present, Mapping):
+        return ()
+    return tuple(
+        sorted(
+            name
+            for name, entry in present.items()
+            if isinstance(name, str)
+            and name.startswith(JUDGE_PREFIX)
+            and isinstance(entry, Mapping)
+            and entry.get("gated") is True
+        )
+    )
+
+
+def known_metric(name: str) -> Metric | None:
+    """The metric of the table or a rubric criterion's (``judge:NAME``); None for any other name."""
+    if name in ALL_METRICS:
+        return ALL_METRICS[name]
+    if name.startswith(JUDGE_PREFIX) and len(name) > len(JUDGE_PREFIX):
+        return judge_metric(name[len(JUDGE_PREFIX) :])
+    return None
 
 
 def pass_at(k: int) -> Metric:
@@ -313,8 +343,8 @@ def judge_metric(criterion: str) -> Metric:
     (pass = 1, fail = 0; an integer score scaled to [0, 1] from its range), over the samples that
     got a verdict. Judge errors are counted beside it, never in it (docs/judges.md).
 
-    Reported, never gated, in this release: the gate's family, power guard and golden do not yet
-    carry per-suite criteria (docs/design-0.3.md section 10)."""
+    ``gating`` is False here: whether a criterion gates is decided per run, from its calibration
+    record (``gated`` in the run's metric entry; ``judges_gated``), never by the table."""
     name = JUDGE_PREFIX + criterion
     return Metric(
         name,
