@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
         criteria=args.criterion,
         k=args.k,
         out_dir=args.calibration_dir,
+        progress=True,
     )
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

@@ -23,6 +23,7 @@ import asyncio
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,14 @@ def _categories(spec: JudgeSpec) -> list[Any]:
 
 
 def check_criterion(
-    spec: JudgeSpec, judge: Judge, items: Sequence[Item], *, k: int = 1, labelled: str = "", seed: int = 0
+    spec: JudgeSpec,
+    judge: Judge,
+    items: Sequence[Item],
+    *,
+    k: int = 1,
+    labelled: str = "",
+    seed: int = 0,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """The calibration figures of one criterion's judge on the labelled items that label it."""
     mine = [it for it in items if spec.name in it.labels]
@@ -121,6 +129,8 @@ def check_criterion(
             reply, error = await ask(judge, spec, f"{it.text}\n\n{PADDING}", {}, seed)
             row.append(None if error else parse_verdict(reply, spec.scale).raw)
             out.append(row)
+            if progress and (len(out) % 10 == 0 or len(out) == len(mine)):
+                print(f"judge-check {spec.name}: {len(out)}/{len(mine)} texts judged", file=sys.stderr, flush=True)
         return out
 
     rows = asyncio.run(verdicts())
@@ -177,6 +187,7 @@ def judge_check(
     k: int = 1,
     out_dir: str | Path | None = None,
     seed: int = 0,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Calibrate the suite's judges on a labelled set; write one record per criterion."""
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 20:
@@ -201,7 +212,7 @@ def judge_check(
             where = f"{suite.path}:{spec.line}: judges.{name}"
             judge = judges.get(spec.model_role) or judge_from_role(trusted, spec.model_role, where=where)
             judges[spec.model_role] = judge
-            figures = check_criterion(spec, judge, items, k=k, labelled=str(labelled), seed=seed)
+            figures = check_criterion(spec, judge, items, k=k, labelled=str(labelled), seed=seed, progress=progress)
             figures["labelled_sha256"] = set_hash
             identity = judge.identity(spec)
             path = write_record(folder, name, identity, figures)

@@ -569,6 +569,8 @@ class OpenAICompatBackend:
                 "type": "json_schema",
                 "json_schema": {"name": c.name, "schema": c.json_schema, "strict": True},
             }
+            if self.mode != "chat":  # llama.cpp's servers read a GBNF grammar on /completions
+                body["grammar"] = c.gbnf
         return body
 
     async def _sample_seed(self, base: dict[str, Any], seed: int) -> Completion:
