@@ -179,3 +179,20 @@ def test_suite_loads_judges_with_their_rubric_hash(tmp_path: Path) -> None:
     suite = load_suite(_suite(tmp_path))
     assert [j.name for j in suite.judges] == ["polite", "helpful"]
     assert suite.judges[0].rubric_sha256 != suite.judges[1].rubric_sha256
+
+
+def test_shards_merge_their_judgements_into_the_unsharded_figures(tmp_path: Path) -> None:
+    from leader_eval.runs.merge import merge_runs, shard_options
+
+    suite = _suite(tmp_path)
+    judge = ScriptedBackend([], pick=_judge_reply, model_id="test:judge")
+    full = run(suite, _options(tmp_path, judge, seed=7), backend=ScriptedBackend(LEADER))
+    shards = []
+    for i in (1, 2):
+        opts = shard_options(_options(tmp_path, judge, seed=7), f"{i}/2", suite)
+        opts.out = tmp_path / f"shard{i}"
+        shards.append(run(suite, opts, backend=ScriptedBackend(LEADER)).path)
+    merged = merge_runs(shards, tmp_path / "merged", suite=suite)
+    assert len(RunDir(merged.path).read_judgements()) == 8
+    for name in ("judge:polite", "judge:helpful"):
+        assert merged.summary["overall"]["metrics"][name] == full.summary["overall"]["metrics"][name]
