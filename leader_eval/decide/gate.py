@@ -333,8 +333,23 @@ def gate(
         # budget is taken over the other cases (errors are not scores and keep counting)
         weights = {cid: float(c.get("weight", 1.0)) for cid, c in by_case.items()}
         by_case = {cid: c for cid, c in by_case.items() if cid not in quarantined}
-        current_metrics = group_metrics(list(by_case.values()))["metrics"]
+        recomputed = group_metrics(list(by_case.values()))["metrics"]
+        for name in judges_gated(current_metrics):  # whether a criterion gates is the run's, not the cases'
+            if name in recomputed:
+                recomputed[name]["gated"] = True
+        current_metrics = recomputed
         golden = golden_without_cases(golden, quarantined, weights)
+    # a criterion the golden gates must gate in the run too: a run whose judge lost its
+    # calibration (a deleted record, a lowered kappa) would otherwise drop out of the family
+    ungated = [n for n in judges_gated(golden["metrics"]) if n not in judges_gated(current_metrics)]
+    if ungated:
+        why = (run.summary.get("judges") or {}).get(ungated[0][len("judge:") :], {}).get("not_gated_because")
+        result.status = "incomplete"
+        result.messages.append(
+            f"the golden gates {', '.join(ungated)} but this run does not ({why}): cannot pass; "
+            "calibrate the judge (leader-eval judge-check) or re-baseline"
+        )
+        return result
     prepared = []
     uncompared = []
     for name, g in golden["metrics"].items():

@@ -110,3 +110,16 @@ def test_judge_errors_over_the_limit_fail_the_gate(tmp_path: Path) -> None:
     result = gate(flaky, golden, power=False)
     assert result.status == "fail"
     assert any("judge errors over the limit" in m and "'polite'" in m for m in result.messages)
+
+
+def test_a_criterion_the_golden_gates_cannot_drop_out_when_its_calibration_is_gone(
+    tmp_path: Path, calibration: Path
+) -> None:
+    identity = _run(tmp_path, "r0").summary["judges"]["polite"]["judge"]
+    record = write_record(calibration, "polite", identity, {"agreement": {"kappa": 0.9}})
+    golden = build_golden(_run(tmp_path, "r1"))
+    assert "judge:polite" in golden["metrics"]
+    record.unlink()
+    result = gate(_run(tmp_path, "r2", reply=lambda p, s: '{"verdict": "fail"}'), golden, power=False)
+    assert result.status == "incomplete" and result.exit_status == 1
+    assert any("golden gates judge:polite but this run does not" in m for m in result.messages)
