@@ -194,7 +194,7 @@ def judge_check(
         raise LeaderEvalError(f"--k {k!r}: an integer from 1 to 20")
     suite = load_suite(suite_path)
     items = read_labelled(labelled)
-    by_name = {s.name: s for s in suite.judges}
+    by_name = {s.name: s for s in suite.judges if not s.pairwise}  # labels grade one text each
     unknown = [c for c in criteria if c not in by_name]
     if unknown:
         known = ", ".join(by_name) or "none"

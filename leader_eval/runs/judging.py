@@ -173,7 +173,7 @@ def judge_run(
         if case is None or not score.scored:
             continue
         for spec in suite.judges:
-            if not spec.applies(case.tags):
+            if spec.pairwise or not spec.applies(case.tags):  # pairwise: two runs (runs.pairwise)
                 continue
             text = judged_text(spec.judged, text_of.get((score.case_id, score.index), ""), score.calls)
             if text is not None:
@@ -190,7 +190,7 @@ def judge_run(
             return stats  # a slot the recorded run lacks stays unjudged: reported, never a pass
         built: dict[str, Judge] = dict(judges or {})
         for spec in suite.judges:
-            if spec.model_role not in built:
+            if spec.model_role not in built and not spec.pairwise:
                 built[spec.model_role] = judge_from_role(
                     trusted, spec.model_role, where=f"{suite.path}:{spec.line}: judges.{spec.name}"
                 )
@@ -275,7 +275,7 @@ def attach(
             continue
         data: dict[str, Any] = {}
         for spec in suite.judges:
-            if not spec.applies(case.tags):
+            if spec.pairwise or not spec.applies(case.tags):
                 continue
             rec = judgements.get(slot_of(spec.name, score.case_id, score.index))
             if rec is None:
@@ -304,6 +304,8 @@ def judge_summary(suite: Suite, judgements: Mapping[str, Mapping[str, Any]], sum
     folder = calibration_dir(suite.path)
     out: dict[str, Any] = {}
     for spec in suite.judges:
+        if spec.pairwise:
+            continue
         identities = {
             json.dumps(r["judge"], sort_keys=True) for r in judgements.values() if r.get("criterion") == spec.name
         }

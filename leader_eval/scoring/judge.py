@@ -34,6 +34,12 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 #: strict JSON: a key given twice or NaN/Infinity is no verdict
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique)
 
+
+def decode_strict(text: str) -> Any:
+    """``text`` as strict JSON (a key twice, NaN or Infinity: ``ValueError``)."""
+    return _DECODER.decode(text)
+
+
 #: a verdict is a few characters; a longer reply is not one (and is not decoded)
 MAX_REPLY_CHARS = 200
 

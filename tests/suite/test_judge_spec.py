@@ -40,7 +40,7 @@ def _load(tmp_path: Path, extra: str) -> object:
         ("    judged: text", "exactly one of rubric and rubric_file"),
         ("    rubric: x\n    template: 'no text here'", "never places {{ judged }}"),
         ("    rubric: x\n    template: '{{ judged'", "template line"),
-        ("    rubric: x\n    pairwise: true", "pairwise judging is not built yet"),
+        ("    rubric: x\n    pairwise: true\n    scale: {min: 1, max: 5}", "a pairwise criterion takes no"),
         ("    rubric: x\n    model: openai:http://evil", "model"),
     ],
 )
