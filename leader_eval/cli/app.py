@@ -280,6 +280,31 @@ def build_parser() -> argparse.ArgumentParser:
     _add_baseline(cf)
     cf.add_argument("--golden", default="golden", help="golden directory (as gate takes it)")
     cf.set_defaults(command_module="config")
+    jc = sub.add_parser(
+        "judge-check", help="measure a suite's rubric judges against human labels; write calibration records"
+    )
+    jc.add_argument("suite", help="suite YAML file (its judges: section)")
+    jc.add_argument("labelled", help='labelled JSONL: {"id", "text", "labels": {criterion: label}} per line')
+    jc.add_argument(
+        "--judge",
+        action="append",
+        default=[],
+        metavar="ROLE=SPEC",
+        help="what a judge's model role means for this check: a model spec (repeatable; the command line is trusted)",
+    )
+    jc.add_argument("--criterion", action="append", default=[], help="only this criterion (repeatable)")
+    jc.add_argument("--k", type=positive_int, default=1, help="judge samples per text, for self-consistency")
+    jc.add_argument("--calibration-dir", help="where records go (default judge-calibration/ beside the suite)")
+    jc.add_argument("--json", action="store_true", help="print the report as JSON")
+    jc.set_defaults(command_module="judge_check")
+    jp = sub.add_parser("judge-pair", help="compare two runs' outputs with a suite's pairwise judges, both orders")
+    jp.add_argument("suite", help="suite YAML file (its pairwise: true judges)")
+    jp.add_argument("run_a", help="run directory A (the baseline)")
+    jp.add_argument("run_b", help="run directory B (the candidate)")
+    jp.add_argument(
+        "--judge", action="append", default=[], metavar="ROLE=SPEC", help="what a judge's model role means (repeatable)"
+    )
+    jp.set_defaults(command_module="judge_pair")
     sc = sub.add_parser("schema", help="print the suite JSON Schema (for editors: see docs/suite-format.md)")
     sc.add_argument("--path", action="store_true", help="print the schema file's path instead of its content")
     sc.set_defaults(command_module="schema")

@@ -12,6 +12,7 @@ from pathlib import Path
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.report import table
+from leader_eval.runs.judging import check_judges
 from leader_eval.runs.model_spec import one_model
 from leader_eval.runs.options import run_options
 from leader_eval.runs.python_checks import undefined_checks
@@ -44,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
         suite = result.suite
         # a Python check the suite names must be defined in trusted configuration (not imported here)
         undefined = undefined_checks(suite, options.trusted)
-        try:  # a teammate's model role likewise
+        try:  # a teammate's or a judge's model role likewise
             check_roles(suite.cases, options.trusted)
+            check_judges(suite, options.trusted)
         except LeaderEvalError as exc:
             undefined = [*undefined, str(exc)]
         for line in undefined:

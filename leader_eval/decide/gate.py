@@ -33,6 +33,7 @@ from leader_eval.decide.golden import (
     check_golden_covers,
     golden_path,
     golden_without_cases,
+    judge_drift,
     legacy_goldens,
     load_golden,
     load_run_suite,
@@ -55,7 +56,7 @@ from leader_eval.stats.core import (
     regression_verdict,
     tarone_family,
 )
-from leader_eval.stats.metrics import ALL_METRICS, METRICS, gated_metrics, table_order
+from leader_eval.stats.metrics import ALL_METRICS, METRICS, gated_metrics, judges_gated, known_metric, table_order
 from leader_eval.store.formats import SCORER_VERSION
 from leader_eval.suite.gate_spec import BUDGETS, GateSpec, gate_problem, gate_spec
 
@@ -319,6 +320,11 @@ def gate(
         result.messages.extend(drift_failures + drift_notes)
         return result
     result.messages.extend(drift_notes)
+    judge_changes = judge_drift(run, golden, golden_file)
+    if judge_changes:
+        result.status = "stale"
+        result.messages.extend(judge_changes)
+        return result
     warning = scorer_warning(run, golden)
     if warning:
         result.messages.append(warning)
@@ -338,15 +344,30 @@ def gate(
         # budget is taken over the other cases (errors are not scores and keep counting)
         weights = {cid: float(c.get("weight", 1.0)) for cid, c in by_case.items()}
         by_case = {cid: c for cid, c in by_case.items() if cid not in quarantined}
-        current_metrics = group_metrics(list(by_case.values()))["metrics"]
+        recomputed = group_metrics(list(by_case.values()))["metrics"]
+        for name in judges_gated(current_metrics):  # whether a criterion gates is the run's, not the cases'
+            if name in recomputed:
+                recomputed[name]["gated"] = True
+        current_metrics = recomputed
         golden = golden_without_cases(golden, quarantined, weights)
+    # a criterion the golden gates must gate in the run too: a run whose judge lost its
+    # calibration (a deleted record, a lowered kappa) would otherwise drop out of the family
+    ungated = [n for n in judges_gated(golden["metrics"]) if n not in judges_gated(current_metrics)]
+    if ungated:
+        why = (run.summary.get("judges") or {}).get(ungated[0][len("judge:") :], {}).get("not_gated_because")
+        result.status = "incomplete"
+        result.messages.append(
+            f"the golden gates {', '.join(ungated)} but this run does not ({why}): cannot pass; "
+            "calibrate the judge (leader-eval judge-check) or re-baseline"
+        )
+        return result
     prepared = []
     uncompared = []
     for name in table_order(golden["metrics"]):  # score first, as every table; a golden's keys are sorted
         g = golden["metrics"][name]
         value = (current_metrics.get(name) or {}).get("value")
         if not isinstance(value, int | float) or not math.isfinite(value):  # absent, None or NaN
-            if name in ALL_METRICS and ALL_METRICS[name].gating:
+            if (name in ALL_METRICS and ALL_METRICS[name].gating) or name in judges_gated(golden["metrics"]):
                 uncompared.append(name)  # e.g. every episode errored: nothing to compare is no pass
             else:
                 result.messages.append(f"metric {name!r} is in the golden but not in the run: skipped")
@@ -373,9 +394,20 @@ def gate(
     result.rows.extend(_limit_rows(spec, current_metrics))
     result.rows.extend(_budget_rows(spec.budgets, run_cases))
     if power:
-        _power_guard(result, run_cases, golden, spec, sorted(family_names, key=list(ALL_METRICS).index))
+        order = list(ALL_METRICS)
+        family_order = sorted(family_names, key=lambda n: (order.index(n) if n in order else len(order), n))
+        _power_guard(result, run_cases, golden, spec, family_order)
     if any(r.verdict == "fail" for r in result.rows) or result.power_refused:
         result.status = "fail"
+    for name, info in sorted((run.summary.get("judges") or {}).items()):
+        if not info.get("gated"):
+            result.messages.append(f"note: judge:{name} is reported, not gated: {info.get('not_gated_because')}")
+        if info.get("errors_over_limit"):  # a judge that cannot answer in scale decides nothing
+            result.status = "fail"
+            result.messages.append(
+                f"judge errors over the limit: criterion {name!r} {info.get('judge_errors')} error(s), "
+                f"rate {info.get('judge_error_rate')} > max_error_rate {info.get('max_error_rate')}"
+            )
     return result
 
 
@@ -678,7 +710,7 @@ def _prepare_metric(
     by_case: Mapping[str, Mapping[str, Any]],
     overrides: Mapping[str, float],
 ) -> _Prepared:
-    spec = ALL_METRICS.get(name)
+    spec = known_metric(name)
     higher = g.get("direction", spec.direction if spec else "higher") == "higher"
     tol = float(overrides.get(name, g.get("tolerance", spec.tolerance if spec else 0.0)))
     gval = float(g["value"])
@@ -739,7 +771,7 @@ def _paired_with_golden(
     longer average to its value: someone edited the value to demand more, and pairing with the
     old per-case rates would test the old value instead (the unpaired rule then decides).
     """
-    spec = ALL_METRICS.get(name)
+    spec = known_metric(name)
     key = spec.case_field if spec is not None else None
     gcases = golden.get("cases") or {}
     if spec is None or key is None or not gcases:

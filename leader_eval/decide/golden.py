@@ -30,7 +30,7 @@ from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.runs.argtypes import name_component
 from leader_eval.runs.manifest import recorded_suite_paths
 from leader_eval.scoring.error_rule import error_verdict, is_stress_manifest
-from leader_eval.stats.metrics import ALL_METRICS, METRICS, gated_metrics
+from leader_eval.stats.metrics import ALL_METRICS, JUDGE_PREFIX, METRICS, gated_metrics, judge_metric, judges_gated
 from leader_eval.store.formats import GOLDEN_FORMAT_VERSION, SCORER_VERSION, check_format, format_version
 from leader_eval.store.names import default_label
 from leader_eval.store.run_store import read_bytes, shown, write_json_atomic
@@ -172,6 +172,22 @@ def build_golden(
             "n_samples": int(m.get("n_samples") or 0),
             "n_cases": int(m.get("n_cases") or 0),
         }
+    # a rubric criterion gates only where its judge was calibrated for it (the run decided: ``gated``)
+    gated_judges = judges_gated(metrics)
+    for name in gated_judges:
+        m = metrics[name]
+        if m.get("value") is None:
+            continue
+        out_metrics[name] = {
+            "value": _round(m["value"]),
+            "low": _round(m.get("low")),
+            "high": _round(m.get("high")),
+            "direction": "higher",
+            "tolerance": _round(tolerances.get(name, judge_metric(name[len(JUDGE_PREFIX) :]).tolerance)),
+            "n_samples": int(m.get("n_samples") or 0),
+            "n_cases": int(m.get("n_cases") or 0),
+            "gated": True,
+        }
     cases: dict[str, Any] = {}
     for c in run.cases:
         if not c.get("n_scored"):
@@ -183,7 +199,16 @@ def build_golden(
         for metric, spec in ALL_METRICS.items():
             if spec.case_field and c.get(metric) is not None:  # a case without episodes has no episode metric
                 rec[spec.case_field] = _round(c[metric])
+        for name in gated_judges:
+            if c.get(name) is not None:
+                rec[name] = _round(c[name])
+                rec[f"n_{name}"] = int(c.get(f"n_{name}") or 0)
         cases[c["case_id"]] = rec
+    # who judged: a different judge against this golden is a gate error (``judge_drift``)
+    judges = {
+        name: {k: info.get(k) for k in ("judge", "calibration", "gated", "rubric_sha256", "min_agreement")}
+        for name, info in (run.summary.get("judges") or {}).items()
+    }
     return {
         "format_version": GOLDEN_FORMAT,
         "baseline": check_baseline(baseline),
@@ -198,6 +223,7 @@ def build_golden(
         "cases": cases,
         **({"budgets": {k: int(v) for k, v in sorted(budgets.items())}} if budgets else {}),
         **({"gate": json.loads(json.dumps(dict(gate)))} if gate else {}),
+        **({"judges": json.loads(json.dumps(judges))} if judges else {}),
     }
 
 
@@ -270,6 +296,36 @@ def sampling_problem(golden: Mapping[str, Any]) -> tuple[str, str] | None:
     if not isinstance(rec.get("protocol_detected", False), bool):
         return '"protocol_detected"', "sampling protocol_detected is not true or false"
     return None
+
+
+def _judge_words(identity: Mapping[str, Any] | None) -> str:
+    if not isinstance(identity, Mapping):
+        return "an unknown judge"
+    weights = identity.get("weights") or "weights unknown"
+    prompt = str(identity.get("template_sha256") or "")[:12]
+    return (
+        f"{identity.get('model_id')} ({weights}, temperature {identity.get('temperature')}, "
+        f"prompt {prompt}, rubric {str(identity.get('rubric_sha256') or '')[:12]})"
+    )
+
+
+def judge_drift(run: Run, golden: Mapping[str, Any], golden_file: Path | None = None) -> list[str]:
+    """One line per rubric criterion whose judge differs between the golden and the run: a
+    different judge is a different ruler, so the gate refuses to compare ("judge changed:
+    re-baseline"), naming both. A criterion only one side judged is left to the metric rows."""
+    mine = run.summary.get("judges") or {}
+    theirs = golden.get("judges") or {}
+    where = str(golden_file) if golden_file is not None else "the golden"
+    out = []
+    for name in sorted(set(mine) & set(theirs)):
+        a = (theirs.get(name) or {}).get("judge")
+        b = (mine.get(name) or {}).get("judge")
+        if a is not None and b is not None and a != b:
+            out.append(
+                f"judge changed: re-baseline: criterion {name!r} was judged by {_judge_words(a)} in {where} "
+                f"and by {_judge_words(b)} in this run"
+            )
+    return out
 
 
 def sampling_drift(run: Run, golden: Mapping[str, Any], golden_file: Path | None = None) -> tuple[list[str], list[str]]:
@@ -419,7 +475,8 @@ def golden_problem(golden: Mapping[str, Any]) -> tuple[str, str] | None:
         n = rec.get("n_samples")
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             return f'"{cid}"', f"case {cid!r} n_samples is {n!r}: every case of a golden must have scored samples"
-        for key in (m.case_field for m in ALL_METRICS.values() if m.case_field):
+        judged = [k for k in rec if isinstance(k, str) and k.startswith(JUDGE_PREFIX)]
+        for key in [*(m.case_field for m in ALL_METRICS.values() if m.case_field), *judged]:
             if key in rec and not rate(rec[key]):
                 return f'"{cid}"', f"case {cid!r} {key} is {rec[key]!r}, not a number in [0, 1]"
     for name, m in metrics.items():

@@ -32,7 +32,7 @@ import numpy as np
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.stats.core import exact_count_test, simulated_power, tarone_family
-from leader_eval.stats.metrics import ALL_METRICS, gated_metrics
+from leader_eval.stats.metrics import ALL_METRICS, Metric, gated_metrics, known_metric
 
 __all__ = ["MAX_SAMPLES", "MetricPower", "PowerPlan", "gate_family", "metric_power", "plan_power", "power_guard"]
 
@@ -80,9 +80,17 @@ class MetricPower:
     searched: bool
 
 
+def _spec(name: str) -> Metric:
+    """A gated metric's definition: the table's, or a rubric criterion's (``judge:NAME``)."""
+    spec = known_metric(name)
+    if spec is None:
+        raise KeyError(name)
+    return spec
+
+
 def _case_arrays(golden: Mapping[str, Any], metric: str) -> tuple[np.ndarray, np.ndarray]:
     """(per-case rates, per-case golden samples) of ``metric`` in sorted case order."""
-    spec = ALL_METRICS.get(metric)
+    spec = known_metric(metric)
     key = spec.case_field if spec is not None else None
     cases = golden.get("cases") or {}
     if key is None:
@@ -101,7 +109,7 @@ def gate_family(golden: Mapping[str, Any], alpha: float) -> tuple[float, list[st
     min_p: dict[str, float] = {}
     cases = golden.get("cases") or {}
     for name in gated_metrics(golden.get("metrics") or {}):
-        spec = ALL_METRICS[name]
+        spec = _spec(name)
         key = spec.case_field or name
         if spec.test == "exact_count" and cases:
             counts = {
@@ -133,7 +141,7 @@ def metric_power(
 ) -> MetricPower:
     """The gate's power to catch ``drop`` in ``metric`` at ``level``, and (``search``) the samples
     per case that reach ``TARGET_POWER`` when it is below (``always``: whatever the power)."""
-    spec = ALL_METRICS[metric]
+    spec = _spec(metric)
     p, n_golden = _case_arrays(golden, metric)
     # bounded work for a suite of many cases (where the power is high anyway): at least 200 draws
     n_sim = min(n_sim, max(200, SIM_CELLS // p.size))
@@ -187,7 +195,7 @@ def power_guard(
     names = list(metrics if metrics is not None else (*family, *left_out))
     out = []
     for name in names:
-        spec = ALL_METRICS[name]
+        spec = _spec(name)
         gm = (golden.get("metrics") or {}).get(name) or {}
         try:
             p, _ = _case_arrays(golden, name)

@@ -12,6 +12,7 @@ from leader_eval.report.check_line import failed_check_line
 from leader_eval.report.episode_transcript import episode_transcript
 from leader_eval.scoring.aggregate import format_pass_k, format_usage
 from leader_eval.scoring.error_rule import format_first_check_error, format_first_error
+from leader_eval.scoring.judge import judge_data
 from leader_eval.stats.metrics import METRICS
 
 if TYPE_CHECKING:
@@ -99,6 +100,13 @@ def format_summary(run: Run) -> str:
             + (f"; {st['capped']} slots left unsampled by --max-samples" if st.get("capped") else "")
         )
 
+    for name, j in (s.get("judges") or {}).items():  # rubric judges: who judged, and whether it gates
+        why = j.get("not_gated_because")
+        judge = (j.get("judge") or {}).get("model_id")
+        lines.append(
+            f"judge {name}: {judge}; errors {j.get('judge_errors')} (rate {j.get('judge_error_rate')}, "
+            f"max {j.get('max_error_rate')}); " + ("gated" if j.get("gated") else f"reported, not gated: {why}")
+        )
     if o.get("pass_k"):  # reported, never gated (leader_eval.stats.metrics)
         lines.append("reported, not gated: " + format_pass_k(o["pass_k"]))
     if s.get("usage"):
@@ -185,6 +193,14 @@ def format_show(run: Run, *, case_id: str | None = None, failed: bool = False, l
             )
         if sc.other_protocols:
             lines.append(f"other protocols seen: {inert(', '.join(sc.other_protocols))}")
+        for name, v in judge_data(sc).items():  # rubric judges: the verdict, or why there is none
+            if v.get("error"):
+                got = f"judge error: {v['error']}"
+            elif v.get("raw") is not None:
+                got = f"{v['raw']} (reply {v.get('reply')!r})"
+            else:
+                got = "not judged (no judged text, or no judgement recorded)"
+            lines.append(f"judge {inert(name)}: {inert(got)}")
         for c in sc.checks:
             if c["passed"]:
                 continue

@@ -14,6 +14,8 @@ from typing import Any
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.protocols import check_protocol
 from leader_eval.runs.export import CASE_COLUMNS, SAMPLE_COLUMNS, case_rows, columns_of, sample_rows, to_pandas
+from leader_eval.runs.judging import attach as attach_judgements
+from leader_eval.runs.judging import check_judges, judge_run, judge_summary
 from leader_eval.runs.live_scores import LiveScores
 from leader_eval.runs.manifest import build_manifest, suite_from_run_dir
 from leader_eval.runs.options import RunOptions, check_run_options
@@ -157,6 +159,7 @@ def _run(
     replaying = replayable(backend) is not None if backend is not None else options.model.startswith("replay:")
     if not replaying:  # an undefined teammate role: one line before any model loads
         check_roles(cases, options.trusted, given_teammates)
+    check_judges(suite, options.trusted)  # a judge role the trusted configuration lacks: before any model
     backend = backend or resolve_backend(
         options.model, context_length=options.context_length, **options.backend_options
     )
@@ -196,6 +199,18 @@ def _run(
                 _sample_and_close(rundir, backend, planned, run_seed, options, on_sample, live, teammates)
             )
             result = score_run(rundir, suite, live=live)
+            if suite.judges:  # judged after sampling, from the scored calls; recorded, resumable
+                use_cache = options.cache and cache_enabled() and replay is None
+                judge_run(
+                    rundir,
+                    suite,
+                    result.samples,
+                    result.scores,
+                    options.trusted,
+                    replay_from=replay.run_path if replay is not None else None,
+                    cache=SampleCache() if use_cache else None,
+                )
+                result = score_run(rundir, suite)
         except BaseException as exc:
             _mark_unfinished(rundir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", exc)
             raise
@@ -358,6 +373,9 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
         steps = rundir.read_steps()
         turns = rundir.read_turns()
         scores = score_episodes(suite, rundir.path, scores, protocol, model, steps=steps, turns=turns)
+    judgements = rundir.read_judgements() if suite.judges else {}
+    if suite.judges:
+        scores = attach_judgements(suite, scores, judgements)
     selected = set(manifest["identity"]["cases"])
     cases = [c for c in suite.cases if c.id in selected]
     results = _case_results(cases, scores, live)
@@ -376,6 +394,7 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
         prices=manifest.get("prices") or getattr(suite, "prices", None),
         unreadable=rundir.unreadable,
     ).to_json()
+    judge_summary(suite, judgements, summary)  # each criterion's judge, calibration, gated or why not
     # every field bounded (the raw output stays whole in samples.jsonl): a model that writes
     # megabytes of calls must not make results.jsonl and the report many times its size
     write_lines_atomic(rundir.path / RESULTS, (lines.get(id(s)) or capped_line(s.to_dict()) for s in scores))

@@ -43,6 +43,7 @@ from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.out_dir import check_out_dir
 from leader_eval.store.run_store import (
     CASES,
+    JUDGEMENTS,
     PROMPTS,
     RESULTS,
     RUN_FILES,
@@ -268,6 +269,7 @@ _ORDER: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     SAMPLES: lambda r: (r["case_id"], r["index"]),
     STEPS: lambda r: (r["case_id"], r["index"], r["step"]),
     TURNS: lambda r: (r["case_id"], r["index"], r["step"]),
+    JUDGEMENTS: lambda r: (r["criterion"], r["case_id"], r["index"]),
     # case prompts by case, then episode step prompts by hash
     PROMPTS: lambda r: (0, r["case_id"]) if "case_id" in r else (1, r["prompt_sha256"]),
 }
@@ -342,7 +344,11 @@ class _ShardCheck:
     def records(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
 
         shard = self.shard
-        files = {name: _read_records(shard, name) for name in (SAMPLES, STEPS, TURNS, PROMPTS)}
+        files = {name: _read_records(shard, name) for name in (SAMPLES, STEPS, TURNS, PROMPTS, JUDGEMENTS)}
+        judgements = files[JUDGEMENTS]
+        if judgements is not None:  # a judge's reply belongs to a sample of this shard's cases
+            for line, rec in judgements.items():
+                self.check_slot(f"{shown(judgements.path)}:{line}", rec)
         step_prompts: set[str] = set()
         case_prompts: set[str] = set()
         prompts = files[PROMPTS]

@@ -17,6 +17,8 @@ import numpy as np
 from leader_eval.errors import LeaderEvalError
 from leader_eval.scoring.episode import episode_case_metrics
 from leader_eval.scoring.error_rule import first_sampler_error
+from leader_eval.scoring.judge import PREFIX as JUDGE_PREFIX
+from leader_eval.scoring.judge import judge_case_metrics
 from leader_eval.scoring.scorer import SampleScore
 from leader_eval.stats import metrics as metric_defs
 from leader_eval.stats.core import Estimate, rate_ci, weighted_mean_ci
@@ -65,8 +67,9 @@ def case_result(case: Case, ss: Sequence[SampleScore]) -> dict[str, Any]:
     }
     for name, spec in metric_defs.METRICS.items():
         rec[name] = spec.case_value(scored)
-    rec.update(episode_case_metrics(scored))
-    rec.update(check_errors(scored))  # multi-turn cases only (leader_eval.scoring.episode)
+    rec.update(episode_case_metrics(scored))  # multi-turn cases only (leader_eval.scoring.episode)
+    rec.update(check_errors(scored))
+    rec.update(judge_case_metrics(scored))  # judged suites only (leader_eval.scoring.judge)
     return rec
 
 
@@ -159,6 +162,7 @@ def group_metrics(results: Sequence[Mapping[str, Any]], *, seed: int = 0, ks: Se
                 "unit": spec.unit,
                 "description": spec.description,
             }
+    metrics.update(_judge_metrics(usable, seed))
     reasons: dict[str, int] = defaultdict(int)
     for r in usable:
         for k, v in r["reasons"].items():
@@ -204,6 +208,35 @@ def _check_error_totals(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n_check_errors": n,
         "first_check_error": {"case_id": first["case_id"], **(first.get("first_check_error") or {})},
     }
+
+
+def _judge_metrics(usable: Sequence[Mapping[str, Any]], seed: int) -> dict[str, Any]:
+    """Each criterion's metric (``judge:NAME``) over the cases with a verdict, with its judge
+    errors and unjudged samples counted beside it (docs/judges.md)."""
+    out: dict[str, Any] = {}
+    names = sorted({k for r in usable for k in r if k.startswith(JUDGE_PREFIX)})
+    for key in names:
+        name = key[len(JUDGE_PREFIX) :]
+        spec = metric_defs.judge_metric(name)
+        have = [r for r in usable if r.get(key) is not None]
+        errors = sum(int(r.get(f"judge_errors:{name}", 0)) for r in usable)
+        missing = sum(int(r.get(f"judge_missing:{name}", 0)) for r in usable)
+        n = sum(int(r[f"n_{key}"]) for r in have)
+        est = weighted_mean_ci(
+            [float(r[key]) for r in have], [float(r["weight"]) for r in have], n_samples=n, seed=seed
+        )
+        out[key] = {
+            **est.to_dict(),
+            "higher_is_better": True,
+            "gated": spec.gating,
+            "unit": spec.unit,
+            "description": spec.description,
+            "n_judged": n,
+            "n_judge_errors": errors,
+            "n_not_judged": missing,
+            "judge_error_rate": errors / (n + errors) if n + errors else 0.0,
+        }
+    return out
 
 
 class SuiteName(Protocol):

@@ -27,10 +27,23 @@ from typing import Any, Literal
 
 from leader_eval.stats.core import pass_at_k, pass_hat_k
 
-__all__ = ["ALL_METRICS", "EPISODE_METRICS", "METRICS", "Metric", "gated_metrics", "metric", "pass_at", "pass_hat"]
+__all__ = [
+    "ALL_METRICS",
+    "EPISODE_METRICS",
+    "JUDGE_PREFIX",
+    "METRICS",
+    "Metric",
+    "gated_metrics",
+    "judge_metric",
+    "judges_gated",
+    "known_metric",
+    "metric",
+    "pass_at",
+    "pass_hat",
+]
 
 #: what one observation of the metric is (episodes and steps come with multi-turn suites)
-Unit = Literal["sample", "episode", "step"]
+Unit = Literal["sample", "episode", "step", "judgement"]
 #: how the gate, compare and the recommendation test a shortfall against the baseline, case by
 #: case (``stats.decide_paired``; one test per metric, never the smaller p of two):
 #: ``exact_count`` the exact stratified count test (``stats.exact_count_test``) for metrics whose
@@ -117,7 +130,7 @@ class Metric:
         """How many observations a case record's value rests on: its scored samples, or for an
         episode metric its episodes (``n_<name>`` in a run's case record; a golden keeps the scored
         samples, one episode each)."""
-        if self.episode_key is not None and record.get(f"n_{self.name}") is not None:
+        if (self.episode_key is not None or self.unit == "judgement") and record.get(f"n_{self.name}") is not None:
             return int(record[f"n_{self.name}"])
         return int(record.get("n_scored", record.get("n_samples", 0)) or 0)
 
@@ -258,7 +271,35 @@ def gated_metrics(present: Iterable[str]) -> tuple[str, ...]:
     copied list.
     """
     have = set(present)
-    return tuple(name for name, m in ALL_METRICS.items() if m.gating and name in have)
+    built_in = tuple(name for name, m in ALL_METRICS.items() if m.gating and name in have)
+    return built_in + judges_gated(present)
+
+
+def judges_gated(present: Iterable[str]) -> tuple[str, ...]:
+    """The rubric criteria (``judge:NAME``) among ``present`` that gate: those whose entry (a run
+    summary's or a golden's metric object) says ``gated: true``, which a run sets only for a judge
+    calibrated to the suite's ``min_agreement`` (docs/judges.md). Sorted by name."""
+    if not isinstance(present, Mapping):
+        return ()
+    return tuple(
+        sorted(
+            name
+            for name, entry in present.items()
+            if isinstance(name, str)
+            and name.startswith(JUDGE_PREFIX)
+            and isinstance(entry, Mapping)
+            and entry.get("gated") is True
+        )
+    )
+
+
+def known_metric(name: str) -> Metric | None:
+    """The metric of the table or a rubric criterion's (``judge:NAME``); None for any other name."""
+    if name in ALL_METRICS:
+        return ALL_METRICS[name]
+    if name.startswith(JUDGE_PREFIX) and len(name) > len(JUDGE_PREFIX):
+        return judge_metric(name[len(JUDGE_PREFIX) :])
+    return None
 
 
 def table_order(names: Iterable[str]) -> list[str]:
@@ -300,6 +341,31 @@ def pass_hat(k: int) -> Metric:
     )
 
 
+#: a rubric criterion's metric is ``judge:<criterion>`` (the suite's ``judges:`` names it)
+JUDGE_PREFIX = "judge:"
+
+
+def judge_metric(criterion: str) -> Metric:
+    """The metric of one rubric criterion: the weighted mean over cases of the case's mean verdict
+    (pass = 1, fail = 0; an integer score scaled to [0, 1] from its range), over the samples that
+    got a verdict. Judge errors are counted beside it, never in it (docs/judges.md).
+
+    ``gating`` is False here: whether a criterion gates is decided per run, from its calibration
+    record (``gated`` in the run's metric entry; ``judges_gated``), never by the table."""
+    name = JUDGE_PREFIX + criterion
+    return Metric(
+        name,
+        f"mean verdict of the rubric judge {criterion!r} (0..1)",
+        higher_is_better=True,
+        tolerance=0.05,
+        unit="judgement",
+        gating=False,
+        case_field=name,
+        aggregation="weighted mean over cases with a verdict of the case's mean verdict",
+        ci="bootstrap over cases (BCa, small-sample expanded)",
+    )
+
+
 _PARAM = re.compile(r"pass([@^])([1-9][0-9]*)")
 
 
@@ -310,7 +376,9 @@ def metric(name: str) -> Metric:
     m = _PARAM.fullmatch(name)
     if m:
         return pass_at(int(m.group(2))) if m.group(1) == "@" else pass_hat(int(m.group(2)))
-    raise KeyError(f"unknown metric {name!r} (known: {', '.join(METRICS)}, pass@K, pass^K)")
+    if name.startswith(JUDGE_PREFIX) and len(name) > len(JUDGE_PREFIX):
+        return judge_metric(name[len(JUDGE_PREFIX) :])
+    raise KeyError(f"unknown metric {name!r} (known: {', '.join(METRICS)}, pass@K, pass^K, judge:NAME)")
 
 
 def _check_k(k: int) -> None:

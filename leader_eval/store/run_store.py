@@ -57,6 +57,7 @@ PROMPTS = "prompts.jsonl"
 SAMPLES = "samples.jsonl"
 STEPS = "steps.jsonl"
 TURNS = "turns.jsonl"
+JUDGEMENTS = "judgements.jsonl"
 RESULTS = "results.jsonl"
 CASES = "cases.json"
 SUMMARY = "summary.json"
@@ -105,6 +106,7 @@ RUN_FILES: Mapping[str, RunFile] = MappingProxyType(
             RunFile(STEPS, "records", "episode loop (append, flushed)", "union", 1 * GIB),
             # a simulated teammate's replies, one per leader step it answered (suite/teammate.py)
             RunFile(TURNS, "records", "episode loop: teammate turns (append, flushed)", "union", 1 * GIB),
+            RunFile(JUDGEMENTS, "records", "rubric judges (append, flushed; runs.judging)", "union", 256 * MIB),
             RunFile(RESULTS, "derived", "scoring", "rederived", 512 * MIB),
             RunFile(CASES, "derived", "scoring", "rederived", 64 * MIB),
             RunFile(SUMMARY, "derived", "scoring, adaptive sampling", "rederived", 64 * MIB),
@@ -977,7 +979,23 @@ class RunDir:
             return RecordLog(
                 self.file(name), key_field="case_id", key=_prompt_key, readonly=True, valid=_is_any_prompt_record
             )
+        if name == JUDGEMENTS:
+            return self.judgements_log(readonly=True)
         raise KeyError(f"{name!r} is not a record file")
+
+    def judgements_log(self, *, readonly: bool = False) -> RecordLog:
+        """``judgements.jsonl``: one judge reply per criterion and sample slot (``runs.judging``)."""
+        return RecordLog(self.path / JUDGEMENTS, key_field="slot", readonly=readonly, valid=_is_judgement_record)
+
+    def read_judgements(self) -> dict[str, dict[str, Any]]:
+        """Every readable judgement by its slot (``criterion|case_id|index``); a bad line is skipped
+        and listed in ``unreadable`` (that slot is judged again on resume)."""
+        if not os.path.lexists(self.path / JUDGEMENTS):
+            return {}
+        log = self.judgements_log(readonly=True)
+        if log.bad_lines:
+            self.unreadable[JUDGEMENTS] = list(log.bad_lines)
+        return dict(log.items())
 
     def steps_log(self, *, readonly: bool = False) -> RecordLog:
         """``steps.jsonl``: one record per episode step, keyed by case, sample index and step."""
@@ -1087,6 +1105,19 @@ def read_steps(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """Every readable recorded step of the run directory at ``path``, grouped by episode, in step
     order, each with its prompt resolved (``RunDir.read_steps``: a bad line is skipped and reported)."""
     return RunDir(path).read_steps()
+
+
+def _is_judgement_record(rec: dict[str, Any]) -> bool:
+    return (
+        isinstance(rec.get("slot"), str)
+        and isinstance(rec.get("criterion"), str)
+        and isinstance(rec.get("case_id"), str)
+        and isinstance(rec.get("index"), int)
+        and rec["slot"] == f"{rec['criterion']}|{rec['case_id']}|{rec['index']}"
+        and isinstance(rec.get("reply"), str)
+        and isinstance(rec.get("judge"), dict)
+        and (rec.get("error") is None or isinstance(rec.get("error"), str))
+    )
 
 
 def _is_any_prompt_record(rec: dict[str, Any]) -> bool:

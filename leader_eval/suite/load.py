@@ -23,6 +23,7 @@ from leader_eval.suite.expectations import unsatisfiable
 from leader_eval.suite.files import read_text, recording_reads, resolve_in_root, suite_root
 from leader_eval.suite.filler_file import load_filler
 from leader_eval.suite.gate_spec import gate_problem
+from leader_eval.suite.judge_spec import judges_from
 from leader_eval.suite.records import Case, ScaffoldMessage, Suite, Tool, check_suite_regex, suite_schema
 from leader_eval.suite.render import check_templates
 from leader_eval.suite.tool_schema import LoadedSchemas, load_tool_schemas
@@ -434,6 +435,7 @@ def _build(
     )
     with errors.collect():
         suite = replace(suite, stress_filler=load_filler(path, data, lines, root))
+        suite = replace(suite, judges=judges_from(path, root, data, lines, by_name))
     # Template syntax errors are suite errors too: parse every template now, not at sampling time.
     n_before = len(errors.found)
     for msg in suite.scaffold:

@@ -110,6 +110,8 @@ class Suite:
     #: configuration (``runs.python_checks.bind_checks``); empty until bound, and a suite naming
     #: checks is never scored unbound (``scoring.python_check``)
     python_checks: tuple[BoundCheck, ...] = field(repr=False, compare=False, default=())
+    #: rubric judges (``judges:``; ``suite.judge_spec.JudgeSpec``), by criterion in file order
+    judges: tuple[Any, ...] = ()
 
     def case_sampling(self, case: Case) -> dict[str, Any]:
         return {**self.sampling, **case.sampling}

@@ -66,12 +66,13 @@ def test_the_registry_lists_every_file_a_run_directory_holds() -> None:
         "summary.json", "session_summary.json", "report.html", "stress.json", "stress.png", "stress.txt",
         "adaptive_compare.json", ".leader-eval.lock", "turns.jsonl",
         "gate.json",
+        "judgements.jsonl",
     }  # fmt: skip
     for f in RUN_FILES.values():
         assert f.cap > 0 and f.merge in {"rebuilt", "union", "rederived", "remade", "never"}
     # the record files are the ones merge unions, each validated record by record
     assert {f.name for f in RUN_FILES.values() if f.merge == "union"} == {
-        store.SAMPLES, store.STEPS, store.TURNS, store.PROMPTS,
+        store.SAMPLES, store.STEPS, store.TURNS, store.PROMPTS, store.JUDGEMENTS,
     }  # fmt: skip
 
 

@@ -59,12 +59,25 @@ class SamplingParams:
         }
 
 
+@dataclass(frozen=True)
+class Constraint:
+    """What a reply must look like, for backends that can decode under it (a judge's verdict):
+    ``gbnf`` a llama.cpp grammar (local and GGUF backends), ``json_schema`` a JSON Schema sent as
+    ``response_format`` (OpenAI-compatible servers). A backend that can use neither samples
+    unconstrained; the reply is parsed strictly either way."""
+
+    gbnf: str
+    json_schema: dict[str, Any]
+    name: str = "verdict"
+
+
 @dataclass
 class SampleRequest:
     prompt: Prompt
     params: SamplingParams
     seeds: list[int]  # one sample per seed
     tools: list[dict[str, Any]] = field(default_factory=list)  # for chat APIs that take tools
+    constraint: Constraint | None = None  # judges only: runs sample the model unconstrained
 
 
 @dataclass

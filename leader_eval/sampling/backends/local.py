@@ -393,7 +393,9 @@ class LocalBackend:
         self._body_key, self._body_end = body_key, body_end
         return body_end - keep
 
-    def _sample_one(self, prompt_ids: list[int], anchor: list[int], seed: int, params: Any) -> Completion:
+    def _sample_one(
+        self, prompt_ids: list[int], anchor: list[int], seed: int, params: Any, grammar: Any = None
+    ) -> Completion:
         llm = self._ensure_llm()
         t0 = time.perf_counter()
         evaluated = self._prefill_canonically(llm, prompt_ids, anchor)
@@ -404,7 +406,13 @@ class LocalBackend:
         first_token_s = None
         text = ""
         for tok in llm.generate(
-            prompt_ids, temp=params.temperature, top_p=params.top_p, top_k=0, min_p=0.0, repeat_penalty=1.0
+            prompt_ids,
+            temp=params.temperature,
+            top_p=params.top_p,
+            top_k=0,
+            min_p=0.0,
+            repeat_penalty=1.0,
+            grammar=grammar,
         ):
             if first_token_s is None:
                 first_token_s = time.perf_counter() - t0
@@ -446,8 +454,14 @@ class LocalBackend:
             for s in request.seeds:
                 if self._closing:  # the run was interrupted: stop between samples, not after the case
                     break
-                out.append(self._sample_one(request.prompt.token_ids, anchor, s, request.params))
+                # a grammar holds its parse state: one per sample
+                grammar = self._grammar(request.constraint.gbnf) if request.constraint is not None else None
+                out.append(self._sample_one(request.prompt.token_ids, anchor, s, request.params, grammar))
         return out
+
+    def _grammar(self, gbnf: str) -> Any:
+        with _quiet_stderr():
+            return self._llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
 
     async def sample(self, request: SampleRequest) -> list[Completion]:
         return await asyncio.to_thread(self._sample_blocking, request)

@@ -566,6 +566,14 @@ class OpenAICompatBackend:
             if self.logprobs:
                 body["logprobs"] = 1
         body.update(self.extra_body)
+        if request.constraint is not None:  # a judge's verdict: the server decodes to the schema
+            c = request.constraint
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": c.name, "schema": c.json_schema, "strict": True},
+            }
+            if self.mode != "chat":  # llama.cpp's servers read a GBNF grammar on /completions
+                body["grammar"] = c.gbnf
         return body
 
     async def _sample_seed(self, base: dict[str, Any], seed: int) -> Completion:
