@@ -290,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="ROLE=SPEC",
-        help="what a judge's model role means for this check: a model spec (repeatable; the command line is trusted)",
+        help="what a judge's model role means: ROLE=SPEC [--flag value ...], as --model-role "
+        "(repeatable; beats [tool.leader-eval.model-roles])",
     )
     jc.add_argument("--criterion", action="append", default=[], help="only this criterion (repeatable)")
     jc.add_argument("--k", type=positive_int, default=1, help="judge samples per text, for self-consistency")

@@ -6,18 +6,19 @@ import argparse
 import json
 
 from leader_eval.runs.judge_check import format_report, judge_check
-from leader_eval.runs.trusted import NamedModel, Trusted, assemble, split_pair
+from leader_eval.runs.model_spec import roles_from_pairs
+from leader_eval.runs.trusted import Trusted, assemble
 
 
 def run(args: argparse.Namespace) -> int:
-    cli = Trusted()
-    for text in args.judge:
-        name, spec = split_pair(text, where="--judge")
-        cli.models[name] = NamedModel(name, {"model": spec}, "--judge")
+    # ROLE=SPEC [--flag value ...], parsed with run's option table like --model-role; the
+    # configuration file's model roles (args.trusted, cli/settings.py) rank below the command line
+    cli = Trusted(roles_from_pairs(args.judge, source="--judge"))
+    files = getattr(args, "trusted", None)
     report = judge_check(
         args.suite,
         args.labelled,
-        assemble(cli=cli),
+        assemble(files=files, cli=cli),
         criteria=args.criterion,
         k=args.k,
         out_dir=args.calibration_dir,

@@ -18,7 +18,20 @@ from leader_eval.runs.model_spec import trusted_from_options
 from leader_eval.runs.trusted import assemble
 
 #: the commands a configuration file applies to
-CONFIG_COMMANDS = frozenset({"run", "stress", "lint", "compare-adaptive", "gate", "update-golden", "plan", "config"})
+CONFIG_COMMANDS = frozenset(
+    {
+        "run",
+        "stress",
+        "lint",
+        "compare-adaptive",
+        "gate",
+        "update-golden",
+        "plan",
+        "config",
+        "judge-check",
+        "judge-pair",
+    }
+)
 #: a file key whose CLI flag has another name
 CLI_DEST = {"golden_dir": "golden"}
 
