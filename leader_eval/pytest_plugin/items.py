@@ -337,7 +337,8 @@ class CaseItem(pytest.Item):
         parent = suite_file.sampled[self.label]
         record = dict(parent.case_records.get(self.case.id, {}))
         record["suite"] = suite_file.suite.name
-        record["label"] = self.label
+        if self.label:  # a model matrix: which model's record (a one-model record is as before)
+            record["label"] = self.label
         record["suite_path"] = str(suite_file.path)
         record["run_dir"] = str(parent.run_result.path)
         record["manifest_status"] = parent.run_result.manifest.get("status")
