@@ -193,6 +193,7 @@ def gate_family(results: dict[str, GateResult], alpha: float = 0.05) -> dict[str
                     f">= level {level:.3g} from Holm across the models' gates); alone at alpha {alpha:g}: "
                     + row.explanation
                 )
+                result.messages.append(f"{row.metric}: {row.explanation}")  # the tables show no passing row's why
         still = any(r.verdict == "fail" for r in result.rows) or result.power_refused
         if withdrawn and result.status == "fail" and not still:
             result.status = "pass"

@@ -5,8 +5,9 @@ model spec is resolved (a bad spec or an unreachable server is a usage error, ex
 backend's own message) and tolerance names are checked.
 
 The gate of each suite is reported as an item of its own, ``SUITE::leader-eval-gate`` (in a model
-matrix one per model, ``SUITE::leader-eval-gate[label]``), after the cases (passed or failed, with the gate table as its report), so the terminal, ``-rA`` and JUnit
-XML all show it; the exit status is the worst of pytest's own and the gates'.
+matrix one per model, ``SUITE::leader-eval-gate[label]``), after the cases (passed or failed, with
+the gate table as its report), so the terminal, ``-rA`` and JUnit XML all show it; the exit status
+is the worst of pytest's own and the gates'.
 """
 
 from __future__ import annotations

@@ -170,3 +170,51 @@ def test_a_matrix_refuses_what_takes_one_model(pytester: pytest.Pytester, record
         "mini.yaml", f"--le-model=replay:{recorded['good']}", f"--le-model=replay:{recorded['good']}"
     )
     assert same.ret != 0 and "two entries would write runs labelled" in same.stdout.str() + same.stderr.str()
+
+
+class TwoCasesShort(Canned):
+    """Answers as the baseline did except on cases c00 and c01, where the message misses the goal."""
+
+    async def sample(self, request: SampleRequest) -> list[Completion]:
+        short = re.search(r"Say hello [01]\.", request.prompt.text) is not None
+        text = '{"tool": "send_message_to_chat", "arguments": {"message": "Hi team!"}}' if short else GOOD
+        return [Completion(text, [], "stop") for _ in request.seeds]
+
+
+@pytest.fixture(scope="module")
+def borderline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A suite whose cases want the goal in the message; a clean model, a model two cases short
+    (score's one-sided p 0.028: below alpha 0.05, above Holm's first level for two gates 0.025)."""
+    d = tmp_path_factory.mktemp("borderline")
+    suite_path = d / "mini.yaml"
+    call = "        - tool: send_message_to_chat\n"
+    suite_path.write_text(
+        _suite_text().replace(call, call + "          args:\n            message: {contains: treehouse}\n")
+    )
+    out = {"suite": suite_path}
+    for name, backend in (("clean", Canned("clean", GOOD)), ("short", TwoCasesShort("short", ""))):
+        out[name] = d / "recorded" / name
+        run(suite_path, RunOptions(seed=5, out=out[name], progress=False, cache=False), backend=backend)
+    update_golden(read_run(out["clean"]), d / "golden", baseline="main", suite=load_suite(suite_path))
+    out["golden"] = d / "golden"
+    return out
+
+
+def test_a_model_that_fails_alone_at_alpha_passes_in_a_matrix_held_by_holm(
+    pytester: pytest.Pytester, borderline: dict[str, Path]
+) -> None:
+    (pytester.path / "mini.yaml").write_text(borderline["suite"].read_text())
+    common = ["mini.yaml", f"--le-golden-dir={borderline['golden']}", "-p", "no:cacheprovider", "-rA"]
+    short = f"--le-model=replay:{borderline['short']} --label short"
+    alone = pytester.runpytest_subprocess(*common, short, "--le-run-dir=alone")
+    # alone, the gate is its own family at alpha 0.05: p 0.028 is a credible regression
+    assert alone.ret == 1 and "FAILED mini.yaml::leader-eval-gate" in alone.stdout.str()
+    both = pytester.runpytest_subprocess(
+        *common, f"--le-model=replay:{borderline['clean']} --label clean", short, "--le-run-dir=both"
+    )
+    out = both.stdout.str()
+    # two gates at 0.05 each would fail it (N x alpha); Holm across the models tests p 0.028 at 0.025
+    assert both.ret == 0, out
+    assert "PASSED mini.yaml::leader-eval-gate[short]" in out and "PASSED mini.yaml::leader-eval-gate[clean]" in out
+    assert "short PASS (gate p 0.0278, level 0.025)" in out
+    assert "not credible across the 2-model matrix" in out
