@@ -94,6 +94,9 @@ class MetricRow:
     #: what the run's interval is when it is not an ordinary one (a one-case group's degenerate
     #: interval), as the report shows it
     note: str = ""
+    #: the smallest p_value the metric's test could give with these data (Tarone; 0: unbounded),
+    #: so a family of gates (``matrix.gate_family``) leaves out what cannot reach significance
+    min_p: float = 0.0
 
 
 @dataclass
@@ -674,6 +677,7 @@ class _Prepared:
         """The row's verdict at its Holm ``level``; ``tested``: the metric is in the gate's family
         (``metrics.gated_metrics``), else it is shown and never fails (``info``)."""
         row = self.row
+        row.min_p = self.min_p
         if self.current is None:
             if not tested:
                 row.verdict = "info"

@@ -10,6 +10,10 @@ an entry's ``--label``, else the model's default label; entries whose labels wou
 The comparison is ``compare_runs`` over the runs in the order given: the first entry is the
 baseline each other entry is compared with, and with more than two entries whose labels are
 ordered checkpoints the report recommends one (``decide.checkpoints``).
+
+Gating a matrix (the pytest plugin's ``--le-model`` repeated): every entry's run is gated against
+the one baseline golden, and the entries' gates are one family (``gate_family``), so an
+unchanged matrix raises a false alarm in at most ``alpha`` of sessions, not N x ``alpha``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.decide.compare import Comparison, compare_runs
+from leader_eval.decide.gate import GateResult
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs import evaluate
 from leader_eval.runs.evaluate import Run
@@ -29,6 +34,7 @@ from leader_eval.runs.options import run_options
 from leader_eval.sampling.backends import resolve_backend
 from leader_eval.sampling.backends.base import replayable
 from leader_eval.sampling.keys import new_run_seed
+from leader_eval.stats.core import holm_adjusted, holm_alphas, tarone_family
 from leader_eval.store.names import default_label
 from leader_eval.suite.load import Suite
 
@@ -63,7 +69,7 @@ def matrix_labels(entries: Sequence[ModelEntry], model_labels: Sequence[str]) ->
     return out
 
 
-def _paired_seed(suite: Suite, given: int | None, backends: Sequence[Any]) -> int:
+def paired_seed(suite: Suite, given: int | None, backends: Sequence[Any]) -> int:
     """The one run seed of every entry that samples: ``--seed``, else the suite's, else the seed
     the replayed runs recorded (when they agree, so new samples pair with them), else a fresh one."""
     if given is not None:
@@ -116,7 +122,7 @@ def run_matrix(
             backends[key] = resolve_backend(o.model, context_length=o.context_length, **o.backend_options)
         built.append(backends[key])
     labels = matrix_labels(entries, [default_label(b.model_id) for b in built])
-    seed = _paired_seed(suite, options[0].seed, built)
+    seed = paired_seed(suite, options[0].seed, built)
     runs = []
     for label, o, backend in zip(labels, options, built, strict=True):
         # a replay samples nothing: it keeps the seed it recorded
@@ -138,3 +144,74 @@ def run_matrix(
     # are still compared
     comparison = compare_runs(scored, alpha=alpha)
     return MatrixResult([label for label, good in zip(labels, ok, strict=True) if good], scored, comparison)
+
+
+@dataclass(frozen=True)
+class FamilyDecision:
+    """One entry's gate within a matrix's family of gates (``gate_family``)."""
+
+    label: str
+    #: the gate's p-value: its smallest Holm-adjusted p (within the gate's metrics) over the tested
+    #: metrics it failed at ``alpha`` alone; 1 when it failed none (nothing to reject)
+    p_gate: float
+    #: the level Holm across the family's gates gives this one (``stats.holm_alphas``)
+    level: float
+    #: the gate still fails on a credible regression after the family's adjustment
+    regressed: bool
+    #: the metrics that failed at ``alpha`` alone but not at the family's level (now ``pass``)
+    withdrawn: tuple[str, ...] = ()
+
+
+def _within_gate(result: GateResult) -> dict[str, float]:
+    """Holm-adjusted p-values over the gate's tested metrics that have one (a paired test), the
+    family cut as the gate cut it (Tarone at the gate's alpha: a metric whose test cannot reach
+    its share takes none, and could not have failed)."""
+    rows = [r for r in result.rows if r.kind == "test" and r.verdict != "info" and r.p_value is not None]
+    family = set(tarone_family({r.metric: r.min_p for r in rows}, result.alpha))
+    return holm_adjusted({r.metric: float(r.p_value) for r in rows if r.metric in family and r.p_value is not None})
+
+
+def gate_family(results: dict[str, GateResult], alpha: float = 0.05) -> dict[str, FamilyDecision]:
+    """Hold the false alarms of several gates against one baseline at ``alpha`` (Holm across gates).
+
+    Each gate (an entry of the matrix, keyed by label) was decided at ``alpha`` on its own, its
+    metrics one Holm-Tarone family. Its p-value is the smallest Holm-adjusted p (``holm_adjusted``
+    over the gate's Tarone family at ``alpha``) of a metric it failed; the gates' p-values are one Holm family
+    (``holm_alphas``, the decisions' one implementation), and a failed metric stands only when its
+    adjusted p is below the level its gate gets. Withdrawn metrics become ``pass`` (their
+    explanation says why) and a gate left with no failure passes. A metric failed without a
+    p-value (an unpaired interval test, a golden without per-case values) cannot be adjusted and
+    keeps failing: the adjustment only ever withdraws what a p-value shows is within the family's
+    noise. Floors, ceilings, budgets, errors and every non-``fail`` status are contracts, not
+    tests, and are left as they are. ``results`` is changed in place."""
+    adjusted = {label: _within_gate(r) for label, r in results.items()}
+    failed = {
+        label: [row for row in r.rows if row.kind == "test" and row.verdict == "fail"] for label, r in results.items()
+    }
+    p_gate = {
+        label: min([adjusted[label][row.metric] for row in failed[label] if row.metric in adjusted[label]] + [1.0])
+        for label in results
+    }
+    levels = holm_alphas(dict(p_gate), alpha)
+    out = {}
+    n = len(results)
+    for label, result in results.items():
+        level = levels[label]
+        withdrawn = []
+        for row in failed[label]:
+            p = adjusted[label].get(row.metric)
+            if p is not None and not p < level:
+                withdrawn.append(row.metric)
+                row.verdict = "pass"
+                row.explanation = (
+                    f"pass: not credible across the {n}-model matrix (Holm-adjusted p {p:.3g} within the gate "
+                    f">= level {level:.3g} from Holm across the models' gates); alone at alpha {alpha:g}: "
+                    + row.explanation
+                )
+                result.messages.append(f"{row.metric}: {row.explanation}")  # the tables show no passing row's why
+        still = any(r.verdict == "fail" for r in result.rows) or result.power_refused
+        if withdrawn and result.status == "fail" and not still:
+            result.status = "pass"
+        regressed = any(r.kind == "test" and r.verdict == "fail" for r in result.rows)
+        out[label] = FamilyDecision(label, p_gate[label], level, regressed, tuple(withdrawn))
+    return out

@@ -24,6 +24,7 @@ from typing import Any
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import command_data, command_property
+from leader_eval.inert import markdown as md_text
 
 
 def github_actions() -> bool:
@@ -73,6 +74,32 @@ def write_step_summary(markdown: str) -> None:
     if dest:
         with open(dest, "a", encoding="utf-8") as f:
             f.write(markdown.rstrip() + "\n\n")
+
+
+def matrix_markdown(gates: list[Any]) -> str:
+    """A model matrix's table for the step summary: one row per model of one suite (its gate's
+    verdict, the metrics that failed, the gate's p-value and the level Holm across the models
+    gave it), before each model's own gate table. ``gates``: the suite's ``SuiteGate``s."""
+    first = next(g for g in gates if g.result is not None)
+    alpha = first.result.alpha
+    lines = [
+        f"### leader-eval matrix: {md_text(first.suite)}, {len(gates)} models against baseline "
+        f"{md_text(first.result.baseline)}",
+        "",
+        f"Each model gated against the baseline; false alarms held at alpha {alpha:g} across the models "
+        "(Holm over each gate's smallest Holm-adjusted p).",
+        "",
+        "| model | verdict | failed | gate p | Holm level |",
+        "|---|---|---|---|---|",
+    ]
+    for g in gates:
+        verdict = (g.result.status if g.result is not None else "error").upper()
+        failed = ", ".join(g.result.failed) if g.result is not None else ""
+        fam = g.family
+        p = f"{fam.p_gate:.3g}" if fam is not None else "-"
+        level = f"{fam.level:.3g}" if fam is not None else "-"
+        lines.append(f"| {md_text(g.label)} | {verdict} | {md_text(failed) or '-'} | {p} | {level} |")
+    return "\n".join(lines)
 
 
 def _manifest(path: Path) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from leader_eval.runs.options import DEFAULT_KEEP_RUNS, PROJECT_OPTIONS, SAMPLIN
 
 if TYPE_CHECKING:
     from leader_eval.runs.config_file import ConfigFile
+    from leader_eval.runs.model_spec import ModelEntry
     from leader_eval.runs.trusted import Trusted
 
 PREFIX = "--le-"
@@ -67,6 +68,13 @@ class PluginOptions:
     trusted_layers: tuple[Trusted | None, Trusted | None, Trusted | None] = (None, None, None)
     #: ``[tool.leader-eval]`` / ``leader-eval.toml`` found from the rootdir upward (runs/config_file.py)
     config_file: ConfigFile | None = None
+    #: the model entries (``--le-model`` repeated or the ini's lines); two or more: a model matrix,
+    #: each suite sampled and gated once per entry (``sampling`` holds the first entry's values)
+    entries: tuple[ModelEntry, ...] = ()
+
+    @property
+    def matrix(self) -> bool:
+        return len(self.entries) > 1
 
     @property
     def model(self) -> str:
@@ -202,7 +210,9 @@ def read_options(config: pytest.Config) -> PluginOptions:
     except LeaderEvalError as err:
         raise pytest.UsageError(str(err)) from None
     sampling = {opt.dest: _value(config, opt, file) for opt in SAMPLING_OPTIONS}
-    sampling = _one_model(sampling)
+    entries = _model_entries(sampling)
+    _matrix_refusals(config, len(entries))
+    sampling = dict(entries[0].values)
     own = {opt.dest: _value(config, opt, file) for opt in PLUGIN_OPTIONS}
     set_globs = config.getini(INI_PREFIX + "suites") or (file.suites if file is not None else None)
     globs = set_globs or list(DEFAULT_SUITES)
@@ -229,25 +239,47 @@ def read_options(config: pytest.Config) -> PluginOptions:
         given=tuple(_given_options(config)),
         trusted_layers=_trusted(config, file),
         config_file=file,
+        entries=tuple(entries),
     )
 
 
-def _one_model(sampling: dict[str, Any]) -> dict[str, Any]:
-    """The sampling values with ``--le-model``'s own options applied (``'SPEC --temperature 0.2'``).
-    A model matrix in pytest is not built: more than one ``--le-model`` is a usage error."""
+def _model_entries(sampling: dict[str, Any]) -> list[Any]:
+    """The session's model entries: ``--le-model`` repeated, else the ini's ``leader_eval_model``
+    lines (one entry a line), else the file's or the default model; each with its own options
+    applied (``'SPEC --temperature 0.2'``). Two or more are a model matrix (docs/pytest.md)."""
     from leader_eval.runs.model_spec import model_entries
     from leader_eval.runs.trusted import TrustedError
 
+    given = sampling.get("model")
+    if isinstance(given, str) and "\n" in given:  # an ini list, one entry a line
+        sampling = {**sampling, "model": [line.strip() for line in given.splitlines() if line.strip()]}
     try:
         entries = model_entries(sampling, flag=PREFIX + "model")
     except TrustedError as err:
         raise pytest.UsageError(str(err)) from None
-    if len(entries) > 1:
+    if len(entries) < 2:
+        return entries
+    from leader_eval.decide.matrix import MAX_ENTRIES  # heavy: only for a matrix
+
+    if len(entries) > MAX_ENTRIES:
+        raise pytest.UsageError(f"{PREFIX}model: {len(entries)} entries; a matrix takes at most {MAX_ENTRIES}")
+    if any("seed" in e.own for e in entries):
         raise pytest.UsageError(
-            f"{PREFIX}model given {len(entries)} times: the pytest plugin samples one model per session; "
-            "sample a matrix with leader-eval run SUITE --model A --model B (docs/configuration.md)"
+            f"{PREFIX}model: a matrix pairs its models by one seed: give {PREFIX}seed once for all, not inside an entry"
         )
-    return dict(entries[0].values)
+    return entries
+
+
+def _matrix_refusals(config: pytest.Config, n: int) -> None:
+    """What a matrix session does not do: a golden is written from one trusted model, a shard is
+    merged per model and a stress sweep judges one model (one model per session for those)."""
+    if n < 2:
+        return
+    for dest, flag in (("update_golden", "update-golden"), ("shard", "shard"), ("stress", "stress")):
+        if config.getoption(INI_PREFIX + dest, default=None):
+            raise pytest.UsageError(
+                f"{PREFIX}{flag} takes one {PREFIX}model; this session gives {n} (a model matrix): run it per model"
+            )
 
 
 def _trusted(config: pytest.Config, file: Any) -> tuple[Any, Any, Any]:

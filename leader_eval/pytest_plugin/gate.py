@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from leader_eval.decide.gate import GateResult, gate
 from leader_eval.decide.golden import check_golden_covers, golden_path, golden_without_cases, load_golden, update_golden
+from leader_eval.decide.matrix import FamilyDecision, gate_family
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.inert import markdown as md_text
@@ -35,7 +36,7 @@ from leader_eval.store.run_store import REPORT, SESSION_SUMMARY, RunDir, write_j
 from leader_eval.suite.load import load_suite
 
 if TYPE_CHECKING:
-    from leader_eval.pytest_plugin.state import PluginState
+    from leader_eval.pytest_plugin.state import GateKey, PluginState
 
 
 @dataclass
@@ -50,14 +51,17 @@ class SuiteGate:
     result: GateResult | None = None
     failing_cases: list[dict[str, Any]] = field(default_factory=list)  # case records with a failure
     not_gated: str = ""  # why the golden was not consulted (a shard), else empty
+    label: str = ""  # the model's label in a model matrix, else ""
+    #: the matrix's Holm across its models' gates (``decide.matrix.gate_family``), else None
+    family: FamilyDecision | None = None
 
 
-def session_run(suite_name: str, state: PluginState) -> tuple[Run, list[str]]:
-    """A ``Run`` rebuilt from the session's case records, and what is missing from it."""
-    meta = state.suite_meta[suite_name]
+def session_run(key: GateKey, state: PluginState) -> tuple[Run, list[str]]:
+    """A ``Run`` rebuilt from the session's case records of (suite, label), and what is missing from it."""
+    meta = state.suite_meta[key]
     suite = load_suite(meta["path"])
-    records = state.records.get(suite_name, {})
-    collected = state.collected.get(suite_name, set())
+    records = state.records.get(key, {})
+    collected = state.collected.get(key, set())
     problems = []
     missing = sorted(collected - set(records))
     if missing:
@@ -167,28 +171,43 @@ def failing_cases(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> SuiteGate:
-    """Gate one suite of the session against its golden (see the module docstring)."""
+@dataclass
+class Prepared:
+    """A suite's gate decided but not yet reported (a matrix adjusts its models' gates between)."""
+
+    key: GateKey
+    run: Run
+    problems: list[str]
+    notes: list[str]
+    subset: bool
+    result: GateResult
+
+
+def prepare_suite(key: GateKey, state: PluginState) -> Prepared | SuiteGate:
+    """Gate one suite's run of one model against its golden (see the module docstring): the
+    decision, or the finished ``SuiteGate`` when nothing could be gated."""
+    suite_name, model_label = key
     o = state.options
-    meta = state.suite_meta[suite_name]
+    meta = state.suite_meta[key]
     try:
-        run, problems = session_run(suite_name, state)
+        run, problems = session_run(key, state)
     except LeaderEvalError as err:
-        return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: {err}"])
-    if not state.records.get(suite_name) or "identity" not in run.manifest:
+        return SuiteGate(suite_name, meta["path"], 1, [f"{suite_name}: {err}"], label=model_label)
+    if not state.records.get(key) or "identity" not in run.manifest:
         why = "; ".join(problems) or "its cases failed before scoring (see their reports)"
         head = f"shard {o.shard[0]}/{o.shard[1]} FAIL" if o.shard else "gate FAIL"
-        return SuiteGate(suite_name, meta["path"], 1, [f"{head} (suite {suite_name}): no case was scored: {why}"])
+        who = f"suite {suite_name}, label {model_label}" if model_label else f"suite {suite_name}"
+        return SuiteGate(suite_name, meta["path"], 1, [f"{head} ({who}): no case was scored: {why}"], label=model_label)
     if run.path != Path("."):
         # what the controller aggregated: must equal the worker's summary.json for the same samples
         write_json_atomic(run.path / SESSION_SUMMARY, run.summary)
-    records = state.records.get(suite_name, {})
+    records = state.records.get(key, {})
     if o.shard is not None:
         return shard_suite(suite_name, state, run, problems)
-    selected = set(state.collected.get(suite_name, set())) | set(records)
+    selected = set(state.collected.get(key, set())) | set(records)
     all_cases = list(meta.get("all_cases") or [])
     subset = bool(all_cases) and selected != set(all_cases)
-    label = o.sampling.get("label") or default_label(run.manifest["identity"]["model_id"])
+    label = model_label or o.sampling.get("label") or default_label(run.manifest["identity"]["model_id"])
     path = golden_path(o.golden_dir, suite_name, o.baseline)
     golden = load_golden(path)
     check_golden_covers(path, golden, run)  # a golden short of the run's cases would hide them
@@ -223,6 +242,16 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         ),
         suite_gate=suite_gate,
     )
+    return Prepared(key, run, problems, notes, subset, result)
+
+
+def finish_suite(prepared: Prepared, state: PluginState, *, interrupted: bool) -> SuiteGate:
+    """The error rule, the golden's update and the reports of a decided gate."""
+    o = state.options
+    suite_name, model_label = prepared.key
+    meta = state.suite_meta[prepared.key]
+    records = state.records.get(prepared.key, {})
+    run, problems, notes, result = prepared.run, prepared.problems, prepared.notes, prepared.result
     errors = error_problem(records, o.max_error_rate)
     if errors:
         problems.append(errors)
@@ -235,7 +264,7 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         if interrupted or problems:
             why = "interrupted" if interrupted else "incomplete or errored"
             lines.append(f"{suite_name}: golden not updated: the run was {why}")
-        elif subset:
+        elif prepared.subset:
             lines.append(f"{suite_name}: golden not updated: not every case of the suite ran (a subset)")
         elif run.manifest.get("joined_runs"):
             # a golden is made from one run (its seed, its sampling identity), never from pieces
@@ -267,6 +296,7 @@ def gate_suite(suite_name: str, state: PluginState, *, interrupted: bool) -> Sui
         markdown,
         result,
         failing_cases(records),
+        label=model_label,
     )
 
 
@@ -279,7 +309,7 @@ def shard_suite(suite_name: str, state: PluginState, run: Run, problems: list[st
     o = state.options
     assert o.shard is not None
     index, count = o.shard
-    records = state.records.get(suite_name, {})
+    records = state.records.get((suite_name, ""), {})
     errors = error_problem(records, o.max_error_rate)
     if errors:
         problems.append(errors)
@@ -303,7 +333,7 @@ def shard_suite(suite_name: str, state: PluginState, run: Run, problems: list[st
     if link:
         markdown += "\n\n" + link
     status = 1 if problems else 0
-    path = state.suite_meta[suite_name]["path"]
+    path = state.suite_meta[(suite_name, "")]["path"]
     return SuiteGate(suite_name, path, status, lines, markdown, None, failing_cases(records), not_gated)
 
 
@@ -340,17 +370,58 @@ def _run_report(run_dir: Path) -> tuple[str, str]:
 
 
 def gate_session(state: PluginState, *, interrupted: bool) -> list[SuiteGate]:
-    """Gate every suite the session ran."""
-    out = []
-    for suite_name in sorted(set(state.collected) | set(state.records)):
-        if suite_name not in state.suite_meta:
+    """Gate every suite the session ran, once per model; a matrix's gates of one suite are one
+    family (``decide.matrix.gate_family``: Holm across the models' gates at the gate's alpha)."""
+    decided: list[Prepared | SuiteGate] = []
+    # a matrix's gates in the entries' order (the first entry first), one-model sessions by suite
+    order = {label: i for i, label in enumerate(state.models or {})}
+    for key in sorted(set(state.collected) | set(state.records), key=lambda k: (k[0], order.get(k[1], -1), k[1])):
+        if key not in state.suite_meta:
             continue
-        try:
-            out.append(gate_suite(suite_name, state, interrupted=interrupted))
-        except LeaderEvalError:
-            raise
-        except Exception as exc:  # a bug in the gate must fail the suite, never pass it or crash pytest
-            what = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
-            line = f"gate ERROR (suite {suite_name}): the gate could not decide ({what}); please report this"
-            out.append(SuiteGate(suite_name, state.suite_meta[suite_name]["path"], 1, [line]))
+        decided.append(_guarded(key, state, lambda k=key: prepare_suite(k, state)))
+    families: dict[GateKey, FamilyDecision] = {}
+    if state.options.matrix:
+        for suite_name in sorted({d.key[0] for d in decided if isinstance(d, Prepared)}):
+            family = {d.key[1]: d.result for d in decided if isinstance(d, Prepared) and d.key[0] == suite_name}
+            alpha = next(iter(family.values())).alpha
+            for label, decision in gate_family(family, alpha=alpha).items():
+                families[(suite_name, label)] = decision
+    out = []
+    for d in decided:
+        if isinstance(d, SuiteGate):
+            out.append(d)
+            continue
+        g = _guarded(d.key, state, lambda d=d: finish_suite(d, state, interrupted=interrupted))
+        assert isinstance(g, SuiteGate)
+        g.family = families.get(d.key)
+        out.append(g)
+    for suite_name in sorted({key[0] for key in families}):
+        mine = [g for g in out if g.suite == suite_name]
+        mine[0].lines.insert(0, matrix_line(mine))
     return out
+
+
+def matrix_line(gates: list[SuiteGate]) -> str:
+    """The terminal's line for a model matrix of one suite: each model's verdict and Holm level."""
+    parts = []
+    for g in gates:
+        verdict = (g.result.status if g.result is not None else "error").upper()
+        fam = f" (gate p {g.family.p_gate:.3g}, level {g.family.level:.3g})" if g.family is not None else ""
+        parts.append(f"{g.label} {verdict}{fam}")
+    alpha = next((g.result.alpha for g in gates if g.result is not None), 0.05)
+    return (
+        f"{gates[0].suite}: model matrix of {len(gates)}, each against the baseline, Holm across the models' "
+        f"gates at alpha {alpha:g}: " + "; ".join(parts)
+    )
+
+
+def _guarded(key: GateKey, state: PluginState, step: Any) -> Any:
+    """``step()``; a bug in the gate must fail the suite, never pass it or crash pytest."""
+    try:
+        return step()
+    except LeaderEvalError:
+        raise
+    except Exception as exc:
+        what = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        line = f"gate ERROR (suite {key[0]}): the gate could not decide ({what}); please report this"
+        return SuiteGate(key[0], state.suite_meta[key]["path"], 1, [line], label=key[1])

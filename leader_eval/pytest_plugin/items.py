@@ -85,17 +85,26 @@ class SuiteFile(pytest.File):
             i, n = shard
             what = f"the suite has {len(self.suite.cases)} cases, so shard {i} would be empty"
             raise self.CollectError(f"{self.path}:1: --le-shard {i}/{n}: {what}")
-        for case in self.suite.cases:
-            item = CaseItem.from_parent(self, name=case.id, case=case)
-            item.add_marker(pytest.mark.leader_eval)
-            if case.stress:
-                item.add_marker(pytest.mark.stress)
-            for tag in case.tags:
-                if tag.isidentifier():
-                    # registered, so `-m planning` selects cases and --strict-markers stays quiet
-                    self.config.addinivalue_line("markers", f"{tag}: leader-eval suite tag")
-                    item.add_marker(getattr(pytest.mark, tag))
-            yield item
+        labels = [""]
+        if self.config.stash[STATE].options.matrix:
+            try:
+                labels = list(matrix_models(self.config.stash[STATE]))
+            except LeaderEvalError as err:
+                raise self.CollectError(f"{self.path}:1: {err}") from None
+        # a matrix: one item per model and case, ``CASE[label]``, a model's cases together
+        for label in labels:
+            for case in self.suite.cases:
+                name = f"{case.id}[{label}]" if label else case.id
+                item = CaseItem.from_parent(self, name=name, case=case, label=label)
+                item.add_marker(pytest.mark.leader_eval)
+                if case.stress:
+                    item.add_marker(pytest.mark.stress)
+                for tag in case.tags:
+                    if tag.isidentifier():
+                        # registered, so `-m planning` selects cases and --strict-markers stays quiet
+                        self.config.addinivalue_line("markers", f"{tag}: leader-eval suite tag")
+                        item.add_marker(getattr(pytest.mark, tag))
+                yield item
         if self.suite.gate.get("stress"):
             # the suite's stress requirements: one item, run with --le-stress (a long sweep)
             sweep = StressItem.from_parent(self, name="stress")
@@ -114,22 +123,50 @@ class SuiteFile(pytest.File):
             self.setup_error = f"{err.filename + ': ' if err.filename else ''}{err.strerror or err}"
 
     def _sample(self) -> None:
-        from leader_eval.runs.evaluate import run, run_seed_and_label
         from leader_eval.runs.options import run_options
-        from leader_eval.sampling.keys import backend_model_key
-        from leader_eval.store.names import default_out_dir
 
         state: PluginState = self.config.stash[STATE]
         o = state.options
-        if state.backend is None:
-            state.backend = resolve_backend(o.sampling)
+        self.sampled: dict[str, Sampled] = {}
         # Only the cases this session will run (after -k/-m/deselection) are sampled.
-        selected = [i.name for i in self.session.items if isinstance(i, CaseItem) and i.parent is self]
+        selected: dict[str, list[str]] = defaultdict(list)
+        for i in self.session.items:
+            if isinstance(i, CaseItem) and i.parent is self:
+                selected[i.label].append(i.case.id)
         if not selected:
             return  # only the stress item runs: it samples its own sweep
-        options = run_options(o.sampling, case_ids=selected, progress=False, trusted=o.trusted)
+        if not o.matrix:
+            if state.backend is None:
+                state.backend = resolve_backend(o.sampling)
+            options = run_options(o.sampling, case_ids=selected[""], progress=False, trusted=o.trusted)
+            self.sampled[""] = self._sample_one(options, state.backend, selected[""])
+            return
+        from dataclasses import replace
+
+        from leader_eval.decide.matrix import paired_seed
+        from leader_eval.sampling.backends.base import replayable
+
+        models = matrix_models(state)
+        # paired seeds: one run seed for every entry (as ``leader-eval run --model A --model B``)
+        seed = paired_seed(self.suite, o.sampling.get("seed"), [b for _, b in models.values()])
+        for label, (values, backend) in models.items():
+            if label not in selected:
+                continue
+            options = run_options(values, case_ids=selected[label], progress=False, trusted=o.trusted)
+            # a replay samples nothing: it keeps the seed it recorded
+            own_seed = None if replayable(backend) is not None else seed
+            options = replace(options, seed=own_seed, label=label)
+            self.sampled[label] = self._sample_one(options, backend, selected[label])
+
+    def _sample_one(self, options: Any, backend: Any, selected: list[str]) -> Sampled:
+        """Sample ``selected`` cases on one model into the run directory the CLI would name."""
+        from leader_eval.runs.evaluate import run, run_seed_and_label
+        from leader_eval.sampling.keys import backend_model_key
+        from leader_eval.store.names import default_out_dir
+
+        o = self.config.stash[STATE].options
         options.extra_manifest = {"created_by": "pytest"}
-        seed, label = run_seed_and_label(self.suite, options, state.backend)
+        seed, label = run_seed_and_label(self.suite, options, backend)
         options.seed = seed
         if o.shard is not None:
             options = self._shard_options(options, selected, label)
@@ -138,15 +175,11 @@ class SuiteFile(pytest.File):
             suffix = ""
             if set(selected) != {c.id for c in self.suite.cases}:
                 suffix = "__subset-" + hashlib.sha256("\0".join(sorted(selected)).encode()).hexdigest()[:8]
-            model = backend_model_key(state.backend)
+            model = backend_model_key(backend)
             options.out = default_out_dir(self.suite, label, seed, model=model, root=o.run_dir, suffix=suffix)
-        self.run_result = run(self.suite, options, backend=state.backend)
-        self.quarantined = quarantined_cases(o.golden_dir, self.suite.name, o.baseline)
-        self.scores_by_case: dict[str, list[Any]] = defaultdict(list)
-        for s in self.run_result.scores:
-            self.scores_by_case[s.case_id].append(s)
-        self.samples_by_key = {(s.case_id, s.index): s for s in self.run_result.samples}
-        self.case_records = {c["case_id"]: c for c in self.run_result.cases}
+        return Sampled(
+            run(self.suite, options, backend=backend), quarantined_cases(o.golden_dir, self.suite.name, o.baseline)
+        )
 
     def _shard_options(self, options: Any, selected: list[str], label: str) -> Any:
         """``options`` for this session's shard, recorded in the manifest as ``run --shard`` records
@@ -176,6 +209,51 @@ class SuiteFile(pytest.File):
             suffix=f"__shard{index}of{count}",
         )
         return shard_options(options, f"{index}/{count}", self.suite)
+
+
+class Sampled:
+    """One model's run of a suite file, indexed for its case items."""
+
+    def __init__(self, run_result: Any, quarantined: set[str]) -> None:
+        self.run_result = run_result
+        self.quarantined = quarantined
+        self.scores_by_case: dict[str, list[Any]] = defaultdict(list)
+        for s in run_result.scores:
+            self.scores_by_case[s.case_id].append(s)
+        self.samples_by_key = {(s.case_id, s.index): s for s in run_result.samples}
+        self.case_records = {c["case_id"]: c for c in run_result.cases}
+
+
+def matrix_models(state: PluginState) -> dict[str, tuple[dict[str, Any], Any]]:
+    """A model matrix's entries by label (``decide.matrix.matrix_labels``: the entry's ``--label``,
+    else its model's, with its own settings appended where two would collide), each with its
+    sampling values and backend; one model at several settings is loaded once. Resolved once per
+    process: the labels depend only on the entries and the models' ids, so every xdist worker
+    names the items alike. ``LeaderEvalError`` when an entry cannot be built."""
+    if state.models is not None:
+        return state.models
+    from leader_eval.decide.matrix import matrix_labels
+    from leader_eval.runs.options import backend_options
+    from leader_eval.store.names import default_label
+
+    built: dict[tuple[Any, ...], Any] = {}
+    backends = []
+    for entry in state.options.entries:
+        values = dict(entry.values)
+        key = (
+            entry.model,
+            values.get("context_length"),
+            tuple(sorted((k, repr(v)) for k, v in backend_options(values).items())),
+        )
+        if key not in built:
+            built[key] = resolve_backend(values)
+        backends.append(built[key])
+    labels = matrix_labels(state.options.entries, [default_label(b.model_id) for b in backends])
+    state.models = {
+        label: (dict(entry.values), backend)
+        for label, entry, backend in zip(labels, state.options.entries, backends, strict=True)
+    }
+    return state.models
 
 
 def shard_cases(suite: Any, shard: tuple[int, int]) -> list[str]:
@@ -219,17 +297,19 @@ class CaseFailed(Exception):
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, case: Any, **kw: Any) -> None:
+    def __init__(self, *, case: Any, label: str = "", **kw: Any) -> None:
         super().__init__(**kw)
         self.case = case
+        self.label = label  # the model's label in a matrix, else ""
 
     def runtest(self) -> None:
-        parent: SuiteFile = self.parent  # type: ignore[assignment]
-        if parent.setup_error:
-            raise CaseFailed(parent.setup_error)
+        suite_file: SuiteFile = self.parent  # type: ignore[assignment]
+        if suite_file.setup_error:
+            raise CaseFailed(suite_file.setup_error)
+        parent = suite_file.sampled[self.label]
         mode = self.config.stash[STATE].options.mode
         scores = parent.scores_by_case.get(self.case.id, [])
-        record = self.record(parent, scores)
+        record = self.record(suite_file, scores)
         self.user_properties.append((RECORD_KEY, junit_json(record)))
         if not scores:
             raise CaseFailed(f"case {self.case.id}: no samples recorded")
@@ -252,11 +332,14 @@ class CaseItem(pytest.Item):
             where = f"leader-eval show {parent.run_result.path} --case {self.case.id}"
             pytest.xfail(f"{text.splitlines()[0]} (soft mode; evidence: {where})")
 
-    def record(self, parent: SuiteFile, scores: list[Any]) -> dict[str, Any]:
+    def record(self, suite_file: SuiteFile, scores: list[Any]) -> dict[str, Any]:
         """This case's record for the controller's gate (builtin types only: it crosses xdist)."""
+        parent = suite_file.sampled[self.label]
         record = dict(parent.case_records.get(self.case.id, {}))
-        record["suite"] = parent.suite.name
-        record["suite_path"] = str(parent.path)
+        record["suite"] = suite_file.suite.name
+        if self.label:  # a model matrix: which model's record (a one-model record is as before)
+            record["label"] = self.label
+        record["suite_path"] = str(suite_file.path)
         record["run_dir"] = str(parent.run_result.path)
         record["manifest_status"] = parent.run_result.manifest.get("status")
         record["line"] = self.case.line
@@ -272,7 +355,7 @@ class CaseItem(pytest.Item):
         ]
         return json.loads(json.dumps(record))
 
-    def _explain(self, failed: list[Any], record: dict[str, Any], parent: SuiteFile) -> str:
+    def _explain(self, failed: list[Any], record: dict[str, Any], parent: Sampled) -> str:
         """The failure text: each fragment from the model or a server is one inert line."""
         from leader_eval.report.check_line import failed_check_line
 
@@ -388,6 +471,12 @@ class LeaderEvalFixture:
         o = state.options
         # its report carries the marker, so the controller knows a suite was used (session.py)
         request.node.add_marker(pytest.mark.leader_eval)
+        if o.matrix:  # which model's? a fixture case would be gated against no entry's run
+            pytest.fail(
+                "the leader_eval fixture samples one model: this session gives a model matrix "
+                f"({len(o.entries)} --le-model entries); run Python-written cases with one --le-model",
+                pytrace=False,
+            )
         loaded = load_suite(suite)
         if o.shard is not None and case_id not in shard_cases(loaded, o.shard):
             pytest.skip(f"case {case_id} of {loaded.name} belongs to another shard than {o.shard[0]}/{o.shard[1]}")

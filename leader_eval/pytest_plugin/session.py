@@ -4,9 +4,10 @@ Setup errors surface before anything is sampled: once the session's cases are se
 model spec is resolved (a bad spec or an unreachable server is a usage error, exit 4, with the
 backend's own message) and tolerance names are checked.
 
-The gate of each suite is reported as an item of its own, ``SUITE::leader-eval-gate``, after the
-cases (passed or failed, with the gate table as its report), so the terminal, ``-rA`` and JUnit
-XML all show it; the exit status is the worst of pytest's own and the gates'.
+The gate of each suite is reported as an item of its own, ``SUITE::leader-eval-gate`` (in a model
+matrix one per model, ``SUITE::leader-eval-gate[label]``), after the cases (passed or failed, with
+the gate table as its report), so the terminal, ``-rA`` and JUnit XML all show it; the exit status
+is the worst of pytest's own and the gates'.
 """
 
 from __future__ import annotations
@@ -61,11 +62,11 @@ class EvalSession:
         if not wanted:
             return
         cases = [i for i in items if isinstance(i, CaseItem)]
-        unknown = wanted - {i.name for i in cases}
+        unknown = wanted - {i.case.id for i in cases}
         if unknown and cases:
             raise pytest.UsageError(f"--le-case {sorted(unknown)[0]!r}: no such case in the collected suites")
-        keep = [i for i in items if not isinstance(i, CaseItem) or i.name in wanted]
-        dropped = [i for i in items if isinstance(i, CaseItem) and i.name not in wanted]
+        keep = [i for i in items if not isinstance(i, CaseItem) or i.case.id in wanted]
+        dropped = [i for i in items if isinstance(i, CaseItem) and i.case.id not in wanted]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
@@ -84,7 +85,7 @@ class EvalSession:
                 suite_file = item.parent
                 if suite_file not in mine:
                     mine[suite_file] = set(shard_cases(suite_file.suite, shard))  # type: ignore[union-attr]
-                if item.name not in mine[suite_file]:
+                if item.case.id not in mine[suite_file]:
                     dropped.append(item)
                     continue
             keep.append(item)
@@ -107,7 +108,7 @@ class EvalSession:
         cases = [i for i in session.items if isinstance(i, CaseItem)]
         for item in cases:
             suite_file: SuiteFile = item.parent  # type: ignore[assignment]
-            self._note_collected(suite_file.suite, str(suite_file.path), item.name)
+            self._note_collected(suite_file.suite, str(suite_file.path), item.case.id, item.label)
         if self.worker:
             return
         if not self.state.suites_seen and self.state.options.given and not self._uses_fixture(session.items):
@@ -131,19 +132,26 @@ class EvalSession:
             from leader_eval.decide.golden import parse_tolerances
 
             parse_tolerances(o.tolerances)
-            backend = resolve_backend(o.sampling)
+            if o.matrix:
+                from leader_eval.pytest_plugin.items import matrix_models
+
+                backends = [b for _, b in matrix_models(self.state).values()]
+            else:
+                backends = [resolve_backend(o.sampling)]
         except LeaderEvalError as err:
             # the backends name the CLI's options; in pytest they are --le-*
             text = spelled(err, PREFIX)
             raise pytest.UsageError(plugin_message(text) if text.startswith("--model") else text) from None
-        problem = preflight(backend)
-        if problem:
-            raise pytest.UsageError(f"--le-model: {problem}")
-        self.state.backend = backend
+        for backend in backends:
+            problem = preflight(backend)
+            if problem:
+                raise pytest.UsageError(f"--le-model: {problem}")
+        if not o.matrix:
+            self.state.backend = backends[0]
 
-    def _note_collected(self, suite: Any, path: str, case_id: str) -> None:
-        self.state.collected[suite.name].add(case_id)
-        meta = self.state.suite_meta.setdefault(suite.name, {"path": path})
+    def _note_collected(self, suite: Any, path: str, case_id: str, label: str) -> None:
+        self.state.collected[(suite.name, label)].add(case_id)
+        meta = self.state.suite_meta.setdefault((suite.name, label), {"path": path})
         # under xdist a case record can arrive before the controller learns the suite's cases
         # (pytest_runtest_logreport made the entry): without them a subset looked like the
         # whole suite, and the gate refused it for missing the golden's other cases
@@ -158,6 +166,13 @@ class EvalSession:
             if path.endswith((".yaml", ".yml")) and name and "::" not in name:
                 self.remote_collected.add((path, name))
 
+    def _case_and_label(self, name: str) -> tuple[str, str]:
+        """A case item's name split: ``CASE[label]`` in a matrix, else the case id and ""."""
+        if self.state.options.matrix and name.endswith("]") and "[" in name:
+            case_id, _, label = name[:-1].rpartition("[")
+            return case_id, label
+        return name, ""
+
     def _resolve_remote_collected(self) -> None:
         from leader_eval.suite.load import load_suite
 
@@ -168,7 +183,7 @@ class EvalSession:
                     by_path[path] = load_suite(self.config.rootpath / path)
                 except LeaderEvalError:
                     continue
-            self._note_collected(by_path[path], str(self.config.rootpath / path), name)
+            self._note_collected(by_path[path], str(self.config.rootpath / path), *self._case_and_label(name))
 
     # --- records --------------------------------------------------------------------------------
 
@@ -177,12 +192,13 @@ class EvalSession:
             self.state.suites_seen = True
         if report.when != "call":
             return
-        for key, value in report.user_properties:
-            if key != RECORD_KEY:
+        for name, value in report.user_properties:
+            if name != RECORD_KEY:
                 continue
             rec = json.loads(value) if isinstance(value, str) else dict(value)  # type: ignore[call-overload]
-            self.state.records[rec["suite"]][rec["case_id"]] = rec
-            meta = self.state.suite_meta.setdefault(rec["suite"], {"path": rec["suite_path"]})
+            key = (rec["suite"], str(rec.get("label") or ""))
+            self.state.records[key][rec["case_id"]] = rec
+            meta = self.state.suite_meta.setdefault(key, {"path": rec["suite_path"]})
             meta["run_dir"] = rec["run_dir"]
 
     # --- the gate -------------------------------------------------------------------------------
@@ -228,7 +244,12 @@ class EvalSession:
         for g in self.gates:
             self._report_gate(g)
         if ci.github_actions():
+            matrices: set[str] = set()
             for g in self.gates:
+                if g.family is not None and g.suite not in matrices:
+                    # a model matrix: its table (one row per model) before the models' own gates
+                    matrices.add(g.suite)
+                    ci.write_step_summary(ci.matrix_markdown([x for x in self.gates if x.suite == g.suite]))
                 ci.write_step_summary(g.markdown)
         self._prune_runs()
         if exitstatus == pytest.ExitCode.INTERRUPTED:
@@ -243,7 +264,7 @@ class EvalSession:
             rel = Path(g.path).resolve().relative_to(self.config.rootpath.resolve()).as_posix()
         except ValueError:
             rel = Path(g.path).name
-        nodeid = f"{rel}::{GATE_ITEM}"
+        nodeid = f"{rel}::{GATE_ITEM}[{g.label}]" if g.label else f"{rel}::{GATE_ITEM}"
         outcome = "passed" if g.status == 0 else "failed"
         if g.not_gated and g.status == 0:
             outcome = "skipped"  # a shard is not gated: pytest's way to say a check did not run
@@ -254,7 +275,8 @@ class EvalSession:
             if g.not_gated
             else "error"
         )
-        props = [(GATE_KEY, junit_json({"suite": g.suite, "status": verdict}))]
+        prop = {"suite": g.suite, "status": verdict, **({"label": g.label} if g.label else {})}
+        props = [(GATE_KEY, junit_json(prop))]
         hook = self.config.hook
         tr: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         # the gate comes after the progress line: its own line, no progress percentage
@@ -288,14 +310,14 @@ class EvalSession:
         if self.state.options.shard is not None:
             return  # a shard's run waits for leader-eval merge: never pruned under it
         o = self.state.options
-        protect = {p for g in self.gates for p in self._run_dirs(g.suite)}
+        protect = {p for g in self.gates for p in self._run_dirs((g.suite, g.label))}
         for g in self.gates:
             if g.result is None:
                 continue
             ci.prune_runs(o.run_dir, g.suite, g.result.label, o.keep_runs, protect, o.golden_dir)
 
-    def _run_dirs(self, suite: str) -> list[Any]:
-        return [Path(r["run_dir"]) for r in self.state.records.get(suite, {}).values() if r.get("run_dir")]
+    def _run_dirs(self, key: tuple[str, str]) -> list[Any]:
+        return [Path(r["run_dir"]) for r in self.state.records.get(key, {}).values() if r.get("run_dir")]
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.state.gate_lines:

@@ -136,3 +136,50 @@ def test_runs_of_two_models_that_share_a_run_id_are_both_compared(tmp_path: Path
     # the same directory given twice is still one run
     with pytest.raises(LeaderEvalError, match="at least two different runs"):
         compare_runs([recorded["step-100"], recorded["step-100"]])
+
+
+def _gate(label: str, p: float | None, *, failed: bool, floor_broken: bool = False) -> Any:
+    """A gate decided alone at alpha 0.05: one tested metric with one-sided p ``p``."""
+    from leader_eval.decide.gate import GateResult, MetricRow
+
+    def row(metric: str, kind: str, verdict: str, p_value: float | None) -> MetricRow:
+        return MetricRow(metric, "higher", 0.05, 0.9, 0.7, 0.6, 0.8, -0.2, -0.3, -0.1, p_value, True, verdict, "", kind)
+
+    rows = [row("score", "test", "fail" if failed else "pass", p)]
+    if floor_broken:
+        rows.append(row("score", "floor", "fail", None))
+    status = "fail" if failed or floor_broken else "pass"
+    return GateResult("s", label, None, None, status, rows=rows)
+
+
+def test_a_matrix_holds_its_false_alarms_by_holm_across_the_models_not_n_times_alpha() -> None:
+    from leader_eval.decide.matrix import gate_family
+
+    # alone at alpha 0.05 model a fails (p 0.04): two gates at 0.05 each would raise a false
+    # alarm in up to 10% of unchanged matrices; Holm across the two gives a 0.025 first
+    results = {"a": _gate("a", 0.04, failed=True), "b": _gate("b", 0.6, failed=False)}
+    decided = gate_family(results, alpha=0.05)
+    assert decided["a"].level == pytest.approx(0.025) and not decided["a"].regressed
+    assert results["a"].status == "pass" and results["a"].rows[0].verdict == "pass"
+    assert decided["a"].withdrawn == ("score",)
+    assert "not credible across the 2-model matrix" in results["a"].rows[0].explanation
+    # step-down, not Bonferroni: once a is rejected, b is tested at the whole alpha (0.03 < 0.05)
+    results = {"a": _gate("a", 0.01, failed=True), "b": _gate("b", 0.03, failed=True)}
+    decided = gate_family(results, alpha=0.05)
+    assert [decided[x].regressed for x in "ab"] == [True, True]
+    assert decided["b"].level == pytest.approx(0.05)
+    assert [results[x].status for x in "ab"] == ["fail", "fail"]
+
+
+def test_a_matrix_never_withdraws_a_contract_or_an_unadjustable_failure() -> None:
+    from leader_eval.decide.matrix import gate_family
+
+    results = {
+        "floor": _gate("floor", 0.04, failed=True, floor_broken=True),  # the suite's floor is a contract
+        "unpaired": _gate("unpaired", None, failed=True),  # no p-value: nothing shows it is noise
+        "ok": _gate("ok", 0.9, failed=False),
+    }
+    decided = gate_family(results, alpha=0.05)
+    assert results["floor"].status == "fail" and decided["floor"].withdrawn == ("score",)
+    assert results["unpaired"].status == "fail" and decided["unpaired"].regressed
+    assert results["ok"].status == "pass"

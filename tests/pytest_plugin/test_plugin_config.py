@@ -68,7 +68,11 @@ def test_a_pyproject_setting_changes_the_plugin_and_the_cli(
             (),
             "ini leader_eval_model_roles g: argument --temperature",
         ),
-        ("", ("--le-model=local:smollm2", "--le-model=local:smollm2 --temperature 1"), "--le-model given 2 times"),
+        (
+            "",
+            ("--le-model=local:smollm2", "--le-model=local:smollm2 --temperature 1", "--le-update-golden"),
+            "--le-update-golden takes one --le-model; this session gives 2 (a model matrix)",
+        ),
     ],
 )
 def test_a_bad_setting_is_a_usage_error_naming_it(
