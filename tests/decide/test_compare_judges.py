@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from leader_eval.decide.checkpoints import recommend_checkpoint
 from leader_eval.decide.compare import compare_runs
 from leader_eval.report.compare import compare_markdown, format_compare
+from leader_eval.report.html import render_report
 from leader_eval.runs.evaluate import Run
 from leader_eval.scoring.aggregate import group_metrics
 from tests.support.runs import synthetic_run
@@ -26,10 +27,10 @@ def _judged(label: str, verdicts: Sequence[float], *, gated: bool, why: str = "n
     for case, value in zip(run.cases, verdicts, strict=True):
         case.update(n_samples=4, n_hard_fail=0, n_errors=0, n_context_overflow=0)  # what aggregate totals
         case.update({"judge:polite": value, "n_judge:polite": 4, "judge_errors:polite": 0, "judge_missing:polite": 0})
-    metrics = group_metrics(run.cases)["metrics"]
-    metrics["judge:polite"]["gated"] = gated
+    overall = group_metrics(run.cases)
+    overall["metrics"]["judge:polite"]["gated"] = gated
     run.summary.update(
-        overall={"metrics": metrics},
+        overall=overall,
         judges={"polite": {"gated": gated, **({} if gated else {"not_gated_because": why})}},
     )
     return run
@@ -50,6 +51,8 @@ def test_a_gated_criterion_that_credibly_regresses_fails_compare_and_is_listed_a
     assert rows[0].lstrip("| ").startswith("score") and "REGRESSION" in rows[-1] and "(info)" not in rows[-1]
     md = compare_markdown(c)
     assert md.startswith("### ❌") and "judge:polite ^ |" in md and "**REGRESSION**" in md
+    html = render_report([], comparison=c)
+    assert "judge:polite ↑" in html and '<span class="bad">regression</span>' in html
     assert not c.messages
 
 
