@@ -8,7 +8,8 @@ Recommendation: the *earliest* checkpoint that is not credibly worse than the be
 gated metric. "Best" is the highest (lowest, for a lower-is-better metric) point estimate of the
 headline metric (``score``) over the cases every run scored, among the checkpoints the comparison
 does not call a credible regression (below). Every other checkpoint is tested
-against it on every gated metric (``metrics.gated_metrics``) with the paired decision the gate
+against it on every gated metric (``compare.metric_family``: a rubric criterion only where every
+run gates it) with the paired decision the gate
 and ``compare`` make (``stats.decide_paired``: each metric's declared test, one-sided "this
 checkpoint is worse than the best"); all of those tests are one Holm-Tarone family at ``alpha``
 (``stats.holm_alphas``), so that with checkpoints of equal quality the chance of calling any of
@@ -28,10 +29,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from leader_eval.decide.compare import Comparison, metric_cases, paired_decision
+from leader_eval.decide.compare import Comparison, metric_cases, metric_family, paired_decision
 from leader_eval.errors import LeaderEvalError
 from leader_eval.stats.core import holm_alphas
-from leader_eval.stats.metrics import ALL_METRICS, gated_metrics
+from leader_eval.stats.metrics import ALL_METRICS
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<num>\d+(?:\.\d+)?)(?P<unit>[kKmM]?)$")
 _UNITS = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}
@@ -127,7 +128,7 @@ def recommend_checkpoint(
     higher = ALL_METRICS[metric].higher_is_better
     common = sorted(set.intersection(*(set(g.cases) for g in groups.values())))
     cases_of = metric_cases(list(groups.values()), common)
-    family = gated_metrics(cases_of)
+    family = metric_family(list(groups.values()), cases_of)
     est = {n: groups[n].estimates[metric] for n in names}
     # the comparison's own verdicts: never recommend what it calls a credible regression
     worse: dict[str, list[str]] = {n: [] for n in names}

@@ -10,12 +10,14 @@ group B is compared with it over the cases both scored:
   difference B - A over cases with its interval and the one-sided p-value of the metric's own
   test (``stats.decide_paired``, the decision the gate and the checkpoint recommendation make);
   an episode metric is compared over the cases that have episodes, so a mixed suite keeps it;
+  a rubric criterion (``judge:NAME``) every run has is compared over the cases with a verdict in
+  every run, after the built-in metrics, and gates only where every run gates it (docs/judges.md);
 - per-case flips (a case that passed in A and fails in B, and the reverse) with the reason the
   failing side fails; a case "passes" when most of its scored samples pass;
 - pass@k (unbiased estimator) and pass^k (all k samples pass) per group;
 - a one-line verdict naming each claimed metric with its own difference and p-value, and an exit
   status: 0 no credible regression, 1 a credible regression of some B vs A in a gated metric
-  (``metrics.gated_metrics``, one Holm-Tarone family per direction), 2 bad input (raised as
+  (``metric_family``, one Holm-Tarone family per direction), 2 bad input (raised as
   ``LeaderEvalError``).
 """
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +45,14 @@ from leader_eval.stats.core import (
     run_spread,
     weighted_mean_ci,
 )
-from leader_eval.stats.metrics import ALL_METRICS, EPISODE_METRICS, METRICS, gated_metrics
+from leader_eval.stats.metrics import (
+    EPISODE_METRICS,
+    JUDGE_PREFIX,
+    METRICS,
+    gated_metrics,
+    judges_gated,
+    known_metric,
+)
 from leader_eval.store.formats import SCORER_VERSION
 
 if TYPE_CHECKING:
@@ -117,13 +126,13 @@ class MetricDiff:
     verdict: str  # "regression" | "improvement" | "no credible change"
     p_better: float = 1.0  # one-sided, for "b is better than a"
     test: str = "paired_t"  # the metric's declared test (metrics.Metric.test)
-    #: in the family that decides the exit status (metrics.gated_metrics; default: the table says)
+    #: in the family that decides the exit status (``metric_family``; default: the table says)
     gated: bool | None = None
     n_cases: int = 0  # cases paired for this metric (an episode metric: the cases with episodes)
 
     def __post_init__(self) -> None:
         if self.gated is None:
-            spec = ALL_METRICS.get(self.metric)
+            spec = known_metric(self.metric)
             self.gated = bool(spec is not None and spec.gating)
 
     @property
@@ -257,6 +266,7 @@ def compare_runs(
     if len(every) != len(common):
         messages.append(f"comparing the {len(common)} cases every run scored ({len(every) - len(common)} left out)")
     cases_of = metric_cases(groups, common)
+    messages.extend(_ungated_judge_notes(groups, cases_of))
     for g in groups:
         _estimate(g, cases_of, seed)
     if ks is None:
@@ -347,8 +357,10 @@ def _pool_cases(runs: Sequence[Run]) -> dict[str, PooledCase]:
             a["passed"] += int(c.get("n_passed", round(float(c["score"]) * n)))
             for m in METRICS:
                 a["sums"][m] += float(c[m]) * n
-            for m in EPISODE_METRICS:  # multi-turn cases: pooled over the episodes behind each value
-                if c.get(m) is not None:
+            # multi-turn cases: pooled over the episodes behind each value; a rubric criterion over
+            # the verdicts behind it (``n_judge:NAME``; scoring.judge.judge_case_metrics)
+            for m in (*EPISODE_METRICS, *(k for k in c if k.startswith(JUDGE_PREFIX))):
+                if c.get(m) is not None and int(c.get(f"n_{m}") or 0) > 0:
                     a["episode_sums"][m] += float(c[m]) * int(c[f"n_{m}"])
                     a["episodes"][m] += int(c[f"n_{m}"])
             for k, v in (c.get("reasons") or {}).items():
@@ -373,20 +385,63 @@ def _pool_cases(runs: Sequence[Run]) -> dict[str, PooledCase]:
 def metric_cases(groups: Sequence[RunGroup], common: Sequence[str]) -> dict[str, list[str]]:
     """Each metric to compare and the common cases it is compared over: every sample metric over
     all of them; each episode metric over the cases that have episodes in every group (a mixed
-    suite keeps its episode metrics, as the gate does), left out when no case has them."""
+    suite keeps its episode metrics, as the gate does), left out when no case has them; then each
+    rubric criterion every run has (``judge:NAME`` in its summary), sorted, over the cases with a
+    verdict in every group, left out when no case has one."""
     out: dict[str, list[str]] = {m: list(common) for m in METRICS}
-    for m in EPISODE_METRICS:
+    for m in (*EPISODE_METRICS, *_shared_judges(groups)):
         have = [c for c in common if all(m in g.cases[c].values for g in groups)]
         if have:
             out[m] = have
     return out
 
 
+def _run_metrics(run: Run) -> Mapping[str, Any]:
+    metrics = (run.summary.get("overall") or {}).get("metrics")
+    return metrics if isinstance(metrics, Mapping) else {}
+
+
+def _shared_judges(groups: Sequence[RunGroup]) -> list[str]:
+    """The rubric criteria in every run's summary metrics, sorted."""
+    names = [{m for m in _run_metrics(r) if m.startswith(JUDGE_PREFIX)} for g in groups for r in g.runs]
+    return sorted(set.intersection(*names)) if names else []
+
+
+def _gated_judges(g: RunGroup) -> set[str]:
+    """The criteria every run of ``g`` gates (``metrics.judges_gated`` of each run's summary)."""
+    return set.intersection(*(set(judges_gated(_run_metrics(r))) for r in g.runs))
+
+
+def metric_family(groups: Sequence[RunGroup], names: Iterable[str]) -> tuple[str, ...]:
+    """The family that decides among ``groups`` (``metrics.gated_metrics`` of the metrics compared,
+    ``names``): a rubric criterion in it only where every run of every group gates it (its summary
+    entry says ``gated: true``), so a criterion gated in one run and not the other is reported."""
+    gated = set.intersection(*(_gated_judges(g) for g in groups)) if groups else set()
+    return gated_metrics({m: {"gated": m in gated} for m in names})
+
+
+def _ungated_judge_notes(groups: Sequence[RunGroup], names: Iterable[str]) -> list[str]:
+    """One note per compared criterion that some run does not gate: it is reported, not gated."""
+    notes = []
+    for m in names:
+        if not m.startswith(JUDGE_PREFIX) or m in metric_family(groups, [m]):
+            continue
+        gating = [g.name for g in groups if m in _gated_judges(g)]
+        # the run's own reason (summary "judges"; e.g. no calibration record), from the first run that says
+        reasons = [((r.summary.get("judges") or {}).get(m[len(JUDGE_PREFIX) :]) or {}) for g in groups for r in g.runs]
+        why = next((str(i["not_gated_because"]) for i in reasons if i.get("not_gated_because")), None)
+        where = f"gated in {', '.join(gating)} only" if gating else "gated in no run"
+        notes.append(f"{m} is reported, not gated ({where})" + (f": {why}" if why else ""))
+    return notes
+
+
 def paired_decision(a: RunGroup, b: RunGroup, metric: str, ids: Sequence[str], *, seed: int = 0) -> PairedDecision:
     """Group ``b`` against group ``a`` on ``metric`` over the cases ``ids`` (``stats.decide_paired``
     with the metric's declared test; ``a``'s case weights): the decision ``compare`` makes per pair
     and the checkpoint recommendation makes against the best checkpoint."""
-    spec = ALL_METRICS[metric]
+    spec = known_metric(metric)
+    if spec is None:
+        raise LeaderEvalError(f"unknown metric {metric!r}")
     return decide_paired(
         {c: (a.cases[c].values[metric], a.cases[c].n_of(metric)) for c in ids},
         {c: (b.cases[c].values[metric], b.cases[c].n_of(metric)) for c in ids},
@@ -422,8 +477,9 @@ def _pair(
     decisions = {m: paired_decision(a, b, m, ids, seed=seed) for m, ids in cases_of.items()}
     # exit 1 means "some gated metric regressed": one family (metrics.gated_metrics) per direction,
     # Holm-Tarone-adjusted (stats.holm_alphas), so two runs of the same model are flagged in at most
-    # alpha of comparisons; the same decision the gate and the checkpoint recommendation make
-    family = gated_metrics(decisions)
+    # alpha of comparisons; the same decision the gate and the checkpoint recommendation make; a
+    # rubric criterion is in the family only where both sides gate it
+    family = metric_family((a, b), decisions)
     worse = holm_alphas(
         {m: decisions[m].p_worse for m in family}, alpha, min_p={m: decisions[m].min_p_worse for m in family}
     )
