@@ -66,9 +66,36 @@ EPISODE_KEYS = {
 }
 
 
+# a cases_from: entry's default expectation (the data rows' own are checked as cases: below)
+CASES_FROM_KEYS = {
+    ".cases_from[].expect.forbid[]",
+    ".cases_from[].expect.require[]",
+    ".cases_from[].expect.calls[].args.*.regex",
+}
+
+
 def test_the_schema_walk_finds_every_regex_key() -> None:
     schema = suite_schema()
-    assert _regex_keys(schema, schema) == set(PLACES) | EPISODE_KEYS
+    assert _regex_keys(schema, schema) == set(PLACES) | EPISODE_KEYS | CASES_FROM_KEYS
+
+
+@pytest.mark.parametrize("where", ["row", "default"])
+def test_a_catastrophic_pattern_from_a_data_file_is_refused_at_lint(tmp_path: Path, where: str) -> None:
+    """A data row's ``expect`` and a ``cases_from:`` entry's default are linted like inline cases."""
+    bad = {"forbid": ["(a+)+$"], "calls": [{"tool": "send_message_to_chat"}]}
+    row = {"qid": "q1", "goal": "paint the barn", "expect": bad if where == "row" else None}
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    default = json.dumps(bad if where == "default" else {"calls": [{"tool": "send_message_to_chat"}]})
+    head = MINIMAL_SUITE[: MINIMAL_SUITE.index("cases:")]
+    text = head + (
+        "cases_from:\n  - path: rows.jsonl\n"
+        f"    map: {{id: qid, vars: {{current_goal: goal}}, expect: expect}}\n    expect: {default}\n"
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(SuiteError, match="backtrack catastrophically") as err:
+        load_suite(path)
+    assert "rows.jsonl:1" in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("key", sorted(PLACES))
