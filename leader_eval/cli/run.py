@@ -70,7 +70,23 @@ def run(args: argparse.Namespace) -> int:
         if first_check:
             print(first_check, file=sys.stderr)
         return 1
-    return 0
+    over = judge_errors_over_limit(result.summary)
+    for line in over:
+        print(line, file=sys.stderr)
+    return 1 if over else 0
+
+
+def judge_errors_over_limit(summary: dict[str, Any]) -> list[str]:
+    """One line per rubric criterion whose judge errors (unparseable, out of scale, timed out)
+    exceed its ``max_error_rate`` (default 0): the run fails as the gate would, never a pass."""
+    out = []
+    for name, info in sorted((summary.get("judges") or {}).items()):
+        if isinstance(info, dict) and info.get("errors_over_limit"):
+            out.append(
+                f"judge {name}: {info.get('judge_errors')} judge error(s), rate {info.get('judge_error_rate')} > "
+                f"max_error_rate {info.get('max_error_rate')} (leader-eval show RUN_DIR lists them)"
+            )
+    return out
 
 
 def _run_matrix(args: argparse.Namespace, entries: list[ModelEntry], extra: dict[str, Any]) -> int:
@@ -91,6 +107,9 @@ def _run_matrix(args: argparse.Namespace, entries: list[ModelEntry], extra: dict
         verdict = error_verdict(result.summary, args.max_error_rate)
         if verdict.failed:
             print(verdict.message(), file=sys.stderr)
+            status = 1
+        for line in judge_errors_over_limit(result.summary):
+            print(line, file=sys.stderr)
             status = 1
 
     try:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from leader_eval.cli.run import judge_errors_over_limit
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import run
 from leader_eval.runs.options import RunOptions
@@ -127,6 +128,9 @@ def test_a_reply_that_is_not_a_verdict_is_a_judge_error_never_a_pass(tmp_path: P
     m = result.summary["overall"]["metrics"]["judge:polite"]
     assert m["n_judged"] == 0 and m["n_judge_errors"] == 4 and m["judge_error_rate"] == 1.0
     assert m["value"] is None or m["n_cases"] == 0
+    # the run itself fails, as the gate would: `leader-eval run` exits 1 naming the criterion
+    (line,) = judge_errors_over_limit(result.summary)
+    assert line.startswith("judge polite: 4 judge error(s), rate 1.0 > max_error_rate 0")
 
 
 def test_a_judge_timeout_is_a_judge_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
