@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from leader_eval.bounded import strict_json as _strict_json
 from leader_eval.types import ToolCall, json_type
 
 # The strict error when the output holds no tool-call markup at all (a plain-text reply).
@@ -41,27 +42,10 @@ class Fail(Exception):
     """A strict parse failed; the message is the one-line reason."""
 
 
-def _reject_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON; Python's decoder accepts them unless told otherwise.
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen: set[str] = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise ValueError(f"key {dup!r} given twice in one object")
-    return d
-
-
-#: strict parsing refuses an object that names a key twice (``{"name": "pause", "name": "wait"}``):
-#: which one a model meant cannot be told, and a decoder silently keeping the last would judge a
-#: call the model did not make (the XML-style formats refuse a parameter given twice too)
-STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
+# one decoder pair for the package and the suite's data files (bounded/strict_json.py): strict
+# parsing refuses an object that names a key twice (``{"name": "pause", "name": "wait"}``)
+DECODER = _strict_json.DECODER
+STRICT_DECODER = _strict_json.STRICT_DECODER
 _WS = re.compile(r"\s*")
 
 

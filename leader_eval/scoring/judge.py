@@ -15,24 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from leader_eval.bounded.strict_json import STRICT_DECODER
 from leader_eval.suite.judge_spec import PASS_FAIL, Judged, Scale
 
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"key {k!r} given twice")
-        out[k] = v
-    return out
-
-
-#: strict JSON: a key given twice or NaN/Infinity is no verdict
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique)
+#: strict JSON (bounded/strict_json.py): a key given twice or NaN/Infinity is no verdict
+_DECODER = STRICT_DECODER
 
 
 def decode_strict(text: str) -> Any:

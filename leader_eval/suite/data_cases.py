@@ -36,6 +36,7 @@ from leader_eval.bounded.limits import (
     MAX_DATA_RECORD_CHARS,
     MAX_YAML_DEPTH,
 )
+from leader_eval.bounded.strict_json import STRICT_DECODER
 from leader_eval.errors import SuiteError
 from leader_eval.suite.files import decode_utf8, read_bytes, resolve_in_root
 from leader_eval.suite.yaml_source import JsonPath, line_of
@@ -199,20 +200,7 @@ def _check_sizes(value: Any) -> None:
 # --------------------------------------------------------------------------- text formats
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key!r} given twice")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
+_DECODER = STRICT_DECODER  # bounded/strict_json.py: no key twice, no NaN/Infinity
 
 
 def _strict_json(text: str) -> Any:
