@@ -176,11 +176,14 @@ def _sample_row(head: Mapping[str, Any], case: Mapping[str, Any], sample: Any, s
                 row[name] = getattr(score, name)
             row.update(leaked=score.leaked, partial_credit=score.partial_credit)
         for check in score.checks:
+            if check.get("check") == "judge":
+                # the rubric judges' verdicts (runs.judging.attach): criterion -> {"value", "error",
+                # "judged", ...}; a judge error or an unjudged sample is None, never a score
+                for name, verdict in sorted((check.get("data") or {}).items()):
+                    if isinstance(verdict, Mapping):
+                        row[f"judge.{name}"] = verdict.get("value") if not verdict.get("error") else None
+                continue
             row[f"check.{check['check']}"] = bool(check["passed"])
-        for judgement in getattr(score, "judgements", None) or ():
-            # the judge work records {"name", "score"} per judge (docs/export.md, "judge.*")
-            if isinstance(judgement, Mapping) and isinstance(judgement.get("name"), str):
-                row[f"judge.{judgement['name']}"] = judgement.get("score")
     return row
 
 

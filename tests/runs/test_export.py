@@ -9,7 +9,6 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
@@ -143,14 +142,19 @@ def test_judge_scores_become_a_judge_column_family() -> None:
 
     run = read_run(RUN)
 
-    class Judged(SampleScore):
-        judgements: ClassVar = [{"name": "helpful", "score": 0.75}, {"name": "concise", "score": 1.0}]
-
-    scores = [Judged(**s.to_dict()) for s in run.scores]
+    # as runs.judging.attach records them: one "judge" check, criterion -> verdict
+    verdicts = {
+        "helpful": {"value": 0.75, "raw": 4, "error": None, "judged": True},
+        "concise": {"value": 1.0, "raw": "pass", "error": None, "judged": True},
+        "polite": {"value": None, "raw": None, "error": "empty reply", "judged": True},
+    }
+    judge = {"check": "judge", "passed": True, "hard": False, "reason": None, "data": verdicts}
+    scores = [SampleScore(**{**s.to_dict(), "checks": [*s.checks, judge]}) for s in run.scores]
     rows = sample_rows(run.manifest, run.samples, scores, run.cases)
     extra = list(rows[0])[len(DOCUMENTED) :]
-    assert extra[-2:] == ["judge.concise", "judge.helpful"]  # after check.*, each family sorted
-    assert {r["judge.helpful"] for r in rows} == {0.75}
+    assert extra[-3:] == ["judge.concise", "judge.helpful", "judge.polite"]  # after check.*, sorted
+    assert {r["judge.helpful"] for r in rows} == {0.75} and {r["judge.polite"] for r in rows} == {None}
+    assert "check.judge" not in extra  # the verdicts' carrier is not a check of its own
     assert not any(c.startswith("judge.") for c in sample_rows(run.manifest, run.samples, run.scores, run.cases)[0])
 
 
