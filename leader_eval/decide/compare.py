@@ -267,6 +267,7 @@ def compare_runs(
         messages.append(f"comparing the {len(common)} cases every run scored ({len(every) - len(common)} left out)")
     cases_of = metric_cases(groups, common)
     messages.extend(_ungated_judge_notes(groups, cases_of))
+    messages.extend(_judge_changes(groups))
     for g in groups:
         _estimate(g, cases_of, seed)
     if ks is None:
@@ -402,9 +403,35 @@ def _run_metrics(run: Run) -> Mapping[str, Any]:
 
 
 def _shared_judges(groups: Sequence[RunGroup]) -> list[str]:
-    """The rubric criteria in every run's summary metrics, sorted."""
+    """The rubric criteria in every run's summary metrics, judged by one judge in all of them,
+    sorted: verdicts of two judges are not one measurement (``_judge_changes`` says so)."""
     names = [{m for m in _run_metrics(r) if m.startswith(JUDGE_PREFIX)} for g in groups for r in g.runs]
-    return sorted(set.intersection(*names)) if names else []
+    shared = sorted(set.intersection(*names)) if names else []
+    return [m for m in shared if len(_judges_of(groups, m)) == 1 and _judges_of(groups, m) != {""}]
+
+
+def _judges_of(groups: Sequence[RunGroup], metric: str) -> set[str]:
+    """The distinct judge identities behind ``metric`` in the runs ("" where a run records none)."""
+    name = metric[len(JUDGE_PREFIX) :]
+    out = set()
+    for g in groups:
+        for r in g.runs:
+            info = (r.summary.get("judges") or {}).get(name) or {}
+            judge = info.get("judge") if isinstance(info, Mapping) else None
+            out.add(json.dumps(judge, sort_keys=True) if judge else "")
+    return out
+
+
+def _judge_changes(groups: Sequence[RunGroup]) -> list[str]:
+    """One note per criterion every run has but not from one judge: it is not compared."""
+    names = [{m for m in _run_metrics(r) if m.startswith(JUDGE_PREFIX)} for g in groups for r in g.runs]
+    shared = sorted(set.intersection(*names)) if names else []
+    return [
+        f"{m} is not compared: the runs were judged by different judges (or one recorded none); "
+        "re-judge them with one judge to compare"
+        for m in shared
+        if len(_judges_of(groups, m)) != 1 or _judges_of(groups, m) == {""}
+    ]
 
 
 def _gated_judges(g: RunGroup) -> set[str]:

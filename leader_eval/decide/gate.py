@@ -136,6 +136,9 @@ class GateResult:
     acknowledged: str | None = None
     #: CI mode refused the gate for these underpowered metrics (no floor, no acknowledgement)
     power_refused: list[str] = field(default_factory=list)
+    #: rubric criteria whose judge errors passed their max_error_rate: a failure no row carries,
+    #: which no adjustment across a model matrix's gates may withdraw (decide.matrix.gate_family)
+    judge_errors_over: list[str] = field(default_factory=list)
 
     @property
     def exit_status(self) -> int:
@@ -407,6 +410,7 @@ def gate(
             result.messages.append(f"note: judge:{name} is reported, not gated: {info.get('not_gated_because')}")
         if info.get("errors_over_limit"):  # a judge that cannot answer in scale decides nothing
             result.status = "fail"
+            result.judge_errors_over.append(name)
             result.messages.append(
                 f"judge errors over the limit: criterion {name!r} {info.get('judge_errors')} error(s), "
                 f"rate {info.get('judge_error_rate')} > max_error_rate {info.get('max_error_rate')}"

@@ -209,7 +209,7 @@ def gate_family(results: dict[str, GateResult], alpha: float = 0.05) -> dict[str
                     + row.explanation
                 )
                 result.messages.append(f"{row.metric}: {row.explanation}")  # the tables show no passing row's why
-        still = any(r.verdict == "fail" for r in result.rows) or result.power_refused
+        still = any(r.verdict == "fail" for r in result.rows) or result.power_refused or result.judge_errors_over
         if withdrawn and result.status == "fail" and not still:
             result.status = "pass"
         regressed = any(r.kind == "test" and r.verdict == "fail" for r in result.rows)

@@ -30,6 +30,7 @@ from leader_eval.inert import inert
 from leader_eval.inert import markdown as md_text
 from leader_eval.report.gate import format_gate_table, gate_markdown
 from leader_eval.runs.evaluate import Run
+from leader_eval.runs.judging import judge_summary
 from leader_eval.scoring.aggregate import build_summary
 from leader_eval.store.names import default_label
 from leader_eval.store.run_store import REPORT, SESSION_SUMMARY, RunDir, write_json_atomic
@@ -84,6 +85,13 @@ def session_run(key: GateKey, state: PluginState) -> tuple[Run, list[str]]:
     order = {c.id: i for i, c in enumerate(suite.cases)}
     results = sorted(records.values(), key=lambda r: order.get(r["case_id"], len(order)))
     summary = build_summary(suite, results).to_json()  # the suite's metrics: no run totals
+    if suite.judges:
+        # each criterion's judge, calibration and error rate, as a CLI run records them: without
+        # it no criterion gates and judge errors over max_error_rate would pass (runs.judging)
+        judgements: dict[str, Any] = {}
+        for d in run_dirs or ([str(run_dir)] if run_dir else []):
+            judgements.update(RunDir(Path(d)).read_judgements())
+        judge_summary(suite, judgements, summary)
     if problems:
         manifest = {**manifest, "status": "incomplete"}
     return Run(run_dir or Path("."), manifest, [], [], list(results), summary), problems

@@ -63,9 +63,12 @@ def read_record(folder: Path, criterion: str, identity: Mapping[str, Any]) -> di
     if not path.exists():
         return None
     data = read_json_file(path, "judge calibration record")
-    kappa = data.get("agreement", {}).get("kappa") if isinstance(data, dict) else None
+    agreement = data.get("agreement", {}) if isinstance(data, dict) else None
+    kappa = agreement.get("kappa") if isinstance(agreement, dict) else None
     if (
         not isinstance(data, dict)
+        or not isinstance(agreement, dict)
+        or isinstance(kappa, bool)  # JSON true is no agreement figure
         or data.get("format_version") != FORMAT_VERSION
         or data.get("judge_key") != identity_key(identity)
         or data.get("judge") != dict(identity)

@@ -105,7 +105,11 @@ def _compile(msg: ScaffoldMessage) -> jinja2.Template:
 # ``{{ name }}`` and nothing else: the one shape of tag the fast path below renders itself
 _PLAIN_VARIABLE = re.compile(r"\{\{[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]*\}\}")
 # names jinja2 reads as constants or operators, never as a variable
-_NOT_VARIABLES = frozenset({"true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if"})
+# names a template reads as something other than the context's variable (``self`` is jinja2's
+# template reference, whatever a case's vars say): those templates go through jinja2 itself
+_NOT_VARIABLES = frozenset(
+    {"true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "self"}
+)
 # an int of at most this many digits: its text is a few bytes, never near a bound
 _SMALL_INT = 10**18
 

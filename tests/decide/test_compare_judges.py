@@ -19,7 +19,9 @@ GOOD = [(1.0, 0.75)[i % 2] for i in range(30)]  # mean verdicts per case, over 4
 BAD = [(0.25, 0.5, 0.0)[i % 3] for i in range(30)]
 
 
-def _judged(label: str, verdicts: Sequence[float], *, gated: bool, why: str = "no calibration record") -> Run:
+def _judged(
+    label: str, verdicts: Sequence[float], *, gated: bool, why: str = "no calibration record", judge: str = "test:a"
+) -> Run:
     """A run whose cases all pass 3 of 4 samples (the built-in metrics do not move) and whose
     criterion ``polite`` gave each case the mean verdict ``verdicts[i]`` over 4 verdicts; its
     summary entry says ``gated`` as a run with (or without) a calibrated judge records it."""
@@ -31,7 +33,9 @@ def _judged(label: str, verdicts: Sequence[float], *, gated: bool, why: str = "n
     overall["metrics"]["judge:polite"]["gated"] = gated
     run.summary.update(
         overall=overall,
-        judges={"polite": {"gated": gated, **({} if gated else {"not_gated_because": why})}},
+        judges={
+            "polite": {"gated": gated, "judge": {"model_id": judge}, **({} if gated else {"not_gated_because": why})}
+        },
     )
     return run
 
@@ -85,3 +89,12 @@ def test_the_checkpoint_recommendation_passes_over_a_checkpoint_worse_in_a_gated
         compare_runs([_judged("step-100", BAD, gated=False), _judged("step-200", GOOD, gated=True)])
     )
     assert ungated is not None and "judge:polite" not in ungated.metrics and ungated.recommended == "step-100"
+
+
+def test_a_criterion_judged_by_another_judge_is_not_compared() -> None:
+    """Verdicts of two judges are not one measurement: a changed judge must neither show a
+    regression nor hide one (review finding); the note says why."""
+    c = compare_runs([_judged("v4", GOOD, gated=True), _judged("v7", BAD, gated=True, judge="test:b")])
+    assert "judge:polite" not in [m.metric for m in c.pairs[0].metrics]
+    assert c.exit_status == 0
+    assert any("judge:polite is not compared: the runs were judged by different judges" in m for m in c.messages)

@@ -123,3 +123,23 @@ def test_a_criterion_the_golden_gates_cannot_drop_out_when_its_calibration_is_go
     result = gate(_run(tmp_path, "r2", reply=lambda p, s: '{"verdict": "fail"}'), golden, power=False)
     assert result.status == "incomplete" and result.exit_status == 1
     assert any("golden gates judge:polite but this run does not" in m for m in result.messages)
+
+
+def test_the_pytest_session_run_carries_the_judges_like_a_cli_run(tmp_path: Path) -> None:
+    """pytest rebuilds a suite's run from its case records: without the judges' entry no
+    criterion gated there, and judge errors over max_error_rate passed (review finding)."""
+    from leader_eval.pytest_plugin.config import PluginOptions
+    from leader_eval.pytest_plugin.gate import session_run
+    from leader_eval.pytest_plugin.state import PluginState
+
+    bad = _run(tmp_path, "r2", reply=lambda p, s: "I think it is polite, pass!")
+    assert any(v["errors_over_limit"] for v in bad.summary["judges"].values())
+    state = PluginState(options=PluginOptions.__new__(PluginOptions))
+    key = (bad.summary.get("suite") or "judged", "")
+    state.suite_meta[key] = {"path": str(tmp_path / "s.yaml"), "run_dir": str(bad.path)}
+    for rec in bad.cases:
+        state.records[key][rec["case_id"]] = {**rec, "run_dir": str(bad.path), "manifest_status": "complete"}
+        state.collected[key].add(rec["case_id"])
+    rebuilt, problems = session_run(key, state)
+    assert not problems
+    assert rebuilt.summary["judges"] == bad.summary["judges"]

@@ -183,3 +183,19 @@ def test_a_matrix_never_withdraws_a_contract_or_an_unadjustable_failure() -> Non
     assert results["floor"].status == "fail" and decided["floor"].withdrawn == ("score",)
     assert results["unpaired"].status == "fail" and decided["unpaired"].regressed
     assert results["ok"].status == "pass"
+
+
+def test_a_judge_error_failure_is_never_withdrawn_by_the_family() -> None:
+    """Holm across a matrix's gates withdraws a weak row; a gate failed by judge errors over the
+    limit (no row carries it) stays failed (review finding)."""
+    from leader_eval.decide.gate import GateResult, MetricRow
+    from leader_eval.decide.matrix import gate_family
+
+    def row(p: float) -> MetricRow:
+        return MetricRow("score", "higher", 0.0, 0.8, 0.7, 0.6, 0.8, -0.1, -0.2, 0.0, p, True, "fail", "x", min_p=0.0)
+
+    judged = GateResult("s", "A", None, None, "fail", rows=[row(0.03)], judge_errors_over=["polite"])
+    plain = GateResult("s", "B", None, None, "fail", rows=[row(0.04)])
+    gate_family({"A": judged, "B": plain}, alpha=0.05)
+    assert plain.status == "pass"  # the weak row is withdrawn: the family's error control
+    assert judged.status == "fail"  # the judge errors are not a row to withdraw
