@@ -16,7 +16,7 @@ from leader_eval.runs.export import (
     uniform_rows,
     write_table,
 )
-from leader_eval.store.run_store import MANIFEST
+from leader_eval.store.run_store import MANIFEST, SAMPLES
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,8 +35,13 @@ def run(args: argparse.Namespace) -> int:
     if out.is_symlink():
         raise LeaderEvalError(f"export: --out {out} is a symbolic link; name a plain file")
     folder = out.resolve().parent
-    # any run directory, not only the ones exported: a run's files are its evidence
-    if any((d / MANIFEST).exists() for d in (folder, *folder.parents)) or folder in {r.path.resolve() for r in runs}:
+    # any run directory, not only the ones exported: a run's files are its evidence. A run
+    # directory holds its manifest and its samples (a manifest.json alone is some other project's
+    # file: a web app's, a browser extension's)
+    exported = {r.path.resolve() for r in runs}
+    if folder in exported or any(
+        (d / MANIFEST).is_file() and (d / SAMPLES).is_file() for d in (folder, *folder.parents)
+    ):
         raise LeaderEvalError(f"export: {out} is inside a run directory, which holds only the run's own files")
     write_table(rows, columns, args.format, out)
     what = "cases" if args.per_case else "samples"

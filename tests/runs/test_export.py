@@ -174,3 +174,15 @@ def test_export_never_writes_into_any_run_directory(tmp_path: Path, capsys: pyte
         assert main(["export", str(RUN), "--format", "csv", "--out", str(target)]) == 2
         assert "inside a run directory" in capsys.readouterr().err
     assert (other / "manifest.json").read_bytes() == before and not (other / "sub").exists()
+
+
+def test_a_folder_with_a_manifest_json_of_its_own_is_no_run_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A web app's or an extension's manifest.json does not make a project folder a run: export
+    writes there (a run directory holds a manifest and its samples)."""
+    (tmp_path / "manifest.json").write_text('{"name": "my-extension"}')
+    out = tmp_path / "reports" / "x.csv"
+    out.parent.mkdir()
+    assert main(["export", str(RUN), "--format", "csv", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert out.is_file()
