@@ -16,38 +16,11 @@ from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.evaluate import run
 from leader_eval.runs.model_spec import model_entries
 from leader_eval.runs.options import RunOptions
-from leader_eval.sampling.backends.base import Completion, SampleRequest
-from leader_eval.types import Prompt
+from tests.support.scripted import Canned
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = ROOT / "suites" / "examples" / "minimal.yaml"
 GOOD = '{"tool": "send_message_to_chat", "arguments": {"message": "Hi team, we build a treehouse!"}}'
-
-
-class Canned:
-    """A model that answers every request with one fixed text; no model, no network."""
-
-    default_protocol = "json"
-    context_length = None
-    special_tokens: tuple[str, ...] = ()
-    max_concurrency = 4
-    cache_identity = None
-
-    def __init__(self, name: str, text: str) -> None:
-        self.model_id = f"canned:{name}"
-        self.text = text
-
-    def apply_chat_template(self, messages: list[dict[str, Any]], tools: Any) -> Prompt:
-        return Prompt("\n".join(str(m["content"]) for m in messages), None, messages)
-
-    async def sample(self, request: SampleRequest) -> list[Completion]:
-        return [Completion(self.text, [], "stop") for _ in request.seeds]
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "canned"}
-
-    async def aclose(self) -> None:
-        pass
 
 
 def _record(tmp_path: Path) -> dict[str, Path]:

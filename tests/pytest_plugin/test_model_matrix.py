@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,39 +16,13 @@ from leader_eval.runs.evaluate import read_run, run
 from leader_eval.runs.options import RunOptions
 from leader_eval.sampling.backends.base import Completion, SampleRequest
 from leader_eval.suite.load import load_suite
-from leader_eval.types import Prompt
+from tests.support.scripted import Canned
 
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = '{"tool": "send_message_to_chat", "arguments": {"message": "Hi team, we build a treehouse today!"}}'
 N_CASES = 12
-
-
-class Canned:
-    """A model that answers every request with one fixed text; no model, no network."""
-
-    default_protocol = "json"
-    context_length = None
-    special_tokens: tuple[str, ...] = ()
-    max_concurrency = 4
-    cache_identity = None
-
-    def __init__(self, name: str, text: str) -> None:
-        self.model_id = f"canned:{name}"
-        self.text = text
-
-    def apply_chat_template(self, messages: list[dict[str, Any]], tools: Any) -> Prompt:
-        return Prompt("\n".join(str(m["content"]) for m in messages), None, messages)
-
-    async def sample(self, request: SampleRequest) -> list[Completion]:
-        return [Completion(self.text, [], "stop") for _ in request.seeds]
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "canned"}
-
-    async def aclose(self) -> None:
-        pass
 
 
 def _suite_text() -> str:

@@ -59,3 +59,30 @@ class ScriptedBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+class Canned:
+    """A named test double that answers every request with one fixed text (no cache identity: never
+    served from the sample cache); no model, no network. The model-matrix tests record with it."""
+
+    default_protocol = "json"
+    context_length = None
+    special_tokens: tuple[str, ...] = ()
+    max_concurrency = 4
+    cache_identity = None
+
+    def __init__(self, name: str, text: str) -> None:
+        self.model_id = f"canned:{name}"
+        self.text = text
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], tools: Any) -> Prompt:
+        return Prompt("\n".join(str(m["content"]) for m in messages), None, messages)
+
+    async def sample(self, request: SampleRequest) -> list[Completion]:
+        return [Completion(self.text, [], "stop") for _ in request.seeds]
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "canned"}
+
+    async def aclose(self) -> None:
+        pass
