@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Word n-gram counts of one text, compiled: the degeneration checks' hot loop.
+"""Word n-gram counts of one text, compiled: the degeneration checks' hot loop (and, at the end,
+``EchoGrams``, the leak scan's scaffold-echo prefilter).
 
 ``counts(text, n, prompt)`` returns ``(total, distinct, shared)`` for the words of ``text``
 (maximal runs of characters that are not whitespace, exactly as ``str.split()`` cuts them): how
@@ -492,3 +493,126 @@ def first_repeat(str text not None, Py_ssize_t length, Py_ssize_t probes_per_win
         PyMem_Free(slots)
         PyMem_Free(hashes)
         PyMem_Free(seen_twice)
+
+
+# --- scaffold echoes (the leak scan's prefilter) ---------------------------------------------
+
+# the lower case of every ASCII word character (``[0-9A-Za-z_]``, what \w matches in ASCII), 0 for
+# every other ASCII character: the words the leak scan's ``_ascii_words`` cuts
+cdef unsigned char _ASCII_WORD[128]
+for _c in range(128):
+    _ASCII_WORD[_c] = ord(chr(_c).lower()) if (chr(_c).isalnum() or _c == 0x5F) else 0
+
+
+cdef inline uint64_t _word_start() noexcept nogil:
+    return <uint64_t>0xCBF29CE484222325  # FNV-1a's offset basis
+
+
+cdef inline uint64_t _word_step(uint64_t h, unsigned char b) noexcept nogil:
+    return (h ^ b) * <uint64_t>0x100000001B3
+
+
+cdef inline uint64_t _window_step(uint64_t g, uint64_t word) noexcept nogil:
+    return _mix(g ^ word) + <uint64_t>0x9E3779B97F4A7C15
+
+
+cdef class EchoGrams:
+    """Whether a text can hold an echo of the scaffold: the hashes of the scaffold's word grams
+    (each word's UTF-8 bytes, as the leak scan's index holds them), and a scan of a text's
+    stride-th windows against them without copying a word out of the text.
+
+    The answer False is exact: a window equal to a gram has the gram's hash (no seed: the hashes
+    are the same in every process, so an index built in one serves another). True only means a
+    window's hash is a gram's; the caller then compares the words themselves. A text built to
+    collide costs the caller's own search, which is what it cost before this existed."""
+
+    cdef uint64_t *hashes
+    cdef Py_ssize_t size
+    cdef readonly Py_ssize_t gram
+    cdef readonly Py_ssize_t stride
+
+    def __cinit__(self, grams, Py_ssize_t gram, Py_ssize_t stride):
+        cdef list values = []
+        cdef uint64_t g, h
+        cdef bytes word
+        cdef const unsigned char *p
+        cdef Py_ssize_t i, k
+        if gram < 1 or stride < gram:
+            raise ValueError("EchoGrams: need 1 <= gram <= stride")
+        self.gram = gram
+        self.stride = stride
+        for key in grams:
+            if len(key) != gram:
+                raise ValueError("EchoGrams: every gram has `gram` words")
+            g = 0
+            for word in key:
+                p = word
+                h = _word_start()
+                for i in range(len(word)):
+                    h = _word_step(h, p[i])
+                g = _window_step(g, h)
+            values.append(g)
+        values = sorted(set(values))
+        self.size = len(values)
+        self.hashes = <uint64_t *>PyMem_Malloc((self.size + 1) * sizeof(uint64_t))
+        if self.hashes == NULL:
+            raise MemoryError()
+        for k in range(self.size):
+            self.hashes[k] = values[k]
+
+    def __dealloc__(self):
+        PyMem_Free(self.hashes)
+
+    cdef inline bint _known(self, uint64_t g) noexcept nogil:
+        cdef Py_ssize_t lo = 0, hi = self.size, mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.hashes[mid] < g:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo < self.size and self.hashes[lo] == g
+
+    def candidate(self, str text not None):
+        """False when no stride-th window of ``text``'s words is a gram (then it holds no echo).
+
+        The words are those of the text's ASCII skeleton: maximal runs of ASCII word characters,
+        lower-cased; every other character separates them, except KELVIN SIGN, which is "k" (as
+        the leak scan's ``_ascii_skeleton`` and ``_ascii_words`` cut an ASCII text, or any text
+        against an all-ASCII scaffold)."""
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void *data = PyUnicode_DATA(text)
+        cdef Py_ssize_t i = 0, phase = 0, last = self.gram - 1, stride = self.stride
+        cdef Py_UCS4 c
+        cdef unsigned char b
+        cdef bint inside = False
+        cdef uint64_t h = 0, g = 0
+        if self.size == 0:
+            return False
+        while i <= n:
+            b = 0
+            if i < n:
+                c = PyUnicode_READ(kind, data, i)
+                if c < 128:
+                    b = _ASCII_WORD[c]
+                elif c == 0x212A:
+                    b = 0x6B  # "k"
+            if b:
+                if not inside:
+                    inside = True
+                    h = _word_start()
+                h = _word_step(h, b)
+            elif inside:
+                inside = False
+                # word number phase of its period: the first `gram` words of each period form
+                # the window that starts at a multiple of stride
+                if phase < self.gram:
+                    g = _window_step(0 if phase == 0 else g, h)
+                    if phase == last and self._known(g):
+                        return True
+                phase += 1
+                if phase == stride:
+                    phase = 0
+            i += 1
+        return False

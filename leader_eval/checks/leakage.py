@@ -30,7 +30,8 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeVar
 
 try:
     from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+
@@ -50,6 +51,15 @@ from leader_eval.checks.placeholders import (
 )
 from leader_eval.checks.special_tokens_catalogue import TAG_HEADS, TOKENS
 from leader_eval.types import Finding, Reason
+
+_compiled: ModuleType | None
+try:  # the scaffold-echo prefilter, compiled with the n-gram counter (see _ngrams.pyx)
+    from leader_eval.checks import _ngrams as _compiled
+except ImportError:  # not built: the same answers from _candidate_keys, in Python
+    _compiled = None
+
+if TYPE_CHECKING:
+    from leader_eval.checks._ngrams import EchoGrams as _EchoGrams
 
 # --- candidate patterns ------------------------------------------------------------------
 # Each entry is (kind, first character, rest of the pattern). The combined regex groups them
@@ -327,6 +337,9 @@ class _ScaffoldIndex:
     # no gram's ends is no gram, and checking the ends hashes a third of the words
     ends: frozenset[tuple[str, str]] = frozenset()
     bends: frozenset[tuple[bytes, bytes]] = frozenset()
+    # the grams' hashes, compiled (None where the extension is not built): a text with no window
+    # among them holds no echo, decided without splitting it into words (see _scaffold_echoes)
+    echo: _EchoGrams | None = None
 
 
 @dataclass(frozen=True)
@@ -644,7 +657,8 @@ def _build_scaffold(texts: tuple[str, ...], min_words: int) -> _ScaffoldIndex | 
     bgrams = {tuple(map(_utf8, k)): v for k, v in frozen.items()}
     ends = frozenset((k[0], k[-1]) for k in frozen)
     bends = frozenset((k[0], k[-1]) for k in bgrams)
-    return _ScaffoldIndex(words, frozen, gram, stride, min_words, ascii_only, bwords, bgrams, ends, bends)
+    echo = _compiled.EchoGrams(bgrams, gram, stride) if _compiled is not None and bgrams else None
+    return _ScaffoldIndex(words, frozen, gram, stride, min_words, ascii_only, bwords, bgrams, ends, bends, echo)
 
 
 def _ascii_skeleton(text: str) -> str:
@@ -1134,9 +1148,17 @@ def _tag_family(tag: str) -> tuple[str, bool]:
 
 def _scaffold_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[tuple[int, int]]:
     segment = text[lo:hi]
+    # the compiled prefilter reads the words _ascii_words cuts from the ASCII skeleton: exact for
+    # an ASCII text, and for any text against an all-ASCII scaffold (a False proves no echo)
+    if idx.echo is not None and (idx.ascii_only or segment.isascii()) and not idx.echo.candidate(segment):
+        return []
     if segment.isascii():
         return _echo_runs(segment, lo, _ascii_words(segment), idx, idx.bwords, idx.bgrams, idx.bends)
-    if idx.ascii_only and _candidate_keys(_ascii_words(_ascii_skeleton(segment)), idx, idx.bgrams, idx.bends) is None:
+    if (
+        idx.echo is None
+        and idx.ascii_only
+        and _candidate_keys(_ascii_words(_ascii_skeleton(segment)), idx, idx.bgrams, idx.bends) is None
+    ):
         return []
     return _echo_runs(segment, lo, _words(segment), idx, idx.words, idx.grams, idx.ends)
 

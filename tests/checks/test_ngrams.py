@@ -7,6 +7,7 @@ LEADER_EVAL_CI=1, where a missing counter is a failure: CI must measure what use
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 
@@ -184,3 +185,58 @@ def test_checks_give_the_same_records_without_the_counter(
         assert not pass_c or rep_c.passed
         assert not pass_p or rep_p.passed
         assert pass_c or not pass_p
+
+
+# --- the scaffold-echo prefilter (EchoGrams) ---------------------------------------------------
+
+_SCAFFOLDS = (
+    "You never do the work yourself: you read the room, decide who does what, and act only by tools.",
+    "Der Leiter weist Aufgaben zu: niemand arbeitet ohne Auftrag, und jede Nachricht ist kurz. the key room",
+)
+# scaffold words, their case variants, KELVIN SIGN ("\u212aey" is "key"), non-ASCII letters that
+# \w matches (so the Unicode word split and the ASCII skeleton part), separators of every kind
+_ECHO_PIECES = st.one_of(
+    st.sampled_from([w for s in _SCAFFOLDS for w in s.split()]),
+    st.sampled_from(["YOU", "Read", "\u212aey", "\u212a", "é", "caf\u00e9", "İ", "ß", "_", "x9", "Straße"]),
+    st.sampled_from([" ", ", ", "\n", "\u3000", "\u00a0", "’", "\u2014", "-", "__"]),
+    st.text(max_size=3),
+)
+_ECHO_TEXTS = st.lists(_ECHO_PIECES, max_size=80).map("".join)
+
+
+@pytest.mark.parametrize("scaffold", [_SCAFFOLDS[:1], _SCAFFOLDS])  # all-ASCII, and not
+@settings(max_examples=400, deadline=None)
+@given(text=_ECHO_TEXTS, min_words=st.integers(2, 9))
+def test_the_compiled_echo_prefilter_changes_no_echo_finding(
+    scaffold: tuple[str, ...], text: str, min_words: int
+) -> None:
+    from leader_eval.checks.leakage import (
+        LeakConfig,
+        _ascii_words,
+        _candidate_keys,
+        _scaffold_echoes,
+        compile_leak_config,
+    )
+
+    idx = compile_leak_config(LeakConfig(scaffold_texts=scaffold, scaffold_min_words=min_words)).scaffold
+    assert idx is not None and idx.echo is not None
+    python = dataclasses.replace(idx, echo=None)
+    assert _scaffold_echoes(text, 0, len(text), idx) == _scaffold_echoes(text, 0, len(text), python)
+    if text.isascii():
+        # False is a proof: no stride-th window of the text's words is a gram
+        keys = _candidate_keys(_ascii_words(text), idx, idx.bgrams, idx.bends)
+        assert idx.echo.candidate(text) == (keys is not None and not idx.bgrams.keys().isdisjoint(keys))
+
+
+def test_the_echo_prefilter_finds_an_echo_anywhere_in_a_long_text() -> None:
+    from leader_eval.checks.leakage import LeakConfig, _scaffold_echoes, compile_leak_config
+
+    idx = compile_leak_config(LeakConfig(scaffold_texts=_SCAFFOLDS[:1])).scaffold
+    assert idx is not None and idx.echo is not None
+    echo = "you read the ROOM, decide who does what, and act only by tools"
+    for pad in (0, 1, 5, 6, 7, 500):
+        text = "word " * pad + echo + " end"
+        start = text.index("you")
+        assert idx.echo.candidate(text)
+        assert _scaffold_echoes(text, 0, len(text), idx) == [(start, start + len(echo))]
+    assert not idx.echo.candidate("word " * 500 + "you read the room, decide who")  # 7 words: no gram of 12
