@@ -583,6 +583,7 @@ cdef class EchoGrams:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         cdef int kind = PyUnicode_KIND(text)
         cdef void *data = PyUnicode_DATA(text)
+        cdef const unsigned char *latin1 = <const unsigned char *>data
         cdef Py_ssize_t i = 0, phase = 0, last = self.gram - 1, stride = self.stride
         cdef Py_UCS4 c
         cdef unsigned char b
@@ -593,7 +594,8 @@ cdef class EchoGrams:
         while i <= n:
             b = 0
             if i < n:
-                c = PyUnicode_READ(kind, data, i)
+                # one byte per character in most output: read it without the kind switch
+                c = latin1[i] if kind == 1 else PyUnicode_READ(kind, data, i)
                 if c < 128:
                     b = _ASCII_WORD[c]
                 elif c == 0x212A:
