@@ -779,8 +779,9 @@ def stress(
     )  # fmt: skip
     context_length = options.context_length
     samples = options.samples
-    ctx = resolve_context_length(context_length, suite, backend)
     result_run = run_suite(derived, options, backend=backend)
+    # after sampling: a service's context (Tinker's capabilities) is probed with its first request
+    ctx = resolve_context_length(context_length, suite, backend)
     by_id = {c["case_id"]: c for c in result_run.cases}
     for v in variants:
         c = by_id.get(v.variant_id)

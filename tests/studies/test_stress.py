@@ -8,6 +8,7 @@ prove that an overflowing prompt is never sent.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -313,3 +314,60 @@ def test_a_sweep_with_nothing_to_label_plots_without_a_matplotlib_warning(tmp_pa
         _stress_plot(result)
     assert [str(w.message) for w in caught] == []
     assert (tmp_path / "stress.png").stat().st_size > 0
+
+
+@pytest.mark.model
+def test_the_stress_cli_sweeps_a_tinker_checkpoint_with_the_run_flags_only(
+    smol_tokenizer_dir: Path,
+    embedded_sampler: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A Tinker checkpoint through ``leader-eval stress`` with nothing but the CLI's flags (the
+    SDK's clients are the named test doubles of tests/support/tinker.py; the API cannot be reached
+    from here): every length within the service's context is sampled through the SDK's types, the
+    one past it is reported as an overflow, never sampled."""
+    import tinker
+
+    from leader_eval.cli.app import main
+    from tests.support.tinker import (
+        CHECKPOINT,
+        SMOL_BASE,
+        FakeRestClientDouble,
+        FakeSamplingClientDouble,
+        FakeServiceClientDouble,
+    )
+
+    double = FakeSamplingClientDouble(embedded_sampler)
+    FakeServiceClientDouble.instances = []
+    FakeServiceClientDouble.sampling_client = double
+    monkeypatch.setattr(tinker, "ServiceClient", FakeServiceClientDouble)
+    monkeypatch.setattr(tinker, "RestClient", lambda *a, **k: FakeRestClientDouble(SMOL_BASE, max_context=1024))
+    out = tmp_path / "run"
+    code = main(
+        [
+            "stress", str(SUPPORT), "--model", CHECKPOINT, "--tokenizer", str(smol_tokenizer_dir),
+            "--base-model", SMOL_BASE, "--tokens", "1500", "--steps", "300,600", "--samples", "2",
+            "--seed", "3", "--max-tokens", "16", "--out", str(out),
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    # the service's context (1,024, from the RestClient double's capabilities) bounds the sweep
+    sent = [c.prompt.to_ints() for c in double.calls]
+    assert sent and all(len(p) <= 1024 for p in sent)
+    assert {c.num_samples for c in double.calls} == {2}
+    # the table and the curve: both lengths sampled, 1500 an overflow at the probed context
+    assert "context 1024 tokens" in printed.out and "1 case(s) x 3 length(s)" in printed.out
+    assert re.search(r"^1500 +overflow", printed.out, re.M) and "first overflow                  1500" in printed.out
+    assert re.search(r"^  600 +all +\d\.\d\d .* 1 +2 ", printed.out, re.M)
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_case.setdefault(r["case_id"], []).append(r)
+    assert {k: len(v) for k, v in by_case.items() if k.endswith(("@300", "@600"))} == {
+        "refunds_newest_order@300": 2,
+        "refunds_newest_order@600": 2,
+    }
+    assert len(double.calls) == 2  # one request per sampled length, k=2 each; the overflow never sent
