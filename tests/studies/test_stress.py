@@ -371,3 +371,42 @@ def test_the_stress_cli_sweeps_a_tinker_checkpoint_with_the_run_flags_only(
         "refunds_newest_order@600": 2,
     }
     assert len(double.calls) == 2  # one request per sampled length, k=2 each; the overflow never sent
+
+
+@pytest.mark.model
+def test_the_stress_cli_sweeps_a_real_llama_cpp_server_with_the_run_flags_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The checkpoint served by a real llama.cpp server on loopback (``openai:`` with
+    ``--template-gguf`` for its chat template), swept with nothing but the CLI's flags."""
+    pytest.importorskip("uvicorn", reason="needs llama-cpp-python[server]")
+    from leader_eval.cli.app import main
+    from leader_eval.sampling.backends.local import embedded_model_path
+    from tests.support.servers import start_llama_server
+
+    gguf = embedded_model_path()
+    out = tmp_path / "run"
+    with start_llama_server(gguf, n_ctx=1024, alias="smollm2") as server:
+        code = main(
+            [
+                "stress", str(SUPPORT), "--model", f"openai:{server.url}/v1#smollm2", "--template-gguf", str(gguf),
+                "--api-mode", "completions", "--context-length", "1024", "--tokens", "1500", "--steps", "300,600",
+                "--samples", "2", "--seed", "3", "--max-tokens", "16", "--concurrency", "1", "--out", str(out),
+            ]
+        )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "context 1024 tokens" in printed.out and "1 case(s) x 3 length(s)" in printed.out
+    assert re.search(r"^1500 +overflow", printed.out, re.M)
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    sampled = {}
+    for r in results:
+        sampled.setdefault(r["case_id"], []).append(r)
+    # both lengths really sampled by the server (no sampler error), the overflow never sent
+    assert {k: len(v) for k, v in sampled.items() if k.endswith(("@300", "@600"))} == {
+        "refunds_newest_order@300": 2,
+        "refunds_newest_order@600": 2,
+    }
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    ok = [s for s in samples if s.get("outcome") == "ok"]
+    assert len(ok) == 4 and all(s["prompt_tokens"] <= 600 for s in ok)
