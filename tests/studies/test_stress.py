@@ -374,6 +374,7 @@ def test_the_stress_cli_sweeps_a_tinker_checkpoint_with_the_run_flags_only(
 
 
 @pytest.mark.model
+@pytest.mark.server
 def test_the_stress_cli_sweeps_a_real_llama_cpp_server_with_the_run_flags_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -399,7 +400,7 @@ def test_the_stress_cli_sweeps_a_real_llama_cpp_server_with_the_run_flags_only(
     assert "context 1024 tokens" in printed.out and "1 case(s) x 3 length(s)" in printed.out
     assert re.search(r"^1500 +overflow", printed.out, re.M)
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    sampled = {}
+    sampled: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         sampled.setdefault(r["case_id"], []).append(r)
     # both lengths really sampled by the server (no sampler error), the overflow never sent
