@@ -12,8 +12,8 @@ rewrites a golden.
 
 The error rule (no false green): a sample that ended in a sampler error fails the suite's gate in
 both modes unless the share of such samples is within ``--le-max-error-rate`` (default 0). A
-context overflow counts as an error, except in a stress case, where running out of context is
-the measured outcome.
+context overflow counts as an error: the session's cases run at their own length (only the
+stress item's sweep measures running out of context, and applies the rule there itself).
 """
 
 from __future__ import annotations
@@ -137,21 +137,22 @@ def subset_golden(golden: dict[str, Any], case_ids: set[str], weights: dict[str,
 def error_problem(records: dict[str, dict[str, Any]], max_error_rate: float) -> str | None:
     """Why the suite fails the error rule (``leader_eval.scoring.error_rule``, the CLI's), or None.
 
-    The rule is applied to the session's counts with each stress case's context overflows taken
-    as measured outcomes and every other case's as errors."""
+    The session's cases run at their own length (a sweep is the stress item's, judged there), so a
+    context overflow is an error here, as it is to the CLI's gate for a run that is not a sweep:
+    a case marked ``stress:`` whose prompt does not fit was never measured."""
     from leader_eval.scoring.error_rule import error_verdict, format_first_check_error
 
-    def total(key: str, stress: bool | None = None) -> int:
-        return sum(int(r.get(key) or 0) for r in records.values() if stress is None or bool(r.get("stress")) == stress)
+    def total(key: str) -> int:
+        return sum(int(r.get(key) or 0) for r in records.values())
 
     counts = {
         "n_samples": total("n_samples"),
-        "n_errors": total("n_errors") + total("n_context_overflow", stress=False),
-        "n_context_overflow": total("n_context_overflow", stress=True),
+        "n_errors": total("n_errors"),
+        "n_context_overflow": total("n_context_overflow"),
         "n_scored": total("n_scored"),
         "n_check_errors": total("n_check_errors"),
     }
-    verdict = error_verdict(counts, max_error_rate, overflow_is_error=False)
+    verdict = error_verdict(counts, max_error_rate, overflow_is_error=True)
     if not verdict.failed:
         return None
     first = next(

@@ -16,6 +16,7 @@ collection error naming the file and line (exit status 2).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections import defaultdict
@@ -343,7 +344,6 @@ class CaseItem(pytest.Item):
         record["run_dir"] = str(parent.run_result.path)
         record["manifest_status"] = parent.run_result.manifest.get("status")
         record["line"] = self.case.line
-        record["stress"] = bool(self.case.stress)
         errors = [
             parent.samples_by_key[(s.case_id, s.index)].error
             for s in scores
@@ -393,6 +393,7 @@ class StressItem(pytest.Item):
         from leader_eval.runs.evaluate import run_seed_and_label
         from leader_eval.runs.options import run_options
         from leader_eval.sampling.keys import backend_model_key
+        from leader_eval.scoring.error_rule import error_verdict
         from leader_eval.store.names import default_out_dir
         from leader_eval.studies.stress import extend_context, requirement_steps, stress
         from leader_eval.studies.stress_gate import format_requirements
@@ -421,6 +422,10 @@ class StressItem(pytest.Item):
                 backend = resolve_backend(
                     {**o.sampling, "context_length": extended.context_length, "rope_scaling": "yarn"}
                 )
+                # the sweep plans with the extended context (a suite's context_length would
+                # otherwise mark the extended lengths as overflows); rope_scaling stays unset in
+                # the options, so the manifest says the extension was automatic
+                options = dataclasses.replace(options, context_length=extended.context_length)
             seed, label = run_seed_and_label(suite, options, backend)
             options.seed = seed
             options.out = default_out_dir(
@@ -438,8 +443,13 @@ class StressItem(pytest.Item):
         except LeaderEvalError as err:
             raise CaseFailed(str(err)) from None
         text = format_requirements(result.requirements)
+        # as ``leader-eval stress``: an overflow is what a sweep measures, any other sampler error
+        # fails it (a requirement is judged on scored samples only, so errors would vanish there)
+        errors = error_verdict(result.run.summary, o.max_error_rate, overflow_is_error=False)
+        if errors.failed:
+            text = f"{errors.message()} (--le-max-error-rate)" + (f"\n{text}" if text else "")
         self.add_report_section("call", "leader-eval stress", text)
-        if any(r.failed for r in result.requirements):
+        if errors.failed or any(r.failed for r in result.requirements):
             raise CaseFailed(text)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

@@ -291,7 +291,9 @@ class Variant:
     n_filler: int
     fact_index: int | None = None  # where the fact sits in the variant's event log
     n_events: int = 0
-    status: str = "ok"  # ok | overflow | shorter_than_case (the case alone is longer than the target)
+    # ok | overflow | incomplete (overflows beside scored samples: not judged) | shorter_than_case
+    # (the case alone is longer than the target)
+    status: str = "ok"
     case: Case | None = field(default=None, repr=False)
     prompt: Prompt | None = field(default=None, repr=False)
     score: float | None = None
@@ -465,6 +467,16 @@ class _Fitter:
                 f"{self.suite.path}: stress.filler holds too few items for case {self.case.id!r} at {target:,} "
                 f"tokens: all {limit} usable items make {best[0]:,} (add items or lower --tokens)"
             )
+        short = target - best[0]
+        if short > max(_MAX_SHORTFALL_TOKENS, target * _MAX_SHORTFALL_SHARE):
+            # a point labelled 40,000 must be near 40,000: filler items that cannot be cut (a
+            # suite's own, in a shape without a text to stretch) may be too long to fill the gap
+            what = "stress.filler items" if limit is not None else "filler lines"
+            raise LeaderEvalError(
+                f"{self.suite.path}: stress: case {self.case.id!r} cannot be filled to {target:,} tokens: the "
+                f"closest prompt is {best[0]:,} tokens ({what} are too long to fill the last {short:,}; "
+                "use shorter items or other lengths)"
+            )
         t, prompt, case, fi = best
         return self._variant(vid, target, depth, t, lo_n, case, prompt, fi)
 
@@ -474,6 +486,12 @@ class _Fitter:
         case = dataclasses.replace(case, id=vid)
         n_events = len(case.vars[self.events_var])
         return Variant(self.case.id, vid, target, depth, t, n, fi, n_events, "ok", case, prompt)
+
+
+#: how far below its length a fitted prompt may stay (whole filler items, which a suite's own
+#: file may not let the fit cut): the larger of these, else the length is refused
+_MAX_SHORTFALL_TOKENS = 64
+_MAX_SHORTFALL_SHARE = 0.05
 
 
 def build_variants(
@@ -792,6 +810,10 @@ def stress(
         v.strict_format_rate, v.tool_accuracy = c.get("strict_format_rate"), c.get("tool_accuracy")
         if c["n_context_overflow"] and not c["n_scored"]:
             v.status = "overflow"
+        elif c["n_context_overflow"]:
+            # one prompt, some samples scored and some refused as too long: a server that cannot
+            # say whether it fits measured nothing here (its scored samples are not judged alone)
+            v.status, v.score = "incomplete", None
     manifest_cases = result_run.manifest["identity"]["cases"]
     result = StressResult(
         context_extension=extension,
@@ -860,6 +882,8 @@ def _cell_text(v: Variant | None) -> str:
         return "-"
     if v.status == "overflow":
         return "overflow"
+    if v.status == "incomplete":
+        return f"incomplete ({v.n_context_overflow} overflow)"
     if v.status == "shorter_than_case":
         return f"n/a ({v.prompt_tokens})"
     if v.score is None:

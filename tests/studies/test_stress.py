@@ -411,3 +411,61 @@ def test_the_stress_cli_sweeps_a_real_llama_cpp_server_with_the_run_flags_only(
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     ok = [s for s in samples if s.get("outcome") == "ok"]
     assert len(ok) == 4 and all(s["prompt_tokens"] <= 600 for s in ok)
+
+
+def test_filler_items_too_long_to_reach_a_length_are_refused_not_labelled_with_it(
+    local_backend: Any, tmp_path: Path
+) -> None:
+    """A suite's own filler items are never cut: where they are too long to fill the gap, the
+    prompt labelled 1,000 tokens would hold the case alone. One line, before anything is sampled."""
+    import shutil
+
+    shutil.copytree(SUPPORT.parent, tmp_path / "s")
+    words = " ".join(["alpha bravo charlie delta echo foxtrot golf hotel india juliet"] * 150)  # ~2,300 tokens
+    (tmp_path / "s" / "support_filler.yaml").write_text(
+        "".join(f'- {{at: "2026-02-{i + 1:02d}", customer: C{i}, message: "{words} {i}"}}\n' for i in range(20)),
+        encoding="utf-8",
+    )
+    suite = load_suite(tmp_path / "s" / "support.yaml")
+    with pytest.raises(
+        LeaderEvalError,
+        match=r"support\.yaml: stress: case 'refunds_newest_order' cannot be filled to 1,000 tokens: the closest "
+        r"prompt is \d+ tokens \(stress\.filler items are too long",
+    ):
+        build_variants(suite, suite.cases, local_backend, [1000], seed=0)
+
+
+def test_a_length_where_some_samples_overflowed_is_not_judged_on_the_rest(local_backend: Any, tmp_path: Path) -> None:
+    """One prompt, some samples scored and some refused as too long (a server that cannot say
+    whether it fits): the cell is incomplete, and a requirement there cannot be met."""
+    import shutil
+
+    from leader_eval.sampling.backends.base import overflow_error
+
+    class HalfOverflowDouble(ScriptedBackend):  # test double: refuses all but the first sample of a long prompt
+        async def sample(self, request: SampleRequest) -> list[Completion]:
+            n = request.prompt.n_tokens or 0
+            return [
+                Completion("", [], None, error=overflow_error(n, 32, 2048))
+                if n > 2000 and i > 0
+                else Completion(self.answer, [1], "stop", prompt_tokens=n, completion_tokens=1)
+                for i, _ in enumerate(request.seeds)
+            ]
+
+    shutil.copytree(RECALL.parent / "templates", tmp_path / "templates")
+    path = tmp_path / "recall.yaml"
+    path.write_text(
+        RECALL.read_text(encoding="utf-8") + "\ngate:\n  stress:\n    - at: 2500\n      min: {score: 0.5}\n",
+        encoding="utf-8",
+    )
+    answer = '{"tool": "send_message_to_chat", "arguments": {"message": "The key is under the blue pot; use the north barn."}}'
+    result = stress(
+        path, backend=HalfOverflowDouble(local_backend, answer), tokens=2500, steps=[1000, 2500], depths=["end"],
+        samples=3, seed=0, out=tmp_path / "run", plot=False, progress=False, cache=False,
+    )  # fmt: skip
+    at = {v.target: v for v in result.variants if v.case_id == "recalls_key_location"}
+    assert at[1000].status == "ok" and at[1000].score == 1.0
+    assert at[2500].status == "incomplete" and at[2500].score is None and at[2500].n_scored == 1
+    assert "incomplete (2 overflow)" in format_stress_table(result)
+    (req,) = result.requirements
+    assert req.failed and "cannot judge score at 2500" in req.explanation

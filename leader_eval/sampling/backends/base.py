@@ -98,21 +98,27 @@ class Completion:
 
 #: the error prefix a backend uses when it refused a prompt that cannot fit the model's context
 CONTEXT_OVERFLOW_PREFIX = "context overflow:"
-#: llama.cpp, vLLM, SGLang and OpenAI phrasings of "the prompt does not fit" (in an HTTP 4xx error)
+#: how llama.cpp (its server and llama-cpp-python's), vLLM, SGLang, OpenAI, Anthropic and Tinker
+#: say "the prompt does not fit the model's context" in a 400: each phrase names the context or
+#: the prompt's length. Not "too many tokens" or "exceeds the maximum" alone: a rate limit ("too
+#: many tokens per minute") or a bad parameter ("temperature exceeds the maximum") is a sampler
+#: error, and an overflow is exempt from the error rule in a stress sweep.
 _HTTP_OVERFLOW_RE = re.compile(
-    r"context (?:window|length)|maximum context|exceeds? (?:the )?(?:max|context)|too many tokens|prompt is too long",
+    r"context[ _](?:window|length|size)|maximum context|context_length_exceeded"
+    r"|(?:prompt|input)\b[^.]{0,60}?\bis too long|longer than the model",
     re.IGNORECASE,
 )
 
 
 def is_context_overflow(error: str | None) -> bool:
     """Whether a completion's error means "the prompt did not fit", not a sampler failure: a
-    backend's own refusal (``CONTEXT_OVERFLOW_PREFIX``) or a server's 4xx that says so."""
+    backend's own refusal (``CONTEXT_OVERFLOW_PREFIX``) or a server's 400 that says so (a 429, a
+    422 validation error or any other status never is: rate limits mention tokens too)."""
     if not error:
         return False
     if error.startswith(CONTEXT_OVERFLOW_PREFIX):
         return True
-    return error.startswith("HTTP 4") and _HTTP_OVERFLOW_RE.search(error) is not None
+    return error.startswith("HTTP 400:") and _HTTP_OVERFLOW_RE.search(error) is not None
 
 
 def overflows(n_prompt: int | None, max_tokens: int, context_length: int | None) -> bool:
