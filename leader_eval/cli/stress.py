@@ -35,6 +35,15 @@ def run(args: argparse.Namespace) -> int:
     requirements = format_requirements(result.requirements)
     if requirements:
         print(requirements)
+        if args.cases or args.depths:
+            # a pass here speaks for what was swept, not for the suite's other cases or depths
+            cases = sorted({v.case_id for v in result.variants})
+            depths = sorted({v.depth for v in result.variants if v.depth})
+            print(
+                f"judged on this sweep only: case(s) {', '.join(cases)}"
+                + (f"; depth(s) {', '.join(depths)}" if depths else "")
+                + " (--cases/--depths: the suite's other stress cases and depths were not swept)"
+            )
     if result.out:
         print_report_path(result.out)
     # a context overflow is what a sweep measures; any other sampler error fails it

@@ -469,3 +469,28 @@ def test_a_length_where_some_samples_overflowed_is_not_judged_on_the_rest(local_
     assert "incomplete (2 overflow)" in format_stress_table(result)
     (req,) = result.requirements
     assert req.failed and "cannot judge score at 2500" in req.explanation
+
+
+def test_a_requirement_judged_on_a_partial_sweep_says_what_it_covered(
+    local_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--cases``/``--depths`` sweep part of the suite: a requirement met there speaks for that
+    part only, and the CLI says which (the cheap end-depth sweep is not the start depth's)."""
+    import shutil
+
+    import leader_eval.studies.stress as stress_module
+    from leader_eval.cli.app import main
+
+    shutil.copytree(RECALL.parent / "templates", tmp_path / "templates")
+    path = tmp_path / "recall.yaml"
+    path.write_text(
+        RECALL.read_text(encoding="utf-8") + "\ngate:\n  stress:\n    - at: 1500\n      min: {score: 0.5}\n",
+        encoding="utf-8",
+    )
+    answer = '{"tool": "send_message_to_chat", "arguments": {"message": "The key is under the blue pot; use the north barn."}}'
+    monkeypatch.setattr(stress_module, "resolve_backend", lambda *a, **k: ScriptedBackend(local_backend, answer))
+    args = ["stress", str(path), "--model", "local:smollm2", "--rope-scaling", "none", "--tokens", "1500"]
+    args += ["--steps", "1500", "--samples", "1", "--seed", "0", "--out", str(tmp_path / "run")]
+    main([*args, "--cases", "recalls_key_location", "--depths", "end"])
+    out = capsys.readouterr().out
+    assert "judged on this sweep only: case(s) recalls_key_location; depth(s) end" in out, out
