@@ -35,6 +35,7 @@ from leader_eval.inert import inert
 from leader_eval.runs.evaluate import run as run_suite
 from leader_eval.runs.options import RunOptions, check_run_options
 from leader_eval.sampling.backends import resolve_backend
+from leader_eval.sampling.backends.base import Replayable, replayable
 from leader_eval.sampling.plan import resolve_context_length, select_cases
 from leader_eval.store.run_store import (
     STRESS_JSON,
@@ -305,6 +306,11 @@ class Variant:
     #: and share that called the right tool(s); they show decay where a small model never passes
     strict_format_rate: float | None = None
     tool_accuracy: float | None = None
+    #: how the prompt was built, beside n_filler: words added to the last filler line, and the
+    #: filler's time-stamp scale (its case's estimated lines at the sweep's longest length). With
+    #: them a replay rebuilds the exact prompt without a tokenizer (``replay_variants``)
+    extra_words: int = 0
+    capacity: int = 0
 
     @property
     def column(self) -> str:
@@ -478,14 +484,39 @@ class _Fitter:
                 "use shorter items or other lengths)"
             )
         t, prompt, case, fi = best
-        return self._variant(vid, target, depth, t, lo_n, case, prompt, fi)
+        return self._variant(vid, target, depth, t, lo_n, words if lo_n else 0, case, prompt, fi)
 
     def _variant(
-        self, vid: str, target: int, depth: str | None, t: int, n: int, case: Case, prompt: Prompt, fi: int | None
+        self,
+        vid: str,
+        target: int,
+        depth: str | None,
+        t: int,
+        n: int,
+        words: int,
+        case: Case,
+        prompt: Prompt,
+        fi: int | None,
     ) -> Variant:
         case = dataclasses.replace(case, id=vid)
         n_events = len(case.vars[self.events_var])
-        return Variant(self.case.id, vid, target, depth, t, n, fi, n_events, "ok", case, prompt)
+        v = Variant(self.case.id, vid, target, depth, t, n, fi, n_events, "ok", case, prompt)
+        v.extra_words, v.capacity = words, self.capacity
+        return v
+
+    def replayed(self, recorded: Variant) -> Variant:
+        """``recorded`` (a variant of a recorded sweep) rebuilt from its filler count, extra words and
+        time-stamp scale, and its prompt found in the replayed run by its messages."""
+        if recorded.status == "shorter_than_case":
+            return dataclasses.replace(recorded, case=None, prompt=None)
+        self.capacity = recorded.capacity
+        case, fi = self.variant_case(self.case.id, recorded.n_filler, recorded.extra_words, recorded.depth)
+        prompt = self.backend.apply_chat_template(render_messages(self.suite, case), self.tools)
+        t = len(prompt.token_ids) if prompt.token_ids is not None else recorded.prompt_tokens
+        return self._variant(
+            recorded.variant_id, recorded.target, recorded.depth, t, recorded.n_filler, recorded.extra_words,
+            case, prompt, fi,
+        )  # fmt: skip
 
 
 #: how far below its length a fitted prompt may stay (whole filler items, which a suite's own
@@ -518,6 +549,62 @@ def build_variants(
             for depth in depths if fact_var else (None,):
                 vid = f"{case.id}@{length}" + (f":{depth}" if depth else "")
                 out.append(fitter.fit(length, depth, vid))
+    return out
+
+
+def _recorded_sweep(replay: Replayable) -> tuple[StressResult, int]:
+    """The replayed run's sweep (its stress.json) and filler seed; a one-line error for a run that
+    is not a sweep."""
+    where = replay.run_path
+    meta = replay.recorded().get("stress")
+    if not isinstance(meta, dict) or not (Path(where) / STRESS_JSON).is_file():
+        raise LeaderEvalError(f"{where}: not a stress sweep (no {STRESS_JSON}): replay a run of `leader-eval stress`")
+    try:
+        recorded = read_stress(where)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LeaderEvalError(f"{where}/{STRESS_JSON}: unreadable sweep record ({type(exc).__name__}: {exc})") from None
+    seed = meta.get("filler_seed")
+    return recorded, seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
+
+
+def replay_variants(
+    suite: Suite,
+    cases: Sequence[Case],
+    backend: Any,
+    steps: Sequence[int],
+    recorded: StressResult,
+    *,
+    depths: Sequence[str] = DEPTHS,
+    seed: int = 0,
+) -> list[Variant]:
+    """The variants of a recorded sweep for ``cases`` x ``steps`` x ``depths``, each prompt rebuilt
+    from the filler layout the sweep recorded and matched with the recorded prompt (the replay
+    backend's ``apply_chat_template`` refuses one the suite no longer renders)."""
+    by_id = {v.variant_id: v for v in recorded.variants}
+    where = getattr(backend, "run_path", "the replayed run")
+    out: list[Variant] = []
+    for case in cases:
+        events_var = case.stress.get("events_var", "events")
+        fact_var = case.stress.get("fact_var")
+        fitter = _Fitter(
+            suite, case, backend, seed=seed, events_var=events_var, fact_var=fact_var, longest=max(recorded.steps)
+        )
+        for length in steps:
+            for depth in depths if fact_var else (None,):
+                vid = f"{case.id}@{length}" + (f":{depth}" if depth else "")
+                rec = by_id.get(vid)
+                if rec is None:
+                    swept = sorted({v.column for v in recorded.variants})
+                    raise LeaderEvalError(
+                        f"{where}: the recorded sweep has no {vid} (it swept {', '.join(swept[:6])} at "
+                        f"{', '.join(map(str, recorded.steps))} tokens): a replay judges what was sampled"
+                    )
+                if rec.status != "shorter_than_case" and rec.capacity < 1:
+                    raise LeaderEvalError(
+                        f"{where}: this sweep was recorded before sweeps could be replayed (its {STRESS_JSON} has "
+                        "no filler layout): sample it again"
+                    )
+                out.append(fitter.replayed(rec))
     return out
 
 
@@ -762,7 +849,8 @@ def stress(
     step_list = resolve_steps(tokens, steps)
     extension: dict[str, Any] | None = None
     if backend is None:
-        options, extension = extend_context(options, suite, cases, max(step_list))
+        if not options.model.startswith("replay:"):
+            options, extension = extend_context(options, suite, cases, max(step_list))
         backend = resolve_backend(options.model, context_length=options.context_length, **options.backend_options)
     rope = getattr(backend, "rope", None)
     if rope and extension is None:  # asked for (--rope-scaling), or a caller's extended backend
@@ -774,7 +862,20 @@ def stress(
         }
     seed = options.seed
     fseed = filler_seed if filler_seed is not None else (seed if seed is not None else 0)
-    variants = build_variants(suite, cases, backend, step_list, depths=tuple(depths or DEPTHS), seed=fseed)
+    if (replay := replayable(backend)) is not None:
+        # a recorded sweep, judged again offline: its own variants, rebuilt without a tokenizer
+        recorded, fseed = _recorded_sweep(replay)
+        extension = recorded.context_extension
+        if not case_ids:
+            swept = {v.case_id for v in recorded.variants}
+            cases = [c for c in suite.cases if c.id in swept] or cases
+        step_list = [s for s in recorded.steps if s <= max(step_list)] if steps is None else step_list
+        recorded_depths = tuple(d for d in DEPTHS if any(v.depth == d for v in recorded.variants))
+        variants = replay_variants(
+            suite, cases, backend, step_list, recorded, depths=tuple(depths or recorded_depths or DEPTHS), seed=fseed
+        )
+    else:
+        variants = build_variants(suite, cases, backend, step_list, depths=tuple(depths or DEPTHS), seed=fseed)
     runnable = [v for v in variants if v.status != "shorter_than_case"]
     if not runnable:
         raise LeaderEvalError("stress: every chosen case is already longer than every step")

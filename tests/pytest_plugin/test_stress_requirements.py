@@ -1,13 +1,15 @@
 """A suite's stress requirements (``gate: stress:``) run from pytest with ``--le-stress``: one
 ``suite.yaml::stress`` item sweeps the lengths the requirements name with the session's sampling
 options, and fails when a requirement is not met; without ``--le-stress`` it is skipped, never
-passed. The sweep here is a recording (replayed through ``--le-model replay:``)."""
+passed. The collapse is a recorded sweep, replayed through ``--le-model replay:``; the error rule
+runs on a flaky server's test double."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,23 +27,20 @@ def _suite(where: Path) -> Path:
     return path
 
 
-#: the pytester session's model: the embedded tokenizer and template with a canned reply (a test
-#: double of the model, named as such: ScriptedBackend); everything else is the real plugin
-CONFTEST = f"""
-import sys
-sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-import leader_eval.pytest_plugin.items as items
-from leader_eval.sampling.backends import resolve_backend
-from tests.studies.test_stress import ScriptedBackend
+def test_a_collapsed_sweep_fails_its_declared_floor_under_pytest(pytester: pytest.Pytester, local_backend: Any) -> None:
+    from leader_eval.studies.stress import stress
+    from tests.studies.test_stress import ScriptedBackend
 
-items.resolve_backend = lambda sampling: ScriptedBackend(resolve_backend("local:smollm2"), "I am not sure.")
-"""
-
-
-def test_a_collapsed_sweep_fails_its_declared_floor_under_pytest(pytester: pytest.Pytester) -> None:
-    _suite(pytester.path)
-    pytester.makeconftest(CONFTEST)
-    common = ["recall.yaml::stress", "-p", "no:cacheprovider", "--le-seed=0", f"--rootdir={pytester.path}"]
+    path = _suite(pytester.path)
+    # the recording: a sweep of the requirement's length on a model that never answers (the
+    # embedded tokenizer and template with a canned reply: a test double of the model, named so)
+    recorded = pytester.path / "recorded"
+    stress(
+        path, backend=ScriptedBackend(local_backend, "I am not sure."), tokens=2500, steps=[2500], samples=2,
+        seed=0, out=recorded, plot=False, progress=False, cache=False,
+    )  # fmt: skip
+    common = ["recall.yaml::stress", "-p", "no:cacheprovider", "--le-model", f"replay:{recorded}"]
+    common += [f"--rootdir={pytester.path}"]
 
     skipped = pytester.runpytest_subprocess(*common, "-rs")
     assert skipped.ret == pytest.ExitCode.OK and "1 skipped" in skipped.stdout.str(), skipped.stdout.str()
@@ -53,9 +52,10 @@ def test_a_collapsed_sweep_fails_its_declared_floor_under_pytest(pytester: pytes
     assert "FAILED recall.yaml::stress" in text, text
     assert "FAIL: 1 of 1 stress requirement(s) not met" in text and "against the floor 0.9" in text
     assert "Traceback" not in text
-    # the sweep sampled exactly the length the requirement names, into the session's run directory
+    # the sweep judged exactly the length the requirement names, in the session's run directory
     (sweep,) = (pytester.path / "runs").glob("*__stress*/stress.json")
-    assert json.loads(sweep.read_text(encoding="utf-8"))["steps"] == [2500]
+    judged = json.loads(sweep.read_text(encoding="utf-8"))
+    assert judged["steps"] == [2500] and {v["n_scored"] for v in judged["variants"]} == {2}
 
 
 #: a model that answers right, except that every sample but the first of a long prompt ends in a

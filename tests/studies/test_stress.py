@@ -494,3 +494,40 @@ def test_a_requirement_judged_on_a_partial_sweep_says_what_it_covered(
     main([*args, "--cases", "recalls_key_location", "--depths", "end"])
     out = capsys.readouterr().out
     assert "judged on this sweep only: case(s) recalls_key_location; depth(s) end" in out, out
+
+
+def test_a_recorded_sweep_replays_offline_to_the_same_curve(local_backend: Any, tmp_path: Path) -> None:
+    """A sweep sampled once (hours at 40K) is judged again from its recording: ``replay:RUN`` rebuilds
+    every variant from the filler layout stress.json records (no tokenizer), finds its recorded
+    prompt and samples, and gives the same table; what the recording lacks is a one-line error."""
+    import shutil
+
+    from leader_eval.errors import RunDirError
+
+    shutil.copytree(RECALL.parent / "templates", tmp_path / "templates")
+    path = tmp_path / "recall.yaml"
+    path.write_text(RECALL.read_text(encoding="utf-8"), encoding="utf-8")
+    answer = '{"tool": "send_message_to_chat", "arguments": {"message": "The key is under the blue pot; use the north barn."}}'
+    sampled = stress(
+        path, backend=ScriptedBackend(local_backend, answer), tokens=1500, steps=[1000, 1500], depths=["start", "end"],
+        samples=2, seed=5, out=tmp_path / "run", plot=False, progress=False, cache=False,
+    )  # fmt: skip
+    assert all(v.capacity > 0 for v in sampled.variants) and any(v.extra_words for v in sampled.variants)
+    replayed = stress(path, model=f"replay:{tmp_path / 'run'}", tokens=1500, out=tmp_path / "again", progress=False)
+    assert [(v.variant_id, v.prompt_tokens, v.n_scored, v.score) for v in replayed.variants] == [
+        (v.variant_id, v.prompt_tokens, v.n_scored, v.score) for v in sampled.variants
+    ]
+    assert format_stress_table(replayed).split("run dir:")[0] == format_stress_table(sampled).split("run dir:")[0]
+    # a length or depth the sweep did not sample is not invented
+    with pytest.raises(LeaderEvalError, match=r"the recorded sweep has no recalls_key_location@1000:middle \(it swept "):
+        stress(path, model=f"replay:{tmp_path / 'run'}", tokens=1500, depths=["middle"], progress=False)
+    # a suite that no longer renders the recorded prompts (its scaffold changed) is refused
+    path.write_text(RECALL.read_text(encoding="utf-8").replace("Mira", "Mora"), encoding="utf-8")
+    with pytest.raises(RunDirError, match="no recorded prompt matches these messages"):
+        stress(path, model=f"replay:{tmp_path / 'run'}", tokens=1500, progress=False)
+
+    # a run directory that holds no sweep record is not replayed as one
+    shutil.copytree(tmp_path / "run", tmp_path / "plain")
+    (tmp_path / "plain" / "stress.json").unlink()
+    with pytest.raises(LeaderEvalError, match=r"plain: not a stress sweep \(no stress\.json\)"):
+        stress(path, model=f"replay:{tmp_path / 'plain'}", tokens=1500, progress=False)
