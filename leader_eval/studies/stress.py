@@ -597,7 +597,8 @@ def replay_variants(
                     swept = sorted({v.column for v in recorded.variants})
                     raise LeaderEvalError(
                         f"{where}: the recorded sweep has no {vid} (it swept {', '.join(swept[:6])} at "
-                        f"{', '.join(map(str, recorded.steps))} tokens): a replay judges what was sampled"
+                        f"{', '.join(map(str, recorded.steps))} tokens): replay with the sweep's own --cases, "
+                        "--depths and --steps"
                     )
                 if rec.status != "shorter_than_case" and rec.capacity < 1:
                     raise LeaderEvalError(
@@ -864,15 +865,12 @@ def stress(
     fseed = filler_seed if filler_seed is not None else (seed if seed is not None else 0)
     if (replay := replayable(backend)) is not None:
         # a recorded sweep, judged again offline: its own variants, rebuilt without a tokenizer
+        # the same cases, lengths and depths a fresh sweep with these arguments would judge: what
+        # the recording lacks is an error, never a narrower verdict that reads as the suite's
         recorded, fseed = _recorded_sweep(replay)
         extension = recorded.context_extension
-        if not case_ids:
-            swept = {v.case_id for v in recorded.variants}
-            cases = [c for c in suite.cases if c.id in swept] or cases
-        step_list = [s for s in recorded.steps if s <= max(step_list)] if steps is None else step_list
-        recorded_depths = tuple(d for d in DEPTHS if any(v.depth == d for v in recorded.variants))
         variants = replay_variants(
-            suite, cases, backend, step_list, recorded, depths=tuple(depths or recorded_depths or DEPTHS), seed=fseed
+            suite, cases, backend, step_list, recorded, depths=tuple(depths or DEPTHS), seed=fseed
         )
     else:
         variants = build_variants(suite, cases, backend, step_list, depths=tuple(depths or DEPTHS), seed=fseed)

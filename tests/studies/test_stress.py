@@ -513,18 +513,27 @@ def test_a_recorded_sweep_replays_offline_to_the_same_curve(local_backend: Any, 
         samples=2, seed=5, out=tmp_path / "run", plot=False, progress=False, cache=False,
     )  # fmt: skip
     assert all(v.capacity > 0 for v in sampled.variants) and any(v.extra_words for v in sampled.variants)
-    replayed = stress(path, model=f"replay:{tmp_path / 'run'}", tokens=1500, out=tmp_path / "again", progress=False)
+    replay = f"replay:{tmp_path / 'run'}"
+    replayed = stress(
+        path, model=replay, tokens=1500, steps=[1000, 1500], depths=["start", "end"], out=tmp_path / "again",
+        progress=False,
+    )  # fmt: skip
     assert [(v.variant_id, v.prompt_tokens, v.n_scored, v.score) for v in replayed.variants] == [
         (v.variant_id, v.prompt_tokens, v.n_scored, v.score) for v in sampled.variants
     ]
     assert format_stress_table(replayed).split("run dir:")[0] == format_stress_table(sampled).split("run dir:")[0]
-    # a length or depth the sweep did not sample is not invented
-    with pytest.raises(LeaderEvalError, match=r"the recorded sweep has no recalls_key_location@1000:middle \(it swept "):
-        stress(path, model=f"replay:{tmp_path / 'run'}", tokens=1500, depths=["middle"], progress=False)
+    # a replay judges what a fresh sweep with the same arguments would: a depth or length the
+    # recording lacks (here the default depths) is an error, never a narrower verdict
+    with pytest.raises(
+        LeaderEvalError, match=r"the recorded sweep has no recalls_key_location@1000:middle \(it swept "
+    ):
+        stress(path, model=replay, tokens=1500, steps=[1000, 1500], progress=False)
+    with pytest.raises(LeaderEvalError, match=r"the recorded sweep has no recalls_key_location@1200:start"):
+        stress(path, model=replay, tokens=1500, steps=[1200], depths=["start"], progress=False)
     # a suite that no longer renders the recorded prompts (its scaffold changed) is refused
     path.write_text(RECALL.read_text(encoding="utf-8").replace("Mira", "Mora"), encoding="utf-8")
     with pytest.raises(RunDirError, match="no recorded prompt matches these messages"):
-        stress(path, model=f"replay:{tmp_path / 'run'}", tokens=1500, progress=False)
+        stress(path, model=replay, tokens=1500, steps=[1000, 1500], depths=["start", "end"], progress=False)
 
     # a run directory that holds no sweep record is not replayed as one
     shutil.copytree(tmp_path / "run", tmp_path / "plain")

@@ -98,14 +98,18 @@ class Completion:
 
 #: the error prefix a backend uses when it refused a prompt that cannot fit the model's context
 CONTEXT_OVERFLOW_PREFIX = "context overflow:"
-#: how llama.cpp (its server and llama-cpp-python's), vLLM, SGLang, OpenAI, Anthropic and Tinker
-#: say "the prompt does not fit the model's context" in a 400: each phrase names the context or
-#: the prompt's length. Not "too many tokens" or "exceeds the maximum" alone: a rate limit ("too
-#: many tokens per minute") or a bad parameter ("temperature exceeds the maximum") is a sampler
-#: error, and an overflow is exempt from the error rule in a stress sweep.
+#: how llama.cpp (its server and llama-cpp-python's), vLLM, SGLang, OpenAI, Anthropic, xAI, Groq
+#: and Tinker say "the prompt does not fit the model" in a 400: each phrase names the context, the
+#: model's or the prompt's length limit, or the prompt/input as what exceeds a limit. Not "too many
+#: tokens" or "exceeds the maximum" alone: a rate limit ("too many tokens per minute") or a bad
+#: parameter ("temperature exceeds the maximum") is a sampler error, and an overflow is exempt
+#: from the error rule in a stress sweep.
 _HTTP_OVERFLOW_RE = re.compile(
-    r"context[ _](?:window|length|size)|maximum context|context_length_exceeded"
-    r"|(?:prompt|input)\b[^.]{0,60}?\bis too long|longer than the model",
+    r"context[ _](?:window|length|size|limit)|maximum context|context_length_exceeded"
+    r"|\b(?:prompt|input)(?: \([^()]{0,60}\))? is too long"
+    r"|longer than the (?:model|maximum model length)|maximum (?:model|prompt|input) length"
+    r"|\b(?:prompt|input)(?: length| tokens)?(?: \([^()]{0,60}\))? exceeds? the (?:maximum|configured limit)"
+    r"|reduce the length of the messages",
     re.IGNORECASE,
 )
 
@@ -118,7 +122,9 @@ def is_context_overflow(error: str | None) -> bool:
         return False
     if error.startswith(CONTEXT_OVERFLOW_PREFIX):
         return True
-    return error.startswith("HTTP 400:") and _HTTP_OVERFLOW_RE.search(error) is not None
+    if not error.startswith("HTTP 400:") or "validation error" in error.lower():
+        return False  # a request validation error may echo the prompt's own words back
+    return _HTTP_OVERFLOW_RE.search(error) is not None
 
 
 def overflows(n_prompt: int | None, max_tokens: int, context_length: int | None) -> bool:

@@ -17,6 +17,14 @@ OVERFLOWS = [
     "HTTP 400: prompt is too long: 210000 tokens > 200000 maximum",  # Anthropic
     "HTTP 400: prompt is too long for this model",  # Tinker
     "HTTP 400: context_length_exceeded",
+    "HTTP 400: Input length (57719 tokens) exceeds the maximum allowed length (55539 tokens). Use a shorter input",  # SGLang
+    "HTTP 400: input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000",  # Anthropic
+    "HTTP 400: The decoder prompt (length 9000) is longer than the maximum model length of 8192",  # vLLM V1
+    "HTTP 400: Prompt length of 9000 is longer than the maximum model length of 8192",  # vLLM V1
+    "HTTP 400: This model's maximum prompt length is 131072 but the request contains 140000 tokens",  # xAI
+    "HTTP 400: Input tokens exceed the configured limit of 272000 tokens",  # OpenAI
+    "HTTP 400: Please reduce the length of the messages or completion",  # Groq
+    "HTTP 400: request (9000 tokens) exceeds the available context size (8192 tokens)",  # llama.cpp
     overflow_error(9000, 64, 8192),  # a backend's own refusal, never sent
 ]
 
@@ -31,6 +39,9 @@ NOT_OVERFLOWS = [
     "HTTP 503: context length service unavailable",
     "timeout: read timed out after 60 s (context window 8192)",
     "HTTP 400: invalid request",
+    "HTTP 400: Invalid value for 'input': the tool name is too long",
+    "HTTP 400: 1 validation error for ChatCompletionRequest messages input_value={'text': 'keep the context window small'}",
+    "HTTP 400: max_tokens exceeds the maximum of 4096",
     "",
     None,
 ]
