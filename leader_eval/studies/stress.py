@@ -864,9 +864,9 @@ def stress(
     seed = options.seed
     fseed = filler_seed if filler_seed is not None else (seed if seed is not None else 0)
     if (replay := replayable(backend)) is not None:
-        # a recorded sweep, judged again offline: its own variants, rebuilt without a tokenizer
-        # the same cases, lengths and depths a fresh sweep with these arguments would judge: what
-        # the recording lacks is an error, never a narrower verdict that reads as the suite's
+        # a recorded sweep judged again offline, its variants rebuilt without a tokenizer: the
+        # cases, lengths and depths a fresh sweep with these arguments would judge (what the
+        # recording lacks is an error, never a narrower verdict that reads as the suite's)
         recorded, fseed = _recorded_sweep(replay)
         extension = recorded.context_extension
         variants = replay_variants(
