@@ -600,11 +600,20 @@ def replay_variants(
                         f"{', '.join(map(str, recorded.steps))} tokens): replay with the sweep's own --cases, "
                         "--depths and --steps"
                     )
-                if rec.status != "shorter_than_case" and rec.capacity < 1:
+                if rec.status != "shorter_than_case" and rec.capacity == 0:
                     raise LeaderEvalError(
                         f"{where}: this sweep was recorded before sweeps could be replayed (its {STRESS_JSON} has "
                         "no filler layout): sample it again"
                     )
+                # the layout sizes the filler rebuilt from it: a hostile record must not ask for a
+                # billion lines (each line is at least one token of a length at most the largest sweep)
+                for name in ("n_filler", "extra_words", "capacity"):
+                    value = getattr(rec, name)
+                    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_STRESS_TOKENS:
+                        raise LeaderEvalError(
+                            f"{where}/{STRESS_JSON}: {vid}: {name} {value!r} is not an integer in "
+                            f"0..{MAX_STRESS_TOKENS:,}"
+                        )
                 out.append(fitter.replayed(rec))
     return out
 

@@ -535,6 +535,15 @@ def test_a_recorded_sweep_replays_offline_to_the_same_curve(local_backend: Any, 
     with pytest.raises(RunDirError, match="no recorded prompt matches these messages"):
         stress(path, model=replay, tokens=1500, steps=[1000, 1500], depths=["start", "end"], progress=False)
 
+    # a hostile record cannot size the rebuilt filler (a billion lines), or pass a non-integer
+    record = json.loads((tmp_path / "run" / "stress.json").read_text(encoding="utf-8"))
+    for bad in (10**9, -1, "12", True):
+        record["variants"][0]["n_filler"] = bad
+        (tmp_path / "run" / "stress.json").write_text(json.dumps(record), encoding="utf-8")
+        with pytest.raises(
+            LeaderEvalError, match=r"stress\.json: recalls_key_location@1000:start: n_filler .* is not an integer"
+        ):
+            stress(path, model=replay, tokens=1500, steps=[1000, 1500], depths=["start", "end"], progress=False)
     # a run directory that holds no sweep record is not replayed as one
     shutil.copytree(tmp_path / "run", tmp_path / "plain")
     (tmp_path / "plain" / "stress.json").unlink()
