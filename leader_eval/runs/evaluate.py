@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import gc
 import os
@@ -252,6 +253,7 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
     if gc.get_freeze_count() or not gc.isenabled():
         yield lambda: None
         return
+    _skip_collection_at_exit()
     threshold = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(threshold[0], RUN_GC_THRESHOLD), *threshold[1:])
@@ -260,6 +262,26 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
+
+
+_exit_hook: list[bool] = []
+
+
+def _skip_collection_at_exit() -> None:
+    """At interpreter exit, before its last collections, freeze what is still alive: those
+    passes walk every object left (a 2,000-sample run's records and the modules: ~0.2 s of CPU
+    after the work is done), to reclaim memory the process gives back to the system anyway.
+    Python does not promise to finalize what is alive at exit (``object.__del__``); garbage made
+    after this hook runs is collected as usual. Registered once, by the first run; left alone
+    where a caller tunes the collector itself (frozen objects, collection disabled) by then."""
+    if not _exit_hook:
+        _exit_hook.append(True)
+        atexit.register(_freeze_if_untuned)
+
+
+def _freeze_if_untuned() -> None:
+    if gc.isenabled() and not gc.get_freeze_count():
+        gc.freeze()
 
 
 def _shard_suffix(options: RunOptions) -> str:

@@ -7,9 +7,11 @@ last samples' share.
 Sampling and scoring never import each other: ``evaluate.run`` joins them here, through the
 sampler's per-sample callback, which it calls after the sample's record is on disk. The callback
 only queues the sample; ``drain``, a task on the sampler's event loop, scores what has arrived
-every ``POLL_S``, a few samples per turn of the loop (``TURN_S``), so a response is never held
-up long behind scoring: requests go out first and scoring fills the time the loop would spend
-waiting for the network.
+when a turn of the loop finds nothing else to run, a few samples at a time (``TURN_S``): requests
+go out and responses are read first, and scoring fills the time the loop would spend waiting for
+the network. Before the first sample arrives, in the first such idle turn, it builds what every
+score reads (the suite's compiled leak rules, ~80 ms): the first responses then find it ready
+instead of waiting behind it.
 
 ``samples.jsonl`` stays the evidence and every file it derives is re-derived from it: a crash
 loses nothing scored here (it is derived again on resume), and ``score_run`` reuses a score only
@@ -44,6 +46,12 @@ POLL_S = 0.01
 #: the most time one turn of the event loop spends scoring (~10 samples): short against a
 #: request's latency, long against the loop's own cost of a turn (~30 us)
 TURN_S = 0.002
+#: a turn of the loop this short ran nothing but this task: no response is waiting to be read
+#: and no request to be sent (a loop with work to do takes longer over it)
+IDLE_TURN_S = 0.0002
+#: scored even while the loop is busy once this many samples wait: a server that answers
+#: without pause never leaves the loop idle, and the samples must not pile up until the end
+MAX_BACKLOG = 256
 
 
 class LiveScores:
@@ -76,11 +84,20 @@ class LiveScores:
         self._queue.append(sample)
 
     async def drain(self) -> None:
-        """Score the queued samples until ``close``: every ``POLL_S``, what has arrived, at most
-        ``TURN_S`` of it per turn of the event loop. Returns once closed and the queue is empty
-        (``close`` may come first: a run whose samples were all recorded samples nothing and
-        never yields to this task before it is closed)."""
+        """Score the queued samples until ``close``: what has arrived, in turns of the event loop
+        that find nothing else to run (or once ``MAX_BACKLOG`` wait), at most ``TURN_S`` per turn.
+        Returns once closed and the queue is empty (``close`` may come first: a run whose
+        samples were all recorded samples nothing and never yields to this task before it is
+        closed)."""
+        warm = False
         while True:
+            if not warm and not self._closed:
+                if not await _idle_turn():
+                    continue
+                warm = True
+                self._warm_up()
+            if self._queue and not self._closed and len(self._queue) < MAX_BACKLOG and not await _idle_turn():
+                continue  # responses to read or requests to send first
             end = time.perf_counter() + TURN_S
             while self._queue and time.perf_counter() < end:
                 self.score(self._queue.popleft())
@@ -99,6 +116,16 @@ class LiveScores:
                 finally:
                     timer.cancel()
                     self._waiter = None
+
+    def _warm_up(self) -> None:
+        """Build what scoring the first sample would build (the manifest and prompts read, the
+        suite's shared parts, the first case's scorer and its compiled leak rules), while the first
+        requests are in flight. A part that fails is left to ``score``, which meets it again."""
+        case = next(iter(self._cases.values()), None)
+        if case is None:
+            return
+        with contextlib.suppress(Exception):
+            self._scorer(case)
 
     def close(self) -> None:
         """No more samples: ``drain`` returns once the queue is empty."""
@@ -183,6 +210,13 @@ class LiveScores:
         if hit is None or len(hit[1]) != len(scores) or any(a is not b for a, b in zip(hit[1], scores, strict=True)):
             return None
         return hit[0]
+
+
+async def _idle_turn() -> bool:
+    """Yield one turn of the event loop; whether it ran nothing else (``IDLE_TURN_S``)."""
+    t = time.perf_counter()
+    await asyncio.sleep(0)
+    return time.perf_counter() - t < IDLE_TURN_S
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
