@@ -366,6 +366,13 @@ class SuiteRegex:
         self.pattern = pattern
         compiled = re.compile(pattern)  # raises re.error for the caller
         self.flags = compiled.flags
+        # the engines are built at the first match: a run compiles the protocols' markup
+        # patterns for the leak scan, and most are never looked for (their literal never
+        # appears), while building one can scan every code point for its classes (~15 ms)
+        self._built = False
+
+    def _build(self) -> None:
+        pattern = self.pattern
         parsed = _sre_parse.parse(pattern)
         items = list(parsed)
         flags = parsed.state.flags
@@ -392,14 +399,19 @@ class SuiteRegex:
                 self._relaxed = None
         self._fallback_source = _Emitter("regex").seq(items, flags)
         self._fallback: Any = None
+        self._built = True
 
     @property
     def linear(self) -> bool:
         """Does every text run in RE2 (linear time)?"""
+        if not self._built:
+            self._build()
         return self._exact is not None and not self._ascii_only
 
     def linear_for(self, text: str) -> bool:
         """Does ``text`` run in RE2 (one linear pass)?"""
+        if not self._built:
+            self._build()
         return self._exact is not None and (not self._ascii_only or text.isascii())
 
     def _regex(self) -> Any:
@@ -410,6 +422,8 @@ class SuiteRegex:
         return self._fallback
 
     def finditer(self, text: str, pos: int = 0, endpos: int | None = None) -> Iterator[Found]:
+        if not self._built:
+            self._build()
         end = len(text) if endpos is None else max(0, min(endpos, len(text)))
         pos = max(0, min(pos, end))
         view = text if end == len(text) else text[:end]
@@ -431,6 +445,8 @@ class SuiteRegex:
 
     def match(self, text: str, pos: int = 0, endpos: int | None = None) -> Found | None:
         """The match that starts at ``pos``, as ``re.Pattern.match``."""
+        if not self._built:
+            self._build()
         end = len(text) if endpos is None else max(0, min(endpos, len(text)))
         pos = max(0, min(pos, end))
         view = text if end == len(text) else text[:end]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from leader_eval.errors import LeaderEvalError
 from leader_eval.report import write_run_report
+from leader_eval.runs.evaluate import Run
 from leader_eval.store.run_store import REPORT
 
 
@@ -16,10 +17,10 @@ def split_values(values: Sequence[str] | None) -> list[str]:
     return [v for item in values or [] for v in item.split(",") if v]
 
 
-def print_report_path(run_dir: Path) -> None:
+def print_report_path(run: Run | Path) -> None:
     """Write the run's report.html and print its path; a report failure never fails the recorded run."""
     try:
-        print(f"report: {write_run_report(run_dir)}")
+        print(f"report: {write_run_report(run)}")
     except (OSError, ValueError, LeaderEvalError) as err:
         print(f"warning: {REPORT} not written: {err}", file=sys.stderr)
 

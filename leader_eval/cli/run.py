@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if gc.isenabled() and not gc.get_freeze_count():
         gc.freeze()
     print(format_summary(result))
-    print_report_path(result.path)
+    print_report_path(result)
     verdict = error_verdict(result.summary, args.max_error_rate)
     if verdict.failed:
         print(verdict.message(), file=sys.stderr)
@@ -103,7 +103,7 @@ def _run_matrix(args: argparse.Namespace, entries: list[ModelEntry], extra: dict
         nonlocal status
         print(f"== {label}")
         print(format_summary(result))
-        print_report_path(result.path)
+        print_report_path(result)
         verdict = error_verdict(result.summary, args.max_error_rate)
         if verdict.failed:
             print(verdict.message(), file=sys.stderr)

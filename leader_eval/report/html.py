@@ -815,9 +815,13 @@ def write_report(runs: Sequence[Run | str | Path], out: str | Path, **options: A
     return path
 
 
-def write_run_report(run_dir: str | Path) -> Path:
-    """Write ``report.html`` into a run directory from its stored records; returns its path."""
-    return write_report([run_dir], Path(run_dir) / REPORT_NAME)
+def write_run_report(run: Run | str | Path) -> Path:
+    """Write ``report.html`` into a run directory from its stored records; returns its path.
+    A ``Run`` just scored whose records were written whole (``Run.stored``) is those records:
+    the report is made from it without reading the directory back."""
+    if isinstance(run, RunType):
+        return write_report([run if run.stored else run.path], Path(run.path) / REPORT_NAME)
+    return write_report([run], Path(run) / REPORT_NAME)
 
 
 #: the run artifact the docs' workflow uploads (``runs/``); ``LEADER_EVAL_ARTIFACT`` names another

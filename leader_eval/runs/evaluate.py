@@ -75,6 +75,9 @@ class Run:
     stats: SamplingStats | None = None
     #: file name -> 1-based numbers of lines that could not be read and were skipped
     unreadable: dict[str, list[int]] = field(default_factory=dict)
+    #: the scores are the records ``results.jsonl`` holds whole (just scored, no field cut to its
+    #: cap): a reader may use them instead of reading the directory back (``read_run``)
+    stored: bool = False
 
     def to_pandas(self) -> Any:
         """One row per sample, the columns of docs/export.md (needs pandas: ``leader-eval[data]``)."""
@@ -419,10 +422,16 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
     judge_summary(suite, judgements, summary)  # each criterion's judge, calibration, gated or why not
     # every field bounded (the raw output stays whole in samples.jsonl): a model that writes
     # megabytes of calls must not make results.jsonl and the report many times its size
-    write_lines_atomic(rundir.path / RESULTS, (lines.get(id(s)) or capped_line(s.to_dict()) for s in scores))
+    out = [lines.get(id(s)) or capped_line(s.to_dict()) for s in scores]
+    write_lines_atomic(rundir.path / RESULTS, out)
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)
-    return Run(rundir.path, manifest, samples, scores, results, summary, unreadable=dict(rundir.unreadable))
+    # a cut record names its cut fields under "cut" (``cap_fields``); compact JSON writes a key's
+    # quotes bare and a string's escaped, so a line without '"cut":' was written whole
+    stored = not any('"cut":' in line for line in out)
+    return Run(
+        rundir.path, manifest, samples, scores, results, summary, unreadable=dict(rundir.unreadable), stored=stored
+    )
 
 
 def _case_results(

@@ -36,6 +36,7 @@ _TAG = "tag:yaml.org,2002:"
 _SEQ_TAGS = {None, "!", _TAG + "seq"}
 _MAP_TAGS = {None, "!", _TAG + "map"}
 _STR = _TAG + "str"
+_PLAIN_TAGS_MAX = 4096
 _NULL = _TAG + "null"
 
 
@@ -51,6 +52,7 @@ class _Open:
     key_line: int = 0
     has_key: bool = False
     extra: dict[str, int] = field(default_factory=dict)
+    is_map: bool = False
 
 
 def _line_of(ev: yaml.Event) -> int:
@@ -70,6 +72,7 @@ class _Builder:
         self.done = False
         self.anchored = 0  # open collections with an anchor: the only ones whose counts are read
         self.constructor = yaml.SafeLoader("")
+        self.plain_tags: dict[str, str] = {}  # a plain scalar's text -> its resolved tag
 
     def fail(self, line: int, message: str) -> SuiteError:
         return SuiteError(self.path, line, message)
@@ -108,11 +111,12 @@ class _Builder:
             self.lines.setdefault((), line)
             return
         top = self.stack[-1]
-        if isinstance(top.value, list):
+        if not top.is_map:
+            assert isinstance(top.value, list)
             self.lines[(*top.path, len(top.value))] = line
             top.value.append(value)
         else:
-            assert top.key is not None
+            assert top.key is not None and isinstance(top.value, dict)
             top.value[top.key] = value
             self.lines[(*top.path, top.key)] = top.key_line
             top.has_key = False
@@ -133,24 +137,35 @@ class _Builder:
         top.has_key = True
 
     def expecting_key(self) -> bool:
-        return bool(self.stack) and isinstance(self.stack[-1].value, dict) and not self.stack[-1].has_key
+        return bool(self.stack) and self.stack[-1].is_map and not self.stack[-1].has_key
 
     # -- events --------------------------------------------------------------------------------
 
     def scalar(self, ev: yaml.ScalarEvent) -> None:
         line = _line_of(ev)
+        text = ev.value
         tag = ev.tag
         if tag is None or tag == "!":
-            tag = self.constructor.resolve(yaml.ScalarNode, ev.value, ev.implicit)
-        value = self.construct(tag, ev, line)
-        if self.expecting_key():
+            if not ev.implicit[0]:
+                tag = _STR  # quoted: a string whatever it reads like (the resolver's answer)
+            else:
+                # a plain scalar's tag depends on its text alone (SafeLoader has no path
+                # resolvers), and keys and values repeat from case to case
+                tag = self.plain_tags.get(text)
+                if tag is None:
+                    tag = self.constructor.resolve(yaml.ScalarNode, text, ev.implicit)
+                    if len(self.plain_tags) < _PLAIN_TAGS_MAX:
+                        self.plain_tags[text] = tag
+        value = text if tag == _STR else self.construct(tag, ev, line)
+        stack = self.stack
+        if stack and stack[-1].is_map and not stack[-1].has_key:
             self.place_key(value, tag, line)
-            self.count(line, 1, len(ev.value))
+            self.count(line, 1, len(text))
             return
         # ``place`` records the value's line (for a mapping value, its key's)
-        self.count(line, 1, len(ev.value))
+        self.count(line, 1, len(text))
         if ev.anchor:
-            self.anchors[ev.anchor] = (value, 1, len(ev.value))
+            self.anchors[ev.anchor] = (value, 1, len(text))
         self.place(value, line)
 
     def construct(self, tag: str, ev: yaml.ScalarEvent, line: int) -> Any:
@@ -194,7 +209,7 @@ class _Builder:
         self.count(line, 1, 0)
         if ev.anchor:
             self.anchored += 1
-        self.stack.append(_Open(kind(), path, ev.anchor, line, nodes=1))
+        self.stack.append(_Open(kind(), path, ev.anchor, line, nodes=1, is_map=kind is dict))
 
     def end(self, ev: yaml.Event) -> None:
         frame = self.stack.pop()
@@ -223,22 +238,30 @@ def load_yaml(path: str | Path, source: str) -> tuple[Any, dict[JsonPath, int]]:
     """Parse one YAML document into JSON-shaped data and a ``path -> line`` map (1-based)."""
     b = _Builder(Path(path))
     documents = 0
+    parser = _PARSER(source)
+    # the parser's own loop, without ``yaml.parse``'s generator around it: a 2,000-case suite
+    # is ~36,000 events
+    get_event = parser.get_event
+    scalar, start, end = b.scalar, b.start, b.end
     try:
-        for ev in yaml.parse(source, Loader=_PARSER):
-            if isinstance(ev, yaml.DocumentStartEvent):
+        while (ev := get_event()) is not None:
+            cls = type(ev)
+            if cls is yaml.ScalarEvent:
+                scalar(ev)
+            elif cls is yaml.MappingStartEvent:
+                start(ev, dict)
+            elif cls is yaml.MappingEndEvent or cls is yaml.SequenceEndEvent:
+                end(ev)
+            elif cls is yaml.SequenceStartEvent:
+                start(ev, list)
+            elif cls is yaml.AliasEvent:
+                b.alias(ev)
+            elif cls is yaml.DocumentStartEvent:
                 documents += 1
                 if documents > 1:
                     raise b.fail(_line_of(ev), "a suite file holds one YAML document (found a second '---')")
-            elif isinstance(ev, yaml.ScalarEvent):
-                b.scalar(ev)
-            elif isinstance(ev, yaml.SequenceStartEvent):
-                b.start(ev, list)
-            elif isinstance(ev, yaml.MappingStartEvent):
-                b.start(ev, dict)
-            elif isinstance(ev, yaml.SequenceEndEvent | yaml.MappingEndEvent):
-                b.end(ev)
-            elif isinstance(ev, yaml.AliasEvent):
-                b.alias(ev)
+            elif cls is yaml.StreamEndEvent:
+                break
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -247,6 +270,7 @@ def load_yaml(path: str | Path, source: str) -> tuple[Any, dict[JsonPath, int]]:
     except yaml.YAMLError as exc:
         raise SuiteError(path, None, f"invalid YAML: {exc}") from exc
     finally:
+        parser.dispose()
         b.constructor.dispose()
     if not b.done:
         raise SuiteError(path, 1, "the file is empty")

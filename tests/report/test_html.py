@@ -22,8 +22,13 @@ from leader_eval.report import html as report_html
 from leader_eval.report.html import artifact_path
 from leader_eval.report.text import leak_spans, segments
 from leader_eval.runs.evaluate import read_run
+from leader_eval.runs.evaluate import run as evaluate_run
+from leader_eval.runs.options import RunOptions
 from leader_eval.stats.metrics import METRICS
+from leader_eval.store.run_store import FIELD_CAP
+from tests.conftest import MINIMAL_SUITE
 from tests.corpus.report_runs import HOSTILE_CASE, HOSTILE_TEXT, RUN_A, RUN_B, SUITE, copy_run, hostile_run
+from tests.support.scripted import ScriptedBackend, call
 
 ISLAND = re.compile(r'<script type="application/json" id="data-run-(\d+)">(.*?)</script>', re.S)
 
@@ -232,6 +237,25 @@ def test_run_writes_report_html_into_the_run_directory_and_prints_its_path(tmp_p
     assert f"report: {out / 'report.html'}" in r.stdout
     page = (out / "report.html").read_text()
     assert 'data-id="assigns_owners"' in page and 'data-id="uses_tool_result"' not in page
+
+
+def _undated(page: str) -> str:
+    return re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "generated", page)
+
+
+@pytest.mark.parametrize("huge", [False, True])
+def test_the_report_of_a_run_just_made_is_the_report_of_its_directory(tmp_path, huge):
+    """``leader-eval run`` writes report.html from the records it just wrote, without reading
+    them back: the page is the one the directory makes. An output whose record was cut to its
+    cap is shown as stored (cut), not as scored."""
+    suite = tmp_path / "mini.yaml"
+    suite.write_text(MINIMAL_SUITE)
+    outputs = ["x" * (FIELD_CAP + 10) if huge else "not a call", call("send_message_to_chat", message="hi")]
+    options = RunOptions(model="scripted:test", seed=3, out=tmp_path / "run", progress=False, cache=False)
+    result = evaluate_run(suite, options, backend=ScriptedBackend(outputs))
+    assert result.stored is not huge
+    page = write_run_report(result).read_text()
+    assert _undated(page) == _undated(render_report([result.path]))
 
 
 def test_report_of_an_episode_sample_renders_its_steps():
