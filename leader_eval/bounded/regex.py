@@ -376,6 +376,11 @@ class SuiteRegex:
         parsed = _sre_parse.parse(pattern)
         items = list(parsed)
         flags = parsed.state.flags
+        # a pattern of literal characters alone (a case's ``require: [hi]``) is found by
+        # ``str.find``: the same leftmost, non-overlapping matches, in no engine at all
+        self._literal: str | None = None
+        if items and not flags & re.IGNORECASE and all(op is _sre_c.LITERAL for op, _ in items):
+            self._literal = "".join(chr(av) for _, av in items)
         self.min_width = int(parsed.getwidth()[0])
         self._exact: Any = None
         self._ascii_only = False
@@ -426,6 +431,8 @@ class SuiteRegex:
             self._build()
         end = len(text) if endpos is None else max(0, min(endpos, len(text)))
         pos = max(0, min(pos, end))
+        if self._literal is not None:
+            return _literal_iter(self._literal, text, pos, end)
         view = text if end == len(text) else text[:end]
         if self._exact is not None and (not self._ascii_only or view.isascii()):
             try:
@@ -449,6 +456,9 @@ class SuiteRegex:
             self._build()
         end = len(text) if endpos is None else max(0, min(endpos, len(text)))
         pos = max(0, min(pos, end))
+        if self._literal is not None:
+            lit = self._literal
+            return Found(pos, pos + len(lit), lit) if text.startswith(lit, pos, end) else None
         view = text if end == len(text) else text[:end]
         if self._exact is not None and (not self._ascii_only or view.isascii()):
             try:
@@ -496,6 +506,13 @@ class SuiteRegex:
                 yield Found(m.start(), m.end(), m.group())
 
         return gen()
+
+
+def _literal_iter(lit: str, text: str, pos: int, end: int) -> Iterator[Found]:
+    at = text.find(lit, pos, end)
+    while at != -1:
+        yield Found(at, at + len(lit), lit)
+        at = text.find(lit, at + len(lit), end)
 
 
 def _call_with_timeout(pattern: str, fn: Any, *args: Any) -> Any:

@@ -256,35 +256,35 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
     if gc.get_freeze_count() or not gc.isenabled():
         yield lambda: None
         return
-    _skip_collection_at_exit()
     threshold = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(threshold[0], RUN_GC_THRESHOLD), *threshold[1:])
+    _exit_hook[:] = [False]  # until this run ends well
     try:
         yield gc.freeze
+        _exit_hook[:] = [True]
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
 
 
+#: whether the last run ended well: only then does the process skip its last collections
 _exit_hook: list[bool] = []
 
 
-def _skip_collection_at_exit() -> None:
-    """At interpreter exit, before its last collections, freeze what is still alive: those
-    passes walk every object left (a 2,000-sample run's records and the modules: ~0.2 s of CPU
-    after the work is done), to reclaim memory the process gives back to the system anyway.
-    Python does not promise to finalize what is alive at exit (``object.__del__``); garbage made
-    after this hook runs is collected as usual. Registered once, by the first run; left alone
-    where a caller tunes the collector itself (frozen objects, collection disabled) by then."""
-    if not _exit_hook:
-        _exit_hook.append(True)
-        atexit.register(_freeze_if_untuned)
-
-
-def _freeze_if_untuned() -> None:
-    if gc.isenabled() and not gc.get_freeze_count():
+def _freeze_at_exit() -> None:
+    """At interpreter exit, before its last collections, freeze what is still alive when the last
+    run ended well: those passes walk every object left (a 2,000-sample run's records and the
+    modules: ~0.1 s of CPU after the work is done), to reclaim memory the process gives back to
+    the system anyway (what the CLI does after a run, for its own exit). Not after a run that
+    raised: what it left mid-flight (an embedded model between two samples) is finalized by those
+    passes while the modules it needs still exist. Left alone where a caller tunes the collector
+    itself (frozen objects, collection disabled) by then."""
+    if _exit_hook == [True] and gc.isenabled() and not gc.get_freeze_count():
         gc.freeze()
+
+
+atexit.register(_freeze_at_exit)
 
 
 def _shard_suffix(options: RunOptions) -> str:

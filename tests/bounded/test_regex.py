@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from leader_eval.bounded.limits import LimitExceeded
 from leader_eval.bounded.regex import compile_suite_regex, finditer_bounded, regex_problem
@@ -151,6 +153,22 @@ def test_bounded_matching_gives_pythons_answers(pattern: str) -> None:
     for text in TEXTS:
         for pos, end in ((0, len(text)), (1, len(text)), (0, max(len(text) - 1, 0))):
             assert [m.span() for m in rx.finditer(text, pos, end)] == [m.span() for m in py.finditer(text, pos, end)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.sampled_from("ab.\\\u0130\ud800 \n"), min_size=1, max_size=4).map(re.escape),
+    st.text(st.sampled_from("ab.\\\u0130\ud800 \n"), max_size=30),
+    st.integers(0, 31),
+    st.integers(0, 31),
+)
+def test_a_literal_pattern_finds_what_pythons_matcher_finds(pattern: str, text: str, pos: int, end: int) -> None:
+    """A pattern of literal characters alone (``require: [hi]``) is looked for with ``str.find``:
+    the same leftmost, non-overlapping spans, and the same anchored match, at any bounds."""
+    rx, py = compile_suite_regex(pattern), re.compile(pattern)
+    assert [m.span() for m in rx.finditer(text, pos, end)] == [m.span() for m in py.finditer(text, pos, end)]
+    got, want = rx.match(text, pos, end), py.match(text, pos, end)
+    assert (got.span() if got else None) == (want.span() if want else None)
 
 
 def test_a_pattern_lint_would_refuse_still_runs_in_linear_time() -> None:
