@@ -11,10 +11,9 @@ rendered by ``chat_template.render_chat_template`` under the same bounds.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
-import re._constants as _sre_constants
-import re._parser as _sre_parse
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Protocol
@@ -70,6 +69,9 @@ def _scaffold_env() -> BoundedSandbox:
 _ENV = _scaffold_env()
 
 # compiled once: ``re.finditer(str, ...)`` looks each one up in re's cache on every call
+
+_sre_constants: Any = importlib.import_module("re._constants")
+_sre_parse: Any = importlib.import_module("re._parser")
 
 
 @lru_cache(maxsize=1)
