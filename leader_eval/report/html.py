@@ -67,7 +67,10 @@ MAX_FINDING_CHARS = 240
 def esc(value: Any) -> str:
     if type(value) is int or type(value) is float:  # digits, signs, "e", "inf", "nan": nothing to escape
         return str(value)
-    return html.escape(visible(str(value)), quote=True)
+    text = str(value)
+    if text.isascii():  # no lone surrogate to write visibly (a 2,000-case table escapes ~40,000 values)
+        return html.escape(text, quote=True)
+    return html.escape(visible(text), quote=True)
 
 
 def _f(v: Any) -> str:

@@ -818,6 +818,8 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     _check_nck(n, c, k)
     if c < k:
         return 0.0
+    if k == 1:  # the one factor c / n, as numpy's product of one float would give it (a case per call)
+        return float(c) / float(n)
     i = np.arange(k, dtype=float)
     return float(np.prod((c - i) / (n - i)))
 
