@@ -100,16 +100,18 @@ async def sample_planned(
     todo: list[tuple[PlannedCase, list[int], list[int], list[str]]] = []
     episodes: list[tuple[PlannedCase, int]] = []  # multi-turn slots: leader_eval.sampling.episode samples them
     try:
+        # every case's prompt on disk before its first sample is (a log of what was asked)
+        prompts.extend(
+            {
+                "case_id": p.case.id,
+                "text": p.rendered.prompt.text,
+                "token_ids": p.rendered.prompt.token_ids,
+                "messages": p.rendered.messages,
+            }
+            for p in planned
+            if p.case.id not in prompts
+        )
         for p in planned:
-            if p.case.id not in prompts:
-                prompts.append(
-                    {
-                        "case_id": p.case.id,
-                        "text": p.rendered.prompt.text,
-                        "token_ids": p.rendered.prompt.token_ids,
-                        "messages": p.rendered.messages,
-                    }
-                )
             missing = [i for i in range(p.n_samples) if sample_record_key(p.case.id, i) not in log]
             stats.requested += p.n_samples
             stats.reused += p.n_samples - len(missing)

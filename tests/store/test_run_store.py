@@ -311,6 +311,27 @@ def test_a_file_over_its_cap_is_refused_on_reading(tmp_path: Path) -> None:
     assert len(log.read_text().splitlines()) == 1
 
 
+def test_records_appended_together_read_back_as_appended_one_by_one(tmp_path: Path) -> None:
+    """``RecordLog.extend`` (a run's prompts, in one write) keeps the first record of each key, as
+    ``append`` and the reader do, and leaves the log as appending them one by one would."""
+    records = [{"slot": "a", "v": 1}, {"slot": "b", "v": 2}, {"slot": "a", "v": 3}, {"slot": "c", "v": 4}]
+    together, alone = tmp_path / "together.jsonl", tmp_path / "alone.jsonl"
+    log = store.RecordLog(together, key_field="slot")
+    log.append(records[3])
+    log.extend(records)
+    log.close()
+    one = store.RecordLog(alone, key_field="slot")
+    for rec in [records[3], *records]:
+        one.append(rec)
+    one.close()
+    assert together.read_bytes() == alone.read_bytes()
+    back = store.RecordLog(together, key_field="slot")
+    assert [r["v"] for r in back.records()] == [4, 1, 2] and not back.duplicates
+    with pytest.raises(KeyError):
+        back.extend([{"slot": "d"}, {"no": "key"}])
+    assert "d" not in back  # nothing of a refused batch is written
+
+
 def test_symlinked_ancestors_stay_allowed(recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """CI machines link runs/ and the cache root elsewhere: that is the user's choice, not an attack."""
     from leader_eval.cli.app import main
