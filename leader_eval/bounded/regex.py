@@ -355,6 +355,11 @@ def _re2_compile(source: str) -> Any:
     return re2.compile(source, options)
 
 
+#: held while a pattern builds its engines (rare, once per pattern and process; one lock for all
+#: keeps a SuiteRegex picklable and copyable)
+_engine_lock = threading.Lock()
+
+
 class SuiteRegex:
     """A suite pattern compiled for bounded matching (see the module docstring).
 
@@ -372,6 +377,14 @@ class SuiteRegex:
         self._built = False
 
     def _build(self) -> None:
+        """Build the engines once; a thread that finds them building waits (a pattern is shared
+        across threads through ``compile_suite_regex``'s cache). ``_built`` is set last, so a
+        reader that sees it sees every engine."""
+        with _engine_lock:
+            if not self._built:
+                self._build_engines()
+
+    def _build_engines(self) -> None:
         pattern = self.pattern
         parsed = _sre_parse.parse(pattern)
         items = list(parsed)
@@ -579,7 +592,7 @@ def regex_problem(pattern: str) -> str | None:
     if why:
         return f"regular expression {pattern!r} can backtrack catastrophically ({why}); rewrite it"
     try:
-        compile_suite_regex(pattern)
+        compile_suite_regex(pattern)._build()  # the engines now, not at the first match
     except Exception as exc:
         return f"regular expression {pattern!r} cannot be run with a time bound: {exc}"
     return None

@@ -48,8 +48,8 @@ from leader_eval.store.run_store import (
     STEPS,
     SUMMARY,
     RunDir,
-    capped_line,
     check_run_dir,
+    encode_capped,
     loads_line,
     lock_holder,
     read_json_file,
@@ -253,13 +253,14 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
     cycles, and each sample's records are garbage or kept for the run, not cycles: the collector
     took a sixth of a 2,000-sample run's CPU. Both undone when the run ends; left alone when the
     caller tunes the collector itself (frozen objects, collection disabled)."""
+    _exit_hook[:] = [False]  # until this run ends well
     if gc.get_freeze_count() or not gc.isenabled():
         yield lambda: None
+        _exit_hook[:] = [True]
         return
     threshold = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(threshold[0], RUN_GC_THRESHOLD), *threshold[1:])
-    _exit_hook[:] = [False]  # until this run ends well
     try:
         yield gc.freeze
         _exit_hook[:] = [True]
@@ -377,7 +378,8 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
     prompts = rundir.read_prompts()
     protocol = manifest["identity"]["protocol"]
     model = ModelInfo.from_manifest(manifest.get("model", {}))
-    lines: dict[int, str] = {}  # id of a score scored while sampling -> its results line
+    # id of a score scored while sampling -> its results line, and whether it holds the score whole
+    lines: dict[int, tuple[str, bool]] = {}
     if live is not None and live.reusable(manifest, prompts):
         known: list[SampleScore] = []
         fresh: list[Sample] = []
@@ -387,7 +389,7 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
                 fresh.append(smp)
             else:
                 known.append(hit[0])
-                lines[id(hit[0])] = hit[1]
+                lines[id(hit[0])] = (hit[1], hit[2])
         scores = score_samples(suite, fresh, prompts, protocol, model)
         if known:  # both in (case, index) order, as score_samples orders all of them
             scores = sorted(known + scores, key=lambda s: (s.case_id, s.index))
@@ -422,13 +424,11 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
     judge_summary(suite, judgements, summary)  # each criterion's judge, calibration, gated or why not
     # every field bounded (the raw output stays whole in samples.jsonl): a model that writes
     # megabytes of calls must not make results.jsonl and the report many times its size
-    out = [lines.get(id(s)) or capped_line(s.to_dict()) for s in scores]
-    write_lines_atomic(rundir.path / RESULTS, out)
+    encoded = [lines.get(id(s)) or encode_capped(s.to_dict()) for s in scores]
+    write_lines_atomic(rundir.path / RESULTS, (line for line, _ in encoded))
     write_json_atomic(rundir.path / CASES, results)
     write_json_atomic(rundir.path / SUMMARY, summary)
-    # a cut record names its cut fields under "cut" (``cap_fields``); compact JSON writes a key's
-    # quotes bare and a string's escaped, so a line without '"cut":' was written whole
-    stored = not any('"cut":' in line for line in out)
+    stored = all(whole for _, whole in encoded)
     return Run(
         rundir.path, manifest, samples, scores, results, summary, unreadable=dict(rundir.unreadable), stored=stored
     )

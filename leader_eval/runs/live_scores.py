@@ -36,7 +36,7 @@ from typing import Any
 
 from leader_eval.scoring.aggregate import case_result
 from leader_eval.scoring.scorer import CaseScorer, ModelInfo, SampleScore, SuiteScoring, case_scorer
-from leader_eval.store.run_store import RunDir, capped_line
+from leader_eval.store.run_store import RunDir, encode_capped
 from leader_eval.suite.load import Case, Suite
 from leader_eval.types import Sample
 
@@ -69,8 +69,9 @@ class LiveScores:
         self._cases = {c.id: c for c in suite.cases if c.episode is None}
         self._scorers: dict[str, CaseScorer] = {}
         self._shared: SuiteScoring | None = None  # what every case's scorer shares
-        #: (case id, index) -> the sample as scored, its score and its results line
-        self.scored: dict[tuple[str, int], tuple[Sample, SampleScore, str]] = {}
+        #: (case id, index) -> the sample as scored, its score, its results line and whether that
+        #: line holds the score whole (``encode_capped``)
+        self.scored: dict[tuple[str, int], tuple[Sample, SampleScore, str, bool]] = {}
         self._by_case: dict[str, list[SampleScore]] = {}
         #: case id -> its record (``aggregate.case_result``) and the scores it was computed over
         self.case_records: dict[str, tuple[dict[str, Any], list[SampleScore]]] = {}
@@ -92,7 +93,7 @@ class LiveScores:
         warm = False
         while True:
             if not warm and not self._closed:
-                if not await _idle_turn():
+                if len(self._queue) < MAX_BACKLOG and not await _idle_turn():
                     continue
                 warm = True
                 self._warm_up()
@@ -142,12 +143,12 @@ class LiveScores:
         try:
             scorer = self._scorer(case)
             score = scorer.score(sample)
-            line = capped_line(score.to_dict())
+            line, whole = encode_capped(score.to_dict())
         except Exception:  # scored again by score_run, which raises as it always did
             if not self._started:  # no manifest or prompts to score with: leave it all to score_run
                 self._cases = {}
             return
-        self.scored[(sample.case_id, sample.index)] = (sample, score, line)
+        self.scored[(sample.case_id, sample.index)] = (sample, score, line, whole)
         scores = self._by_case.setdefault(case.id, [])
         scores.append(score)
         if len(scores) == self.planned.get(case.id):
@@ -197,12 +198,13 @@ class LiveScores:
             and prompts == self.prompts
         )
 
-    def score_of(self, sample: Sample) -> tuple[SampleScore, str] | None:
-        """The score and results line of ``sample`` as read back, if it was scored here as it is."""
+    def score_of(self, sample: Sample) -> tuple[SampleScore, str, bool] | None:
+        """The score, results line and whether the line holds it whole, of ``sample`` as read
+        back, if it was scored here as it is."""
         hit = self.scored.get((sample.case_id, sample.index))
         if hit is None or hit[0] != sample:
             return None
-        return hit[1], hit[2]
+        return hit[1], hit[2], hit[3]
 
     def case_record(self, case: Case, scores: Sequence[SampleScore]) -> dict[str, Any] | None:
         """The case's record aggregated here, if it was over exactly ``scores``."""

@@ -325,8 +325,16 @@ def cap_fields(record: Mapping[str, Any], limit: int = FIELD_CAP) -> dict[str, A
 def capped_line(record: Mapping[str, Any], limit: int = FIELD_CAP) -> str:
     """``record`` as one JSON line, each field bounded (``cap_fields``). A line within ``limit``
     has no field over it, so the common case costs one encoding, the one that is written."""
+    return encode_capped(record, limit)[0]
+
+
+def encode_capped(record: Mapping[str, Any], limit: int = FIELD_CAP) -> tuple[str, bool]:
+    """``capped_line`` and whether the line holds ``record`` whole (no field was cut: a cut
+    string is not always named under "cut")."""
     line = dumps(record)
-    return line if len(line) <= limit else dumps(cap_fields(record, limit))
+    if len(line) <= limit:
+        return line, True
+    return dumps(cap_fields(record, limit)), False
 
 
 def _json_len(value: Any, limit: int) -> int:

@@ -82,8 +82,9 @@ def _shapes() -> tuple[tuple[tuple[str | None, str], ...], tuple[tuple[str | Non
     (33 patterns, ~14 ms to compile; a rendered prompt holds the opening of one or two)."""
 
     def opening(pattern: str) -> str | None:
-        items = list(_sre_parse.parse(pattern))
-        if items and items[0][0] is _sre_constants.LITERAL:
+        parsed = _sre_parse.parse(pattern)
+        items = list(parsed)
+        if items and items[0][0] is _sre_constants.LITERAL and not parsed.state.flags & re.IGNORECASE:
             return chr(items[0][1])
         return None
 

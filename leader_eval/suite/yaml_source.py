@@ -238,12 +238,14 @@ def load_yaml(path: str | Path, source: str) -> tuple[Any, dict[JsonPath, int]]:
     """Parse one YAML document into JSON-shaped data and a ``path -> line`` map (1-based)."""
     b = _Builder(Path(path))
     documents = 0
-    parser = _PARSER(source)
-    # the parser's own loop, without ``yaml.parse``'s generator around it: a 2,000-case suite
-    # is ~36,000 events
-    get_event = parser.get_event
+    parser: Any = None
     scalar, start, end = b.scalar, b.start, b.end
     try:
+        # the parser's own loop, without ``yaml.parse``'s generator around it: a 2,000-case
+        # suite is ~36,000 events (made inside the try: the pure-Python reader refuses an
+        # unprintable character as it is made)
+        parser = _PARSER(source)
+        get_event = parser.get_event
         while (ev := get_event()) is not None:
             cls = type(ev)
             if cls is yaml.ScalarEvent:
@@ -270,7 +272,8 @@ def load_yaml(path: str | Path, source: str) -> tuple[Any, dict[JsonPath, int]]:
     except yaml.YAMLError as exc:
         raise SuiteError(path, None, f"invalid YAML: {exc}") from exc
     finally:
-        parser.dispose()
+        if parser is not None:
+            parser.dispose()
         b.constructor.dispose()
     if not b.done:
         raise SuiteError(path, 1, "the file is empty")

@@ -243,17 +243,28 @@ def _undated(page: str) -> str:
     return re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "generated", page)
 
 
-@pytest.mark.parametrize("huge", [False, True])
+class _Reasoning(ScriptedBackend):
+    """A scripted model that declares its reasoning tags (the reasoning is a field of the record)."""
+
+    def describe(self):
+        return {**super().describe(), "reasoning_tags": ["<think>", "</think>"]}
+
+
+@pytest.mark.parametrize("huge", ["", "text", "reasoning"])
 def test_the_report_of_a_run_just_made_is_the_report_of_its_directory(tmp_path, huge):
     """``leader-eval run`` writes report.html from the records it just wrote, without reading
     them back: the page is the one the directory makes. An output whose record was cut to its
-    cap is shown as stored (cut), not as scored."""
+    cap (a long text; a long reasoning block, a string cut without a "cut" key) is shown as
+    stored (cut), not as scored."""
     suite = tmp_path / "mini.yaml"
     suite.write_text(MINIMAL_SUITE)
-    outputs = ["x" * (FIELD_CAP + 10) if huge else "not a call", call("send_message_to_chat", message="hi")]
+    noise = "".join(f"{i:x}" for i in range(FIELD_CAP))[: FIELD_CAP + 5000]  # nothing repeats to a rule
+    first = {"": "not a call", "text": "x" * (FIELD_CAP + 10), "reasoning": f"<think>{noise}</think>"}[huge]
+    outputs = [first + (call("send_message_to_chat", message="hi") if huge == "reasoning" else "")]
+    outputs.append(call("send_message_to_chat", message="hi"))
     options = RunOptions(model="scripted:test", seed=3, out=tmp_path / "run", progress=False, cache=False)
-    result = evaluate_run(suite, options, backend=ScriptedBackend(outputs))
-    assert result.stored is not huge
+    result = evaluate_run(suite, options, backend=_Reasoning(outputs))
+    assert result.stored is not bool(huge)
     page = write_run_report(result).read_text()
     assert _undated(page) == _undated(render_report([result.path]))
 

@@ -111,3 +111,68 @@ def test_a_run_with_every_sample_recorded_samples_and_scores_nothing_new(suite: 
     again = run(suite, _options(tmp_path), backend=backend)  # resumes a complete run: never yields to drain
     assert backend.requests == 0 and again.stats is not None and again.stats.reused == 10
     assert _derived(again.path) == expected
+
+
+@pytest.mark.parametrize("backlog", [3, 10_000])
+def test_samples_are_scored_in_idle_turns_or_once_they_pile_up(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backlog: int
+) -> None:
+    """``drain`` scores when a turn of the loop runs nothing else; a loop never idle (a server
+    that answers without pause) still gets its samples scored once ``MAX_BACKLOG`` wait, before
+    sampling ends, and the scorer it builds first is the one the samples use."""
+    import asyncio
+    import time
+
+    from leader_eval.runs import live_scores
+
+    monkeypatch.setattr(live_scores, "MAX_BACKLOG", backlog)
+    result = run(suite, _options(tmp_path), backend=ScriptedBackend(OUTPUTS))
+    live = LiveScores(load_suite(suite), result.path)
+    scored_while_busy: list[int] = []
+
+    async def busy_loop() -> None:  # every turn of the loop runs this for 0.5 ms: never idle
+        drain = asyncio.create_task(live.drain())
+        for sample in result.samples:
+            live.on_sample(sample)
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:
+            spin = time.perf_counter() + 0.0005
+            while time.perf_counter() < spin:
+                pass
+            await asyncio.sleep(0)
+        scored_while_busy.append(len(live.scored))
+        live.close()
+        await drain
+
+    asyncio.run(busy_loop())
+    # past the backlog they are scored while the loop is busy (down to fewer than it waiting);
+    # under it, none is scored until the loop is idle or sampling ends
+    assert scored_while_busy[0] >= 10 - backlog + 1 if backlog <= 10 else scored_while_busy == [0]
+    assert len(live.scored) == 10  # and every one once closed
+    expected = _derived(result.path)
+    score_run(RunDir(result.path), load_suite(suite), live=live)
+    assert _derived(result.path) == expected
+
+
+@pytest.mark.parametrize("tuned", [False, True])
+def test_the_collector_skips_its_last_passes_only_after_a_run_that_ended_well(tuned: bool) -> None:
+    """At exit the process freezes what is left (its last collections walk every object) only when
+    the last run ended well: after one that raised, what it left mid-flight is finalized by those
+    passes, also where the caller tuned the collector itself during that run."""
+    import gc
+
+    from leader_eval.runs import evaluate as ev
+
+    was = gc.isenabled()
+    try:
+        if tuned:
+            gc.disable()
+        with ev._long_lived_frozen():
+            pass
+        assert ev._exit_hook == [True]
+        with pytest.raises(RuntimeError), ev._long_lived_frozen():
+            raise RuntimeError("interrupted")
+        assert ev._exit_hook == [False]
+    finally:
+        if was:
+            gc.enable()

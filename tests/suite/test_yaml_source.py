@@ -30,3 +30,15 @@ def test_a_second_document_and_a_duplicate_key_are_one_line_errors() -> None:
         load_yaml("x.yaml", "a: 1\n---\nb: 2\n")
     with pytest.raises(SuiteError, match=r"x\.yaml:2: duplicate key 'a'"):
         load_yaml("x.yaml", "a: 1\na: 2\n")
+
+
+def test_without_libyaml_an_unprintable_character_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pure-Python reader (where libyaml is not built) refuses it as the parser is made."""
+    import yaml
+
+    from leader_eval.suite import yaml_source
+
+    monkeypatch.setattr(yaml_source, "_PARSER", yaml.SafeLoader)
+    with pytest.raises(SuiteError, match=r"x\.yaml: invalid YAML: unacceptable character"):
+        load_yaml("x.yaml", "a: \x00\n")
+    assert load_yaml("x.yaml", "a: [1, '2']\n")[0] == {"a": [1, "2"]}
