@@ -185,10 +185,12 @@ _RARE: tuple[tuple[str | tuple[str, ...], str, str], ...] = (
 )
 
 
+@functools.cache
 def _catalogue_entries() -> tuple[tuple[str, str, str], ...]:
     """The catalogue's tokens that no built-in token or markup shape finds, one literal
     alternation per first character (longest first); a tag head takes attributes. Compared with
-    the shapes once, at import: a new template's token either has a family's shape or is here."""
+    the shapes once, when a leak configuration is first compiled (a run does it while its first
+    requests are in flight): a new template's token either has a family's shape or is here."""
     shapes = [re.compile(re.escape(f) + f"(?:{r})") for kind, f, r in _BUILTIN if kind in ("tool", "reason", "special")]
     shapes += [re.compile(r) for _, _, r in _RARE]
     heads = {t: re.escape(t[1:]) + _ATTRS for t in TAG_HEADS if not any(p.match(t + ">") for p in shapes)}
@@ -708,7 +710,7 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
         first, rest = _marker_entry(marker)
         literal_leads[len(entries)] = re.escape(marker[1:])
         entries.append(("marker", first, rest))
-    for kind, first, rest in _CATALOGUE:
+    for kind, first, rest in _catalogue_entries():
         literal_leads[len(entries)] = rest  # its alternatives, each opening with a character
         entries.append((kind, first, rest))
     entries.extend(_BUILTIN)
@@ -753,7 +755,6 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
     )
 
 
-_CATALOGUE = _catalogue_entries()
 _RARE_COMPILED = tuple(
     ((lit,) if isinstance(lit, str) else lit, _KIND_REASON[kind], re.compile(rx), True) for lit, kind, rx in _RARE
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 from leader_eval.protocols._scan import Memo, Scan
 from leader_eval.types import ToolCall
@@ -54,15 +55,17 @@ class ToolCallProtocol:
     #: as special tokens, but inside a failed attempt at this protocol they are the attempt
     #: (already named ``unparseable``), never a second finding
     tokens: tuple[str, ...] = ()
-    _attempt: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
-    _markup: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if self.opening is not None:
-            object.__setattr__(self, "_attempt", re.compile(r"\s*(?:" + self.opening + ")"))
+    # compiled at their first use, not when the registry is imported (~70 patterns, ~6 ms
+    # before a run's first request; a run scores with a few protocols' patterns, later)
+    @cached_property
+    def _attempt(self) -> re.Pattern[str] | None:
+        return re.compile(r"\s*(?:" + self.opening + ")") if self.opening is not None else None
+
+    @cached_property
+    def _markup(self) -> re.Pattern[str] | None:
         pieces = [p for p in (self.opening, *self.closing, *self.inner) if p]
-        if pieces:
-            object.__setattr__(self, "_markup", re.compile("|".join(f"(?:{p})" for p in pieces)))
+        return re.compile("|".join(f"(?:{p})" for p in pieces)) if pieces else None
 
     def is_attempt(self, text: str) -> bool:
         """Does ``text`` open (after whitespace) the way an attempt at this protocol does?"""
