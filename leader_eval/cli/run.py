@@ -11,16 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.cli.output import print_report_path, split_values, write_markdown
-from leader_eval.decide.adaptive import AdaptiveDesign, run_adaptive
-from leader_eval.decide.matrix import run_matrix
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.report import format_summary
-from leader_eval.report.compare import compare_markdown, format_compare
-from leader_eval.report.gate import format_gate_table
 from leader_eval.runs import evaluate
 from leader_eval.runs.evaluate import Run
-from leader_eval.runs.merge import shard_options
 from leader_eval.runs.model_spec import ModelEntry, model_entries
 from leader_eval.runs.options import run_options
 from leader_eval.runs.trusted import assemble
@@ -49,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
         prices = parse_prices(args.prices)
         options = replace(options, extra_manifest={**options.extra_manifest, "prices": prices})
     if args.shard:
+        # imported where a command uses them: a plain run needs none (~10 ms of every run's start)
+        from leader_eval.runs.merge import shard_options
+
         options = shard_options(options, args.shard, suite)  # type: ignore[arg-type]
     if args.adaptive or args.budget is not None or args.across_suites:
         return _run_adaptive(args, suite, options)
@@ -91,6 +89,9 @@ def judge_errors_over_limit(summary: dict[str, Any]) -> list[str]:
 
 def _run_matrix(args: argparse.Namespace, entries: list[ModelEntry], extra: dict[str, Any]) -> int:
     """``run --model A --model B ...``: every entry with paired seeds, then one comparison."""
+    from leader_eval.decide.matrix import run_matrix
+    from leader_eval.report.compare import compare_markdown, format_compare
+
     for flag, value in (("--adaptive", args.adaptive), ("--shard", args.shard), ("--budget", args.budget)):
         if value:
             raise LeaderEvalError(f"{flag} samples one model: drop it or give --model once")
@@ -127,6 +128,9 @@ def _run_matrix(args: argparse.Namespace, entries: list[ModelEntry], extra: dict
 
 def _run_adaptive(args: argparse.Namespace, suite: object, options: object) -> int:
     """``run --adaptive --budget B``: rounds of samples gated against the golden (leader_eval.decide.adaptive)."""
+    from leader_eval.decide.adaptive import AdaptiveDesign, run_adaptive
+    from leader_eval.report.gate import format_gate_table
+
     if not (args.adaptive and args.budget is not None):
         raise LeaderEvalError(
             "--adaptive and --budget go together (e.g. --adaptive --budget 5), --across-suites needs both"

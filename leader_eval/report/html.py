@@ -35,8 +35,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from leader_eval.decide.checkpoints import recommend_checkpoint
-from leader_eval.decide.compare import compare_runs
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import markdown
 from leader_eval.report.text import leak_spans, segments, visible
@@ -45,7 +43,6 @@ from leader_eval.runs.evaluate import read_run
 from leader_eval.stats.core import rate_ci
 from leader_eval.stats.metrics import METRICS
 from leader_eval.store.run_store import REPORT, STRESS_JSON, RunDir, cut_text, write_bytes_atomic
-from leader_eval.studies.stress import format_stress_table, read_stress
 from leader_eval.version import __version__ as version
 
 if TYPE_CHECKING:
@@ -608,6 +605,9 @@ def _stress_plot(result: Any) -> str:
 def _stress_html(run: Run) -> str:
     if not (Path(run.path) / STRESS_JSON).is_file():
         return ""
+    # imported where a page needs them: the report of one plain run needs neither (~10 ms of
+    # every `leader-eval run`)
+    from leader_eval.studies.stress import format_stress_table, read_stress
 
     try:
         result = read_stress(run.path)
@@ -778,6 +778,9 @@ def render_report(
     run_index = {id(r): i for i, r in enumerate(loaded)}
     parts: list[str] = []
     if len(loaded) > 1 or comparison is not None:
+        from leader_eval.decide.checkpoints import recommend_checkpoint
+        from leader_eval.decide.compare import compare_runs
+
         c = comparison or compare_runs(loaded, alpha=alpha, across_suites=across_suites)
         parts.append('<section id="comparison"><h2>Comparison</h2>' + _comparison_html(c, run_index) + "</section>")
         rec = recommend_checkpoint(c, order)
