@@ -52,6 +52,10 @@ IDLE_TURN_S = 0.0002
 #: scored even while the loop is busy once this many samples wait: a server that answers
 #: without pause never leaves the loop idle, and the samples must not pile up until the end
 MAX_BACKLOG = 256
+#: scored anyway after this many busy turns in a row: on a loaded machine even an idle turn can
+#: take longer than ``IDLE_TURN_S``, and waiting for one would spin the loop while it waits for
+#: the network
+MAX_BUSY_TURNS = 16
 
 
 class LiveScores:
@@ -86,19 +90,25 @@ class LiveScores:
 
     async def drain(self) -> None:
         """Score the queued samples until ``close``: what has arrived, in turns of the event loop
-        that find nothing else to run (or once ``MAX_BACKLOG`` wait), at most ``TURN_S`` per turn.
+        that find nothing else to run (or once ``MAX_BACKLOG`` wait, or after ``MAX_BUSY_TURNS``
+        busy turns), at most ``TURN_S`` per turn.
         Returns once closed and the queue is empty (``close`` may come first: a run whose
         samples were all recorded samples nothing and never yields to this task before it is
         closed)."""
         warm = False
+        busy = 0  # busy turns in a row while something waits to be done here
         while True:
             if not warm and not self._closed:
-                if len(self._queue) < MAX_BACKLOG and not await _idle_turn():
+                if len(self._queue) < MAX_BACKLOG and busy < MAX_BUSY_TURNS and not await _idle_turn():
+                    busy += 1
                     continue
-                warm = True
+                warm, busy = True, 0
                 self._warm_up()
-            if self._queue and not self._closed and len(self._queue) < MAX_BACKLOG and not await _idle_turn():
+            waiting = self._queue and not self._closed and len(self._queue) < MAX_BACKLOG
+            if waiting and busy < MAX_BUSY_TURNS and not await _idle_turn():
+                busy += 1
                 continue  # responses to read or requests to send first
+            busy = 0
             end = time.perf_counter() + TURN_S
             while self._queue and time.perf_counter() < end:
                 self.score(self._queue.popleft())
