@@ -68,8 +68,6 @@ def _scaffold_env() -> BoundedSandbox:
 
 _ENV = _scaffold_env()
 
-# compiled once: ``re.finditer(str, ...)`` looks each one up in re's cache on every call
-
 _sre_constants: Any = importlib.import_module("re._constants")
 _sre_parse: Any = importlib.import_module("re._parser")
 
@@ -93,6 +91,8 @@ def _shapes() -> tuple[tuple[tuple[str | None, str], ...], tuple[tuple[str | Non
 
 @cache
 def _regex(pattern: str) -> re.Pattern[str]:
+    # one of the 33 shapes, compiled once: ``re.finditer(str, ...)`` looks each one up in re's
+    # cache on every call
     return re.compile(pattern)
 
 
