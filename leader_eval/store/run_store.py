@@ -322,15 +322,10 @@ def cap_fields(record: Mapping[str, Any], limit: int = FIELD_CAP) -> dict[str, A
     return out
 
 
-def capped_line(record: Mapping[str, Any], limit: int = FIELD_CAP) -> str:
-    """``record`` as one JSON line, each field bounded (``cap_fields``). A line within ``limit``
-    has no field over it, so the common case costs one encoding, the one that is written."""
-    return encode_capped(record, limit)[0]
-
-
 def encode_capped(record: Mapping[str, Any], limit: int = FIELD_CAP) -> tuple[str, bool]:
-    """``capped_line`` and whether the line holds ``record`` whole (no field was cut: a cut
-    string is not always named under "cut")."""
+    """``record`` as one JSON line, each field bounded (``cap_fields``), and whether the line holds
+    it whole (no field was cut: a cut string is not always named under "cut"). A line within
+    ``limit`` has no field over it, so the common case costs one encoding, the one written."""
     line = dumps(record)
     if len(line) <= limit:
         return line, True
