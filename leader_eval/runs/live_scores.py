@@ -98,17 +98,14 @@ class LiveScores:
         warm = False
         busy = 0  # busy turns in a row while something waits to be done here
         while True:
-            if not warm and not self._closed:
-                if len(self._queue) < MAX_BACKLOG and busy < MAX_BUSY_TURNS and not await _idle_turn():
-                    busy += 1
-                    continue
-                warm, busy = True, 0
-                self._warm_up()
-            waiting = self._queue and not self._closed and len(self._queue) < MAX_BACKLOG
+            waiting = (not warm or self._queue) and not self._closed and len(self._queue) < MAX_BACKLOG
             if waiting and busy < MAX_BUSY_TURNS and not await _idle_turn():
                 busy += 1
                 continue  # responses to read or requests to send first
             busy = 0
+            if not warm and not self._closed:
+                warm = True
+                self._warm_up()
             end = time.perf_counter() + TURN_S
             while self._queue and time.perf_counter() < end:
                 self.score(self._queue.popleft())
