@@ -151,3 +151,26 @@ def test_the_pure_packages_do_no_io(package: str) -> None:
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 calls += [f"{path.relative_to(ROOT)}:{node.lineno}: import {m}" for m in mods if m in IO_MODULES]
     assert not calls, "\n".join(calls)
+
+
+def test_numpy_is_imported_only_through_bounded_numeric() -> None:
+    """The first numpy import in a process sets how long OpenBLAS's idle threads spin
+    (``bounded/numeric.py``): a module importing numpy itself would make that depend on which
+    path came first. A type-only import does not load numpy and is allowed."""
+    direct = []
+    for module, path, tree in _modules():
+        if module == "leader_eval.bounded.numeric":
+            continue
+        typing_only = {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for stmt in node.body
+            for n in ast.walk(stmt)
+        }
+        for node in ast.walk(tree):
+            if id(node) in typing_only or not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            direct += [f"{path.relative_to(ROOT)}:{node.lineno}: import {m}" for m in mods if m.split(".")[0] == "numpy"]
+    assert not direct, "\n".join(direct)

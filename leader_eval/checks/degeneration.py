@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from leader_eval.bounded.numeric import np
 from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason
 
 _compiled: ModuleType | None

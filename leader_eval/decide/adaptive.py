@@ -43,8 +43,7 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Any
 
-import numpy as np
-
+from leader_eval.bounded.numeric import np
 from leader_eval.decide.gate import apply_error_rule, gate
 from leader_eval.decide.golden import check_golden_suite, golden_path, load_golden, parse_tolerances
 from leader_eval.errors import LeaderEvalError

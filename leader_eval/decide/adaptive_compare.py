@@ -116,7 +116,7 @@ def simulate_compare(
     does. Returns the share of replicates that stopped claiming "B
     worse", "B better", and the mean samples per case used.
     """
-    import numpy as np
+    from leader_eval.bounded.numeric import np
 
     rng = np.random.default_rng(seed)
     n_max = design.budget

@@ -28,8 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from leader_eval.bounded.numeric import np
 from leader_eval.errors import LeaderEvalError
 from leader_eval.stats.core import exact_count_test, simulated_power, tarone_family
 from leader_eval.stats.metrics import ALL_METRICS, Metric, gated_metrics, known_metric

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from leader_eval.bounded.numeric import np
 from leader_eval.errors import LeaderEvalError
 from leader_eval.runs.judging import Judge, ask, judge_from_role
 from leader_eval.runs.trusted import Trusted

@@ -12,8 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-import numpy as np
-
+from leader_eval.bounded.numeric import np
 from leader_eval.errors import LeaderEvalError
 from leader_eval.scoring.episode import episode_case_metrics
 from leader_eval.scoring.error_rule import first_sampler_error

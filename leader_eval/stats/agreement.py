@@ -14,7 +14,7 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from leader_eval.bounded.numeric import np
 
 __all__ = ["Kappa", "cohen_kappa", "kappa_with_ci"]
 

@@ -45,8 +45,7 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Literal
 
-import numpy as np
-import numpy.typing as npt
+from leader_eval.bounded.numeric import np, npt
 
 __all__ = [
     "CountTest",

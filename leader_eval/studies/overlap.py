@@ -50,8 +50,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from leader_eval.bounded.numeric import np
 from leader_eval.bounded.sandbox import run_bounded
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert

@@ -148,7 +148,7 @@ def _import_llama() -> Any:
 
 def _common_prefix(a: Any, b: list[int]) -> int:
     """Length of the common prefix of two token sequences (``a`` may be a numpy array)."""
-    import numpy as np
+    from leader_eval.bounded.numeric import np
 
     m = min(len(a), len(b))
     if not m:
