@@ -172,5 +172,7 @@ def test_numpy_is_imported_only_through_bounded_numeric() -> None:
             if id(node) in typing_only or not isinstance(node, ast.Import | ast.ImportFrom):
                 continue
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            direct += [f"{path.relative_to(ROOT)}:{node.lineno}: import {m}" for m in mods if m.split(".")[0] == "numpy"]
+            direct += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: import {m}" for m in mods if m.split(".")[0] == "numpy"
+            ]
     assert not direct, "\n".join(direct)

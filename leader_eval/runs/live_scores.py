@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from leader_eval.bounded.numeric import load_numpy
 from leader_eval.scoring.aggregate import case_result
 from leader_eval.scoring.scorer import CaseScorer, ModelInfo, SampleScore, SuiteScoring, case_scorer
 from leader_eval.store.run_store import RunDir, encode_capped
@@ -95,17 +96,19 @@ class LiveScores:
         Returns once closed and the queue is empty (``close`` may come first: a run whose
         samples were all recorded samples nothing and never yields to this task before it is
         closed)."""
-        warm = False
+        warm = [self._warm_up, load_numpy]  # built ahead, one step per idle turn
         busy = 0  # busy turns in a row while something waits to be done here
         while True:
-            waiting = (not warm or self._queue) and not self._closed and len(self._queue) < MAX_BACKLOG
+            waiting = (warm or self._queue) and not self._closed and len(self._queue) < MAX_BACKLOG
             if waiting and busy < MAX_BUSY_TURNS and not await _idle_turn():
                 busy += 1
                 continue  # responses to read or requests to send first
             busy = 0
-            if not warm and not self._closed:
-                warm = True
-                self._warm_up()
+            if warm and not self._closed:
+                with contextlib.suppress(Exception):  # what fails here, scoring meets again
+                    warm.pop(0)()
+                if warm and not self._queue:
+                    continue  # the next step in the next idle turn
             end = time.perf_counter() + TURN_S
             while self._queue and time.perf_counter() < end:
                 self.score(self._queue.popleft())
@@ -128,11 +131,10 @@ class LiveScores:
     def _warm_up(self) -> None:
         """Build what scoring the first sample would build (the manifest and prompts read, the
         suite's shared parts, the first case's scorer and its compiled leak rules), while the first
-        requests are in flight. A part that fails is left to ``score``, which meets it again."""
+        requests are in flight. A part that fails is left to ``score``, which meets it again.
+        (The next idle turn loads numpy, which the summary needs: ``bounded.numeric``.)"""
         case = next(iter(self._cases.values()), None)
-        if case is None:
-            return
-        with contextlib.suppress(Exception):
+        if case is not None:
             self._scorer(case)
 
     def close(self) -> None:

@@ -43,9 +43,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from leader_eval.bounded.numeric import np, npt
+from leader_eval.bounded.numeric import np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = [
     "CountTest",
@@ -79,7 +82,7 @@ __all__ = [
 
 Verdict = Literal["pass", "fail", "improved"]
 # Case scores and weights: any sequence of numbers, numpy arrays included.
-Numbers = Sequence[float] | npt.NDArray[Any]
+Numbers: TypeAlias = "Sequence[float] | npt.NDArray[Any]"
 
 _NORMAL = NormalDist()
 # Upper bound on the elements of one resampling matrix; larger jobs are split into row blocks

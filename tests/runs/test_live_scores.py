@@ -175,3 +175,44 @@ def test_the_collector_skips_its_last_passes_only_after_a_run_that_ended_well(tu
     finally:
         if was:
             gc.enable()
+
+
+# A child process: numpy is not loaded by importing the run path; it loads while the first
+# requests wait on the network (``bounded.numeric``, ``LiveScores.drain``), not before them.
+NUMPY_PROBE = """
+import asyncio, json, sys
+from pathlib import Path
+from leader_eval.runs.evaluate import run
+from leader_eval.runs.options import RunOptions
+from tests.support.scripted import ScriptedBackend, call
+
+at_import = "numpy" in sys.modules
+
+class Waits(ScriptedBackend):
+    async def sample(self, request):
+        await asyncio.sleep(0.2)  # the network
+        return await super().sample(request)
+
+seen = []
+out = Path(sys.argv[2])
+run(Path(sys.argv[1]), RunOptions(model="scripted:test", seed=3, out=out, progress=False, cache=False),
+    backend=Waits([call("send_message_to_chat", message="hi")]), on_sample=lambda s: seen.append("numpy" in sys.modules))
+print(json.dumps({"at_import": at_import, "seen": seen}))
+"""
+
+
+def test_numpy_loads_while_the_first_requests_are_in_flight(suite: Path, tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root), LEADER_EVAL_CACHE_DIR="off")
+    out = subprocess.run(
+        [sys.executable, "-c", NUMPY_PROBE, str(suite), str(tmp_path / "run")],
+        env=env, cwd=root, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["at_import"] is False  # importing the run path does not load it
+    assert got["seen"] and all(got["seen"])  # loaded before the first response came back
