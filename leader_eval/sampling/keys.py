@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from functools import lru_cache
 from typing import Any
 
 from leader_eval.sampling.backends.base import Backend, SamplingParams, weights_identity
@@ -54,8 +55,24 @@ def key_prefix(model_id: str, prompt: Prompt, params: SamplingParams) -> Any:
         h.update(b"ids:" + ",".join(map(str, prompt.token_ids)).encode())
     else:
         h.update(b"text:" + prompt.text.encode())
-    h.update(b"\0" + json.dumps(params.to_dict(), sort_keys=True).encode())
+    h.update(_params_bytes(params))
     return h
+
+
+def _params_bytes(params: SamplingParams) -> bytes:
+    # each field's type is part of the memo's key: 1 == 1.0 == True, but json writes them apart
+    fields = tuple((type(v), v) for v in (params.temperature, params.max_tokens, params.top_p))
+    try:
+        return _params_json(fields, tuple((type(s), s) for s in params.stop), params)
+    except TypeError:  # a field that cannot be a memo's key (a list for stop): encoded each time
+        return _params_json.__wrapped__(fields, (), params)
+
+
+@lru_cache(maxsize=64)
+def _params_json(_fields: tuple[Any, ...], _stop: tuple[Any, ...], params: SamplingParams) -> bytes:
+    """The sampling parameters' part of a key; cases share a few settings, so each is encoded once
+    (~3 us of a run's ~3.7 us per case)."""
+    return b"\0" + json.dumps(params.to_dict(), sort_keys=True).encode()
 
 
 def seed_key(prefix: Any, seed: int) -> str:
