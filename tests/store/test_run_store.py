@@ -416,3 +416,41 @@ def test_a_golden_that_is_not_a_regular_file_is_refused(
     assert main([*argv, "--update-golden"] if command == "update-golden" else argv) == 2
     _one_error(capsys.readouterr().err, where)
     assert _tree(tmp_path) == before
+
+
+def test_prompts_read_again_unchanged_are_not_parsed_again_and_a_change_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's live scorer, its scoring and its report each read prompts.jsonl: a file that reads
+    as the last one parsed, byte for byte, is served from that parse; a file whose bytes changed,
+    or one with an unreadable line (reported each time), is parsed again."""
+    run = tmp_path / "run"
+    run.mkdir()
+    prompts = run / store.PROMPTS
+    lines = [f'{{"case_id": "c{i}", "text": "prompt {i}", "token_ids": null, "messages": []}}' for i in range(3)]
+    prompts.write_text("\n".join(lines) + "\n")
+    parses: list[Path] = []
+    record_log = store.RecordLog
+
+    def counting(path: Path, *args: Any, **kwargs: Any) -> store.RecordLog:
+        parses.append(path)
+        return record_log(path, *args, **kwargs)
+
+    monkeypatch.setattr(store, "RecordLog", counting)
+    monkeypatch.setattr(store, "_last_prompts", None)
+    first = store.RunDir(run).read_prompts()
+    second = store.RunDir(run).read_prompts()
+    assert first == second and sorted(first) == ["c0", "c1", "c2"] and len(parses) == 1
+    second["c9"] = {}  # a reader's own dict: the next reader does not see it
+    assert "c9" not in store.RunDir(run).read_prompts()
+
+    prompts.write_text("\n".join([*lines[:2], lines[2].replace("prompt 2", "prompt 2, edited")]) + "\n")
+    edited = store.RunDir(run).read_prompts()
+    assert edited["c2"]["text"] == "prompt 2, edited" and len(parses) == 2
+
+    prompts.write_text("\n".join([*lines, "{not json"]) + "\n")
+    for _ in range(2):
+        rd = store.RunDir(run)
+        assert sorted(rd.read_prompts()) == ["c0", "c1", "c2"]
+        assert rd.unreadable[store.PROMPTS] == [4]
+    assert len(parses) == 4
