@@ -10,6 +10,7 @@ fail. Linear in the pattern, run once per suite config.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 try:
@@ -285,3 +286,90 @@ def _folds(c: str) -> str | None:
 
 
 _ODD_FOLDS = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+# --- compiling the scanner ------------------------------------------------------------------
+# A set holding every non-ASCII character, as the leads write it ("[A-Z\u0080-\U0010ffff]"),
+# costs the regex compiler ~4 ms: it marks the range's characters one by one in a Python loop
+# until past U+FFFF. The scanner holds eight (~20 of its ~35 ms of compile time), compiled once
+# per suite config and again for each scanner without some kinds. Written as its complement within
+# ASCII ("[^\x00-@\[-\x7f]"), the same set compiles in microseconds. Exact only where case is not
+# folded (under IGNORECASE a set is compared after case folding, and a non-ASCII character can
+# fold to an ASCII one): a set in a case-folded scope, and every set of a pattern this reader
+# does not follow (verbose mode, conditionals), is left as written.
+_NON_ASCII_UP = 0x80  # a range from at most here to the last code point holds every non-ASCII one
+_SCOPE_TOKENS = re.compile(
+    r"""\\.                                   # an escaped character (never a set or a group)
+      | \(\?\#[^)]*\)                         # a comment
+      | \(\?([aiLmsux]*)(?:-([imsx]+))?:      # a group that sets or clears flags
+      | \(\?\(                                # a conditional
+      | \(                                    # any other group
+      | \)
+      | \[(\^?)\]?(?:\\.|[^\]\\])*\]          # a set (a "]" first in it is a character)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def cheap_sets(pattern: str, flags: int = 0) -> str:
+    """``pattern`` with each set that holds every non-ASCII character written as its complement
+    within ASCII, where that matches the same characters (see above); unchanged otherwise."""
+    if "10ffff" not in pattern.lower() or flags & (re.IGNORECASE | re.VERBOSE):
+        return pattern
+    head = _GLOBAL_FLAGS.match(pattern)
+    if head is not None and ("i" in head.group(1) or "x" in head.group(1)):
+        return pattern
+    out: list[str] = []
+    done = 0
+    folded = [False]  # case folding in each open group (the innermost last)
+    for m in _SCOPE_TOKENS.finditer(pattern):
+        token = m.group()
+        if token == "(?(" or (m.group(1) is not None and "x" in m.group(1)):
+            return pattern  # a conditional or verbose mode: not read here
+        if token.startswith("[") and not m.group(3):
+            if not folded[-1]:
+                cheap = _complement_set(token)
+                if cheap is not None:
+                    out += [pattern[done : m.start()], cheap]
+                    done = m.end()
+        elif m.group(1) is not None:  # (?flags-flags:
+            folded.append(("i" in m.group(1) or folded[-1]) and "i" not in (m.group(2) or ""))
+        elif token == "(":
+            folded.append(folded[-1])
+        elif token == ")":
+            if len(folded) == 1:
+                return pattern  # unbalanced: not read here
+            folded.pop()
+    return "".join(out) + pattern[done:] if out else pattern
+
+
+def _complement_set(token: str) -> str | None:
+    """``[^...]`` naming the ASCII characters a non-negated set ``token`` lacks, when the set holds
+    every non-ASCII character and only literals and ranges; None otherwise."""
+    if "10ffff" not in token.lower():
+        return None
+    try:
+        items = sre_parse.parse(token)
+    except Exception:  # an optimisation: never a reason to fail
+        return None
+    if len(items) != 1 or items[0][0] is not sre_parse.IN:
+        return None
+    ascii_held = bytearray(_NON_ASCII_UP)
+    all_non_ascii = False
+    for op, av in items[0][1]:
+        if op is sre_parse.LITERAL:
+            if av < _NON_ASCII_UP:
+                ascii_held[av] = 1
+        elif op is sre_parse.RANGE:
+            lo, hi = av
+            if hi == sys.maxunicode and lo <= _NON_ASCII_UP:
+                all_non_ascii = True
+            for c in range(lo, min(hi, _NON_ASCII_UP - 1) + 1):
+                ascii_held[c] = 1
+        else:
+            return None  # a category (\w, \s: their ASCII part depends on the flags) or a negation
+    lacking = [c for c in range(_NON_ASCII_UP) if not ascii_held[c]]
+    if not all_non_ascii or not lacking:
+        return None
+    return "[^" + "".join(f"\\x{c:02x}" for c in lacking) + "]"

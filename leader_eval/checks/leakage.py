@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover
 
 from leader_eval.bounded.literals import LiteralSet
 from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
-from leader_eval.checks._regex_guards import blanks_then, first_class, merged, precheck
+from leader_eval.checks._regex_guards import blanks_then, cheap_sets, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
     KEBAB_SLOT_NOUNS,
     PLACEHOLDER_SHAPES,
@@ -729,7 +729,7 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
                 # the first two letters, not the first: "<call>" * 166,666 passed <current_goal>'s
                 # lead at every tag and entered every branch (97 ms in the scorer)
                 leads[i] = name_lead
-    scanner = re.compile(_group_by_first_char(entries, leads))
+    scanner = re.compile(cheap_sets(_group_by_first_char(entries, leads)))
     extra = tuple((Reason.LEAK_PLACEHOLDER, compile_suite_regex(p)) for p in cfg.placeholder_patterns) + tuple(
         (Reason.FORBIDDEN_PATTERN, compile_suite_regex(p)) for p in cfg.forbid
     )
@@ -880,7 +880,7 @@ def _without(cfg: CompiledLeakConfig, kinds: frozenset[str]) -> tuple[re.Pattern
     keep = [i for i, (kind, _, _) in enumerate(cfg.entries) if kind not in kinds]
     if cfg.entries and kinds <= _INNER_CHARS.keys():
         entries, leads = [cfg.entries[i] for i in keep], [cfg.narrow_leads[i] for i in keep]
-        scanner = re.compile(_group_by_first_char(entries, leads, keep))
+        scanner = re.compile(cheap_sets(_group_by_first_char(entries, leads, keep)))
         firsts = _first_chars(scanner)
         if firsts is not None and not any(_INNER_CHARS[k](c) for k in kinds for c in firsts):
             variant = (scanner, firsts)
