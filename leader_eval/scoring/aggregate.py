@@ -213,7 +213,7 @@ def _judge_metrics(usable: Sequence[Mapping[str, Any]], seed: int) -> dict[str, 
     """Each criterion's metric (``judge:NAME``) over the cases with a verdict, with its judge
     errors and unjudged samples counted beside it (docs/judges.md)."""
     out: dict[str, Any] = {}
-    names = sorted({k for r in usable for k in r if k.startswith(JUDGE_PREFIX)})
+    names = sorted(k for k in set().union(*usable) if k.startswith(JUDGE_PREFIX))  # each key once
     for key in names:
         name = key[len(JUDGE_PREFIX) :]
         spec = metric_defs.judge_metric(name)
