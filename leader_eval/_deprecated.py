@@ -14,20 +14,12 @@ This module is outside the layer contracts (it names every layer on purpose) and
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.machinery
 import sys
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from importlib.abc import Loader as _Loader
-    from importlib.abc import MetaPathFinder as _Finder
-else:
-    # the import protocols' methods suffice at run time; importing importlib.abc pulls in
-    # importlib.resources, tempfile and shutil (~5 ms of every process that imports the package)
-    _Loader = _Finder = object
 
 MOVED = {
     "leader_eval.adaptive": "leader_eval.decide.adaptive",
@@ -64,7 +56,7 @@ SPLIT = {
 }
 
 
-class _Alias(_Loader):
+class _Alias(importlib.abc.Loader):
     def __init__(self, target: str) -> None:
         self.target = target
 
@@ -81,7 +73,7 @@ class _Alias(_Loader):
         sys.modules[name] = importlib.import_module(self.target)
 
 
-class _SplitAlias(_Loader):
+class _SplitAlias(importlib.abc.Loader):
     """A module split in 0.3: the old name looks each attribute up in the modules that now hold it."""
 
     def __init__(self, targets: Sequence[str]) -> None:
@@ -111,7 +103,7 @@ class _SplitAlias(_Loader):
 _MISSING = object()
 
 
-class _MovedFinder(_Finder):
+class _MovedFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:

@@ -251,11 +251,8 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
     ``RUN_GC_THRESHOLD`` allocations instead of 700. Those objects live for the whole run, yet
     each collection walked them again; loading a suite makes many long-lived objects and no
     cycles, and each sample's records are garbage or kept for the run, not cycles: the collector
-    took a sixth of a 2,000-sample run's CPU. Until ``settle()`` nothing is collected at all: the
-    loading and planning it follows is bounded by the suite's caps, and its passes walked the
-    ~100,000 objects a 2,000-case suite makes to find a few dozen (~9 ms before the first
-    request). Both undone when the run ends; left alone when the caller tunes the collector
-    itself (frozen objects, collection disabled)."""
+    took a sixth of a 2,000-sample run's CPU. Both undone when the run ends; left alone when the
+    caller tunes the collector itself (frozen objects, collection disabled)."""
     _exit_hook[:] = [False]  # until this run ends well
     if gc.get_freeze_count() or not gc.isenabled():
         yield lambda: None
@@ -263,14 +260,9 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
         return
     threshold = gc.get_threshold()
     gc.freeze()
-    gc.set_threshold(0, *threshold[1:])  # no pass until settle()
-
-    def settle() -> None:
-        gc.freeze()
-        gc.set_threshold(max(threshold[0], RUN_GC_THRESHOLD), *threshold[1:])
-
+    gc.set_threshold(max(threshold[0], RUN_GC_THRESHOLD), *threshold[1:])
     try:
-        yield settle
+        yield gc.freeze
         _exit_hook[:] = [True]
     finally:
         gc.set_threshold(*threshold)

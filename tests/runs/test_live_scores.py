@@ -177,25 +177,6 @@ def test_the_collector_skips_its_last_passes_only_after_a_run_that_ended_well(tu
             gc.enable()
 
 
-def test_a_run_collects_nothing_until_its_plan_is_made_and_then_rarely() -> None:
-    """Loading and planning make the run's long-lived objects and next to no cycles: no pass
-    walks them until ``settle()`` freezes them; then the young generation is collected every
-    ``RUN_GC_THRESHOLD`` allocations; the caller's settings come back however the run ends."""
-    import gc
-
-    from leader_eval.runs import evaluate as ev
-
-    before = gc.get_threshold()
-    with ev._long_lived_frozen() as settle:
-        assert gc.get_threshold()[0] == 0  # automatic collection off while the plan is made
-        settle()
-        assert gc.get_threshold() == (max(before[0], ev.RUN_GC_THRESHOLD), *before[1:])
-    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
-    with pytest.raises(RuntimeError), ev._long_lived_frozen():
-        raise RuntimeError("a bad suite, before settle()")
-    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
-
-
 # A child process: numpy is not loaded by importing the run path; it loads while the first
 # requests wait on the network (``bounded.numeric``, ``LiveScores.drain``), not before them.
 NUMPY_PROBE = """
