@@ -295,38 +295,34 @@ _ODD_FOLDS = ("\u0130", "\u0131", "\u017f", "\u212a")
 # per suite config and again for each scanner without some kinds. Written as its complement within
 # ASCII ("[^\x00-@\[-\x7f]"), the same set compiles in microseconds. Exact only where case is not
 # folded (under IGNORECASE a set is compared after case folding, and a non-ASCII character can
-# fold to an ASCII one): a set in a case-folded scope, and every set of a pattern this reader
-# does not follow (verbose mode, conditionals), is left as written.
+# fold to an ASCII one): a set in a case-folded scope is left as written, and so is every set of
+# a pattern this reader does not follow: flags set for the whole pattern (``(?i)``, wherever it
+# stands), verbose mode, comments (a ``\)`` does not end one) and conditionals.
 _NON_ASCII_UP = 0x80  # a range from at most here to the last code point holds every non-ASCII one
 _SCOPE_TOKENS = re.compile(
     r"""\\.                                   # an escaped character (never a set or a group)
-      | \(\?\#[^)]*\)                         # a comment
       | \(\?([aiLmsux]*)(?:-([imsx]+))?:      # a group that sets or clears flags
-      | \(\?\(                                # a conditional
       | \(                                    # any other group
       | \)
       | \[(\^?)\]?(?:\\.|[^\]\\])*\]          # a set (a "]" first in it is a character)
     """,
     re.VERBOSE | re.DOTALL,
 )
-_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+_NOT_READ = re.compile(r"\(\?[aiLmsux]+\)|\(\?#|\(\?\(")  # whole-pattern flags, a comment, a conditional
 
 
 def cheap_sets(pattern: str, flags: int = 0) -> str:
     """``pattern`` with each set that holds every non-ASCII character written as its complement
     within ASCII, where that matches the same characters (see above); unchanged otherwise."""
-    if "10ffff" not in pattern.lower() or flags & (re.IGNORECASE | re.VERBOSE):
-        return pattern
-    head = _GLOBAL_FLAGS.match(pattern)
-    if head is not None and ("i" in head.group(1) or "x" in head.group(1)):
+    if "10ffff" not in pattern.lower() or flags & (re.IGNORECASE | re.VERBOSE) or _NOT_READ.search(pattern):
         return pattern
     out: list[str] = []
     done = 0
     folded = [False]  # case folding in each open group (the innermost last)
     for m in _SCOPE_TOKENS.finditer(pattern):
         token = m.group()
-        if token == "(?(" or (m.group(1) is not None and "x" in m.group(1)):
-            return pattern  # a conditional or verbose mode: not read here
+        if m.group(1) is not None and "x" in m.group(1):
+            return pattern  # verbose mode: not read here
         if token.startswith("[") and not m.group(3):
             if not folded[-1]:
                 cheap = _complement_set(token)

@@ -60,8 +60,9 @@ def key_prefix(model_id: str, prompt: Prompt, params: SamplingParams) -> Any:
 
 
 def _params_bytes(params: SamplingParams) -> bytes:
-    # each field's type is part of the memo's key: 1 == 1.0 == True, but json writes them apart
-    fields = tuple((type(v), v) for v in (params.temperature, params.max_tokens, params.top_p))
+    # each field's type and repr key the memo: 1 == 1.0 == True and -0.0 == 0.0, but json writes
+    # each apart (a float as its repr)
+    fields = tuple((type(v), repr(v)) for v in (params.temperature, params.max_tokens, params.top_p))
     try:
         return _params_json(fields, tuple((type(s), s) for s in params.stop), params)
     except TypeError:  # a field that cannot be a memo's key (a list for stop): encoded each time

@@ -64,6 +64,11 @@ def test_each_set_of_the_scanner_holds_the_same_characters_as_written() -> None:
         ("x[A-Z\\u0080-\\U0010ffff]", re.IGNORECASE),
         ("(?x: x [A-Z\\u0080-\\U0010ffff] )", 0),  # verbose mode: not read
         ("(a)?(?(1)[A-Z\\u0080-\\U0010ffff]|b)", 0),  # a conditional: not read
+        # flags for the whole pattern wherever they stand, comments ("\\)" does not end one)
+        ("(?s)(?i)[a-z\\x80-\\U0010ffff]", 0),
+        ("(?#c)(?i)[a-z\\x80-\\U0010ffff]", 0),
+        ("(?i:(?#\\))[a-z\\x80-\\U0010ffff](?#\\)(())", 0),
+        ("(?s)(?x)a#[\n[b\\x80-\\U0010ffff]", 0),
         ("[\\w\\u0080-\\U0010ffff]", 0),  # a category: its ASCII part depends on the flags
         ("[^A-Z\\u0080-\\U0010ffff]", 0),  # already negated
         ("[\\x00-\\U0010ffff]", 0),  # every character: no complement to write
@@ -80,7 +85,7 @@ def test_a_set_is_left_as_written_where_the_rewrite_is_not_exact_or_not_read(pat
         "x[A-Z_\\u0080-\\U0010ffff]y",
         "(?i:a)(?-i:[\\]\\x60-\\U0010ffff])",  # folding ended in its own scope; "]" and "`" in the set
         "(?i:a(?-i:[A-Za-z\\U00000080-\\U0010ffff]))b",
-        "\\[x(?#[comment)[a\\u0080-\\U0010ffff]",  # an escaped bracket, a comment with a bracket
+        "\\[x\\(?[a\\u0080-\\U0010ffff]\\)",  # escaped brackets and parentheses open nothing
     ],
 )
 def test_a_set_holding_every_non_ascii_character_matches_the_same_texts_rewritten(pattern: str) -> None:

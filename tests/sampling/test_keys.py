@@ -14,8 +14,8 @@ def test_seed_depends_only_on_run_seed_case_and_index() -> None:
 
 
 def test_a_samples_key_keeps_each_parameters_type_and_value() -> None:
-    """Keys are content addresses: parameters that json writes apart (1, 1.0, True; a stop list
-    or tuple alike) give the keys their own encoding gives, whatever was keyed before them."""
+    """Keys are content addresses: parameters that json writes apart (1, 1.0, True; 0.0 and -0.0;
+    a stop list or tuple alike) give the keys their own encoding gives, whatever was keyed before."""
     import hashlib
     import json
 
@@ -35,7 +35,9 @@ def test_a_samples_key_keeps_each_parameters_type_and_value() -> None:
         SamplingParams(True, 16, 1, ("a",)),
         SamplingParams(1.0, 16, 1.0, ["<s>"]),  # type: ignore[arg-type]
         SamplingParams(1.0, 16, 1.0, ("<s>",)),
+        SamplingParams(0.0, 16, 1.0, ()),
+        SamplingParams(-0.0, 16, 1.0, ()),  # equal to 0.0, written "-0.0"
     ]
     keys = [seed_key(key_prefix("m", prompt, p), 7) for p in cases + cases[::-1]]
     assert keys == [by_hand(p) for p in cases + cases[::-1]]
-    assert len(set(keys)) == 4  # the list and the tuple stop write alike; 1 and 1.0 do not
+    assert len(set(keys)) == 6  # the list and the tuple stop write alike; 1 and 1.0 do not, nor 0.0 and -0.0
