@@ -15,9 +15,13 @@ Two costs of ``import numpy`` that a run does not need to pay where it does now:
   removed after it: the process's environment is left as it was. A caller who set the variable
   keeps their value, a process that imported numpy first keeps its pool as it was, and the pool's
   size and BLAS speed are unchanged (measured: twenty 300x300 products take the same time).
+  The environment is changed only while the process runs no other Python thread: a C library
+  reading it in another thread (a DNS lookup in aiohttp's resolver threads) must never see it
+  change; with another thread alive numpy is imported as it is, spin and all.
 
-Every module of the package takes numpy from here (tests/test_layout.py holds them to it), so
-whichever path needs numpy first in a process, this is the import. Type checkers see numpy itself.
+Every module of the package takes numpy from here (tests/test_layout.py holds them to it). A
+dependency that imports numpy itself (llama-cpp-python, the Tinker SDK) loads it first, with
+OpenBLAS's defaults. Type checkers see numpy itself.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def load_numpy() -> ModuleType:
     bootstrap) and ``numpy.ma`` (read by ``np.quantile``): ~15 ms, loaded with the rest while a
     run's first requests are in flight instead of after its last response."""
     with _lock:
-        if "numpy" in sys.modules or THREAD_TIMEOUT in os.environ:
+        if "numpy" in sys.modules or THREAD_TIMEOUT in os.environ or threading.active_count() > 1:
             import numpy
         else:
             os.environ[THREAD_TIMEOUT] = IDLE_SPIN

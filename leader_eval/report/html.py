@@ -456,7 +456,7 @@ def _run_island(run: Run) -> tuple[dict[str, Any], int]:
 def _read_prompts(run: Run) -> dict[str, dict[str, Any]]:
 
     try:
-        return RunDir(Path(run.path)).read_prompts()
+        return RunDir(Path(run.path)).read_prompts(shared=True)
     except (OSError, ValueError):
         return {}
 

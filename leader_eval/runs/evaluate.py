@@ -375,7 +375,7 @@ def score_run(rundir: RunDir, suite: Suite, *, live: LiveScores | None = None) -
     reads back from disk as it was scored (``live_scores``), the rest are scored here."""
     manifest = rundir.read_manifest()
     samples = rundir.read_samples()
-    prompts = rundir.read_prompts()
+    prompts = rundir.read_prompts(shared=True)
     protocol = manifest["identity"]["protocol"]
     model = ModelInfo.from_manifest(manifest.get("model", {}))
     # id of a score scored while sampling -> its results line, and whether it holds the score whole

@@ -195,7 +195,7 @@ class LiveScores:
         self.model = manifest.get("model", {})
         self._model_info = ModelInfo.from_manifest(self.model)
         self.planned = {cid: int(spec["samples"]) for cid, spec in manifest["identity"]["cases"].items()}
-        self.prompts = rundir.read_prompts()
+        self.prompts = rundir.read_prompts(shared=True)
         self._started = True
 
     def reusable(self, manifest: Mapping[str, Any], prompts: Mapping[str, Any]) -> bool:

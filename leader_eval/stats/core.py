@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
 
 from leader_eval.bounded.numeric import np
 
@@ -82,7 +82,10 @@ __all__ = [
 
 Verdict = Literal["pass", "fail", "improved"]
 # Case scores and weights: any sequence of numbers, numpy arrays included.
-Numbers: TypeAlias = "Sequence[float] | npt.NDArray[Any]"
+if TYPE_CHECKING:
+    Numbers: TypeAlias = Sequence[float] | npt.NDArray[Any]
+else:  # numpy loads at its first use (bounded.numeric): typing.get_type_hints resolves it then
+    Numbers = Union[Sequence[float], "np.ndarray"]  # a string cannot join a "|"
 
 _NORMAL = NormalDist()
 # Upper bound on the elements of one resampling matrix; larger jobs are split into row blocks

@@ -559,7 +559,7 @@ def run_dir_lock(path: Path) -> FileLock:
     return FileLock(Path(path) / LOCK, f"run directory {path}")
 
 
-#: (bytes, prompts by case id) of the last prompts file ``RunDir.read_prompts`` parsed whole
+#: (bytes, prompts by case id) of the last prompts file a shared ``RunDir.read_prompts`` parsed whole
 _last_prompts: tuple[bytes, dict[str, dict[str, Any]]] | None = None
 _PROMPTS_MEMO_MAX = 16 << 20  # a larger file is parsed at each read rather than kept twice
 
@@ -1079,13 +1079,19 @@ class RunDir:
             self.unreadable[PROMPTS] = log.bad_lines
         return log
 
-    def read_prompts(self) -> dict[str, dict[str, Any]]:
-        """Each case's rendered prompt, by case id. A file that reads as the last one read here,
-        byte for byte and every line readable, is not parsed again (a run's live scorer, its
-        scoring and its report each read it; ~5 ms a read for 2,000 cases): its records are
-        shared, read-only, between the readers."""
+    def read_prompts(self, *, shared: bool = False) -> dict[str, dict[str, Any]]:
+        """Each case's rendered prompt, by case id.
+
+        ``shared``: for readers that never change what they get (a run's live scorer, its scoring
+        and its report each read the file: ~5 ms a read for 2,000 cases). A file that reads as the
+        last one parsed for a shared read, byte for byte and every line readable, is not parsed
+        again: the records are the same objects every shared read of those bytes returned (each
+        reader gets its own outer dict)."""
         global _last_prompts
         p = self.path / PROMPTS
+        if not shared:
+            log = self._prompts()
+            return {r["case_id"]: r for r in log.records() if "case_id" in r} if log is not None else {}
         if not os.path.lexists(p):
             return {}
         data = read_bytes(p, "record file", cap_of(p))

@@ -28,6 +28,10 @@ def hook(event, args):
 sys.addaudithook(hook)
 if sys.argv[1] == "numpy-first":
     import numpy
+if sys.argv[1] == "thread-alive":  # another thread, as a DNS lookup in aiohttp's resolver
+    import threading
+    done = threading.Event()
+    threading.Thread(target=done.wait, daemon=True).start()
 import leader_eval.bounded.numeric as numeric
 print(json.dumps({"seen": seen, "after": os.environ.get(%r), "numpy": numeric.np.__name__}))
 """
@@ -63,3 +67,12 @@ def test_a_process_that_imported_numpy_first_is_left_alone(env_value: str | None
     got = _probe("numpy-first", env_value)
     assert got["seen"] == []
     assert got["after"] == env_value
+
+
+def test_the_environment_is_left_alone_while_another_thread_runs() -> None:
+    """A C library reading the environment in another thread must never see it change: numpy is
+    then imported as it is."""
+    got = _probe("thread-alive", None)
+    assert got["seen"] == []
+    assert got["after"] is None
+    assert got["numpy"] == "numpy"

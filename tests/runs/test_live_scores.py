@@ -180,7 +180,7 @@ def test_the_collector_skips_its_last_passes_only_after_a_run_that_ended_well(tu
 # A child process: numpy is not loaded by importing the run path; it loads while the first
 # requests wait on the network (``bounded.numeric``, ``LiveScores.drain``), not before them.
 NUMPY_PROBE = """
-import asyncio, json, sys
+import asyncio, json, sys, time
 from pathlib import Path
 from leader_eval.runs.evaluate import run
 from leader_eval.runs.options import RunOptions
@@ -189,14 +189,17 @@ from tests.support.scripted import ScriptedBackend, call
 at_import = "numpy" in sys.modules
 
 class Waits(ScriptedBackend):
-    async def sample(self, request):
-        await asyncio.sleep(0.2)  # the network
+    async def sample(self, request):  # the network: answers once numpy has loaded, or after 20 s
+        end = time.monotonic() + 20
+        while "numpy" not in sys.modules and time.monotonic() < end:
+            await asyncio.sleep(0.01)
+        seen.append("numpy" in sys.modules)
         return await super().sample(request)
 
 seen = []
 out = Path(sys.argv[2])
 run(Path(sys.argv[1]), RunOptions(model="scripted:test", seed=3, out=out, progress=False, cache=False),
-    backend=Waits([call("send_message_to_chat", message="hi")]), on_sample=lambda s: seen.append("numpy" in sys.modules))
+    backend=Waits([call("send_message_to_chat", message="hi")]))
 print(json.dumps({"at_import": at_import, "seen": seen}))
 """
 
@@ -215,4 +218,4 @@ def test_numpy_loads_while_the_first_requests_are_in_flight(suite: Path, tmp_pat
     )  # fmt: skip
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["at_import"] is False  # importing the run path does not load it
-    assert got["seen"] and all(got["seen"])  # loaded before the first response came back
+    assert got["seen"] and all(got["seen"])  # loaded while every request was still waiting

@@ -421,9 +421,10 @@ def test_a_golden_that_is_not_a_regular_file_is_refused(
 def test_prompts_read_again_unchanged_are_not_parsed_again_and_a_change_is_seen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run's live scorer, its scoring and its report each read prompts.jsonl: a file that reads
-    as the last one parsed, byte for byte, is served from that parse; a file whose bytes changed,
-    or one with an unreadable line (reported each time), is parsed again."""
+    """A run's live scorer, its scoring and its report each read prompts.jsonl (shared reads): a
+    file that reads as the last one parsed, byte for byte, is served from that parse; a file whose
+    bytes changed, or one with an unreadable line (reported each time), is parsed again; a plain
+    read always parses, so its records are its own."""
     run = tmp_path / "run"
     run.mkdir()
     prompts = run / store.PROMPTS
@@ -438,19 +439,24 @@ def test_prompts_read_again_unchanged_are_not_parsed_again_and_a_change_is_seen(
 
     monkeypatch.setattr(store, "RecordLog", counting)
     monkeypatch.setattr(store, "_last_prompts", None)
-    first = store.RunDir(run).read_prompts()
-    second = store.RunDir(run).read_prompts()
+    first = store.RunDir(run).read_prompts(shared=True)
+    second = store.RunDir(run).read_prompts(shared=True)
     assert first == second and sorted(first) == ["c0", "c1", "c2"] and len(parses) == 1
     second["c9"] = {}  # a reader's own dict: the next reader does not see it
-    assert "c9" not in store.RunDir(run).read_prompts()
+    assert "c9" not in store.RunDir(run).read_prompts(shared=True)
+    # a plain read parses the file: records of its own, to change as it likes
+    own = store.RunDir(run).read_prompts()
+    assert own == first and own["c0"] is not first["c0"] and len(parses) == 2
+    own["c0"]["text"] = "changed"
+    assert store.RunDir(run).read_prompts(shared=True)["c0"]["text"] == "prompt 0"
 
     prompts.write_text("\n".join([*lines[:2], lines[2].replace("prompt 2", "prompt 2, edited")]) + "\n")
-    edited = store.RunDir(run).read_prompts()
-    assert edited["c2"]["text"] == "prompt 2, edited" and len(parses) == 2
+    edited = store.RunDir(run).read_prompts(shared=True)
+    assert edited["c2"]["text"] == "prompt 2, edited" and len(parses) == 3
 
     prompts.write_text("\n".join([*lines, "{not json"]) + "\n")
     for _ in range(2):
         rd = store.RunDir(run)
-        assert sorted(rd.read_prompts()) == ["c0", "c1", "c2"]
+        assert sorted(rd.read_prompts(shared=True)) == ["c0", "c1", "c2"]
         assert rd.unreadable[store.PROMPTS] == [4]
-    assert len(parses) == 4
+    assert len(parses) == 5
