@@ -42,10 +42,12 @@ from leader_eval.bounded.literals import LiteralSet
 from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.checks._regex_guards import blanks_then, cheap_sets, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
+    DOLLAR_SHAPE,
     KEBAB_SLOT_NOUNS,
     PLACEHOLDER_SHAPES,
     SLOT_CANDIDATES,
     SLOT_VERBS,
+    dollar_shape,
     is_slot_at,
     name_shapes,
 )
@@ -95,7 +97,7 @@ _INVOKE = r"invoke\s{1,5}name=[^<>\n]{0,200}>?"
 _FUNCTION_EQ = r"function=[^<>\n]{1,200}>"
 _CLOSING_PARTS = r"/(?:function|invoke|parameter)>"
 _PARAMETER = r"parameter(?:=|\s{1,5}name=)[^<>\n]{1,200}>"
-_NAMED_SPECIAL = r"(?:start_of_turn|end_of_turn|eos|bos|pad|unk|/s|sop|eop|start_of_image|end_of_image)>"
+_NAMED_SPECIAL = r"(?:start_of_turn|end_of_turn|eos|bos|pad|unk|mask|/s|sop|eop|start_of_image|end_of_image)>"
 _PYTHONIC_CALL = r"(?=[\sA-Za-z_])\s{0,5}[A-Za-z_][\w.]{0,100}+\(\s{0,5}[A-Za-z_]\w{0,60}+\s{0,5}=(?!=)"
 _LLAMA2_SYS = r"</?SYS>>"
 _MISTRAL_WORDS = r"/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|CALL_ID)\]"
@@ -135,6 +137,9 @@ _REASON_NAMES = (
     rf"(?:(?:{_NAMESPACES}):)?(?:think|thinking|reasoning|thought|reflection|scratchpad)(?::(?:{_SUFFIXES}))?"
 )
 _REASON_TAG = rf"/?(?i:{_REASON_NAMES})\s{{0,3}}>"
+# the answer half of a reasoning format (R1-style "<think>...</think><answer>...</answer>",
+# Hunyuan's): each tag is a finding of its own; the block is the reply, not hidden reasoning
+_ANSWER_TAG = r"/?(?i:(?:final_)?answer)\s{0,3}>"
 
 _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # tool-call markup tags in every spelling, and Qwen3-coder's XML parts
@@ -151,6 +156,7 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # reasoning tags (paired later), padded too: <think >, <think\n>
     # (a family's namespace or suffix too: <mm:think>, <seed:think>, <think:opensource>)
     ("reason", "<", _REASON_TAG),
+    ("answer", "<", _ANSWER_TAG),
     ("reason", "[", _THINK_WORDS),  # Mistral Magistral: [THINK] ... [/THINK]
     ("reason", "\u25c1", r"/?think\u25b7"),  # Kimi k1.5: ◁think▷ ... ◁/think▷
     # chat special tokens: the <|...|> and DeepSeek <｜...｜> families, then named ones
@@ -191,7 +197,11 @@ def _catalogue_entries() -> tuple[tuple[str, str, str], ...]:
     alternation per first character (longest first); a tag head takes attributes. Compared with
     the shapes once, when a leak configuration is first compiled (a run does it while its first
     requests are in flight): a new template's token either has a family's shape or is here."""
-    shapes = [re.compile(re.escape(f) + f"(?:{r})") for kind, f, r in _BUILTIN if kind in ("tool", "reason", "special")]
+    shapes = [
+        re.compile(re.escape(f) + f"(?:{r})")
+        for kind, f, r in _BUILTIN
+        if kind in ("tool", "reason", "answer", "special")
+    ]
     shapes += [re.compile(r) for _, _, r in _RARE]
     heads = {t: re.escape(t[1:]) + _ATTRS for t in TAG_HEADS if not any(p.match(t + ">") for p in shapes)}
     closed = {t: re.escape(t[1:]) for t in TOKENS if not any(p.fullmatch(t) for p in shapes)}
@@ -233,6 +243,7 @@ _MAX_FENCES = 2048  # fence lines read per text (see _CodeSpans)
 _KIND_REASON = {
     "tool": Reason.LEAK_TOOL_MARKUP,
     "reason": Reason.LEAK_REASONING,
+    "answer": Reason.LEAK_REASONING,
     "declared": Reason.LEAK_REASONING,
     "special": Reason.LEAK_SPECIAL_TOKEN,
     "tok": Reason.LEAK_SPECIAL_TOKEN,
@@ -242,7 +253,7 @@ _KIND_REASON = {
     "json": Reason.LEAK_TOOL_MARKUP,
 }
 # kinds that are judged as code content inside a closed fence or inline code span
-_CODE_EXEMPT = frozenset({"tool", "reason", "declared", "ph", "json"})
+_CODE_EXEMPT = frozenset({"tool", "reason", "answer", "declared", "ph", "json"})
 
 _CONTEXT_CHARS = 60
 _BAR_TOKEN = re.compile("<\\|[^|<>\\s]{1,64}\\|>|<\uff5c[^\uff5c<>\\s]{1,64}\uff5c>")  # <|x|>, <｜x｜>
@@ -520,6 +531,10 @@ _SPECIFIC_LEADS: dict[str, str] = {
         for slash in ("/", "")
         for head in (*map(_any_case, ("th", "re", "sc")), *(_any_case(ns) + ":" for ns in _NAMESPACES.split("|")))
     ),
+    # "an" or "fi" in any case, after the "/" of a closing tag too
+    _ANSWER_TAG: "|".join(
+        f"{slash}{head}{_closed_tail('<')}" for slash in ("/", "") for head in map(_any_case, ("an", "fi"))
+    ),
     _JSON_KEY: blanks_then(r"[\"'][a-z]", r"\s", 20),  # a JSON object's first key
     # control words, a link's text or not ([INST][/INST]): one lead for the three
     _MISTRAL_WORDS: _CONTROL_WORDS,
@@ -713,7 +728,10 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
     for kind, first, rest in _catalogue_entries():
         literal_leads[len(entries)] = rest  # its alternatives, each opening with a character
         entries.append((kind, first, rest))
-    entries.extend(_BUILTIN)
+    # the suite's names as string.Template marks them ($goal, $agentName) join the "$" shape: one
+    # entry, as a third one made every "$" of "{$a" * 333333 cost a third more
+    dollar = dollar_shape(cfg.placeholder_names)
+    entries.extend((k, f, dollar if r == DOLLAR_SHAPE else r) for k, f, r in _BUILTIN)
     names_from = len(entries)
     entries.extend(("ph", first, rest) for first, rest in name_shapes(cfg.placeholder_names))
     names_to = len(entries)

@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from leader_eval.checks.slot_words import KOREAN_AFTER, SLOT_WORDS, union
@@ -185,19 +186,34 @@ _UI = union("ui_verbs", _WORD_LANGUAGES) | UI_VERBS
 _GREETINGS = union("greetings", _WORD_LANGUAGES)
 _LINK_NOUNS = union("asked", _WORD_LANGUAGES) & (_HEADS | {"link", "url", "lien", "enlace", "ссылка", "링크", "رابط"})
 _NOUNS = _HEADS | {w for w in _ALONE if " " not in w} | SLOT_NOUNS | SLOT_HEADS
+_DOMAIN = union("nouns", _WORD_LANGUAGES)
+_WORLD = union("world", _WORD_LANGUAGES) - _DOMAIN
+_YOURS = union("yours", _WORD_LANGUAGES) | _POSSESSIVES
+_CURRENT = union("current", _WORD_LANGUAGES)
+_OF_WHOM = _OBJECTS | _DOMAIN  # [Nom du projet], [Nombre del agente]
 _ASKED = _NOUNS | union("asked", _WORD_LANGUAGES) | SLOT_DETAILS | _OBJECTS
 _CJK_ALONE = union("alone", _CJK_LANGUAGES)
 _CJK_HEADS = tuple(sorted(union("heads", _CJK_LANGUAGES), key=len, reverse=True))
 _CJK_VERBS = tuple(sorted(union("verbs", _CJK_LANGUAGES), key=len, reverse=True))
+_CJK_CURRENT = union("current", _CJK_LANGUAGES)
 _CJK_OPENERS = tuple(
     sorted(
-        union("possessives", _CJK_LANGUAGES) | union("here", _CJK_LANGUAGES) | set(_CJK_VERBS), key=len, reverse=True
+        union("possessives", _CJK_LANGUAGES) | union("here", _CJK_LANGUAGES) | _CJK_CURRENT | set(_CJK_VERBS),
+        key=len,
+        reverse=True,
     )
 )
+# "your" as a pronoun in the genitive (您的, あなたの); not the honorific prefixes お, ご, 贵 (お部屋 is
+# "the room", politely) nor 我方 ("our side")
+_CJK_YOURS = frozenset(p for p in union("possessives", _CJK_LANGUAGES) if p.endswith(("的", "の")))
+_CJK_DOMAIN = union("nouns", _CJK_LANGUAGES)
+_CJK_WORLD = union("world", _CJK_LANGUAGES)
 _CJK_ASKED = union("asked", _CJK_LANGUAGES)
 _CJK_ROLES = union("roles", _CJK_LANGUAGES)
 _CJK_NOT = union("not", _CJK_LANGUAGES)
 _HONORIFICS = tuple(sorted(union("honorifics", _CJK_LANGUAGES) | KOREAN_AFTER, key=len, reverse=True))
+# written apart, a whole word: "[नाम] जी" is a slot, "[नाम] जीत" (a value) a label
+_WORD_HONORIFICS = tuple(sorted(union("honorifics", _WORD_LANGUAGES), key=len, reverse=True))
 # Han, kana: scripts written without spaces between words
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK_BLANKS = str.maketrans("", "", " \t\u3000\u30fb")  # blanks and the katakana middle dot
@@ -254,6 +270,8 @@ def _word_slot(words: list[str]) -> bool:
         words = words[:1]
     if not words or words[-1].isdigit():
         return False
+    if _domain_slot([w for w in words if w not in _ARTICLES]):
+        return True  # before "here" is skipped: Polish "tu" (here) is Spanish "tu" (your)
     words = [w for w in words if w not in _HERE_WORDS]
     while len(words) > 1 and words[0] in _ARTICLES:
         words = words[1:]
@@ -269,16 +287,42 @@ def _word_slot(words: list[str]) -> bool:
     if words[0] in _LINK_NOUNS and words[1] in _LINKS and len(words) <= 5:
         return True
     body = [w for w in words if w not in _ARTICLES]
+    if _domain_slot(body):
+        return True  # [Votre objectif ici]
     if words[0] in _POSSESSIVES:
         rest = body[1:]
         return 1 <= len(rest) <= 3 and (_noun(rest[0]) or _noun(rest[-1]))
     if body[0] in _HEADS:
         rest = [w for w in body[1:] if w not in _LINKS]
-        if 1 <= len(rest) <= 2 and (rest[-1] in _OBJECTS or " ".join(rest) in _ALONE):
-            return True  # [Nom du projet], [Numéro de téléphone], [Adresse e-mail]
+        whose = " ".join(rest)
+        if 1 <= len(rest) <= 2 and (rest[-1] in _OF_WHOM or whose in _ALONE or whose in _DOMAIN):
+            return True  # [Nom du projet], [Nombre del agente], [Numéro de téléphone], [Adresse e-mail]
     if len(words) <= 3 and all(w in _ALONE or _compound(w) for w in words):
         return True  # [Vorname Nachname], [Nom Prénom], [Имя Фамилия]
     return len(words) <= 4 and words[-1] in _HEADS_LAST and words[0] not in _UI
+
+
+def _domain_slot(words: list[str]) -> bool:
+    """What the scaffold's slots name, after "your" or "current" in either order: ``[Ihr Ziel]``,
+    ``[Objectif actuel]``, ``[Votre objectif actuel]``, ``[Текущая задача]``, ``[현재 목표]``,
+    ``[Mục tiêu của bạn]`` (a noun of one or two words; a room or a position only after "your": ``[Aktueller
+    Raum]`` names a place on a map). English's own rule is ``SLOT_NOUNS`` after ``SLOT_PREFIXES``."""
+    words = [w for w in words if w not in _LINKS]
+    n = len(words)
+    if not 2 <= n <= 4:
+        return False
+    for i in range(n):
+        for j in range(i + 1, min(i + 2, n) + 1):
+            noun, rest = " ".join(words[i:j]), words[:i] + words[j:]
+            if noun in _DOMAIN:
+                allowed = _YOURS | _CURRENT
+            elif noun in _WORLD:
+                allowed = _YOURS
+            else:
+                continue
+            if rest and (" ".join(rest) in allowed or all(w in allowed for w in rest)):
+                return True
+    return False
 
 
 def _cjk_slot(inner: str) -> bool:
@@ -286,15 +330,21 @@ def _cjk_slot(inner: str) -> bool:
     openers (possessives, "here", instruction verbs: ``您的``, ``在此``, ``填写``, ``ここに``, ``お``)
     and without an instruction at the end (``を挿入``), a word that is a slot alone (``氏名``,
     ``日期``) or ends in a slot noun (``收件人姓名``, ``担当者名``, ``截止日期``), or what an
-    instruction asks for (``插入链接``). Not: ``重要``, ``お知らせ``, ``报名`` (headings, words)."""
+    instruction asks for (``插入链接``); after "your" or "current", what the scaffold's slots name
+    (``当前目标``, ``あなたの役割``; a room only after "your"). Not: ``重要``, ``お知らせ``, ``报名``,
+    ``我的目标`` (headings, words, the speaker's own goal)."""
     s = inner.translate(_CJK_BLANKS)
-    asked = False
+    asked = yours = current = False
     for _ in range(3):
         opener = next((p for p in _CJK_OPENERS if s.startswith(p) and len(s) > len(p)), None)
         if opener is None:
             break
         asked = asked or opener in _CJK_VERBS
+        yours = yours or opener in _CJK_YOURS
+        current = current or opener in _CJK_CURRENT
         s = s[len(opener) :]
+    if ((yours or current) and s in _CJK_DOMAIN) or (yours and s in _CJK_WORLD):
+        return True  # [当前目标], [你的任务], 【あなたの役割】, [您的房间]
     verb = next((v for v in _CJK_VERBS if s.endswith(v) and len(s) > len(v)), None)
     if verb is not None:
         asked, s = True, s[: -len(verb)].removesuffix("\u3092")  # を
@@ -434,9 +484,15 @@ _DOLLAR_WORDS = "|".join(
         {*PLACEHOLDER_WORDS, *_KEBAB_LAST, "OWNER", "DEADLINE", "ASSIGNEE", "RECIPIENT", "SENDER", "AGENT"}, key=len
     )[::-1]
 )
+_DOLLAR_NAMES = f"{_UPPER_SNAKE}|{_DOLLAR_WORDS}|{_LOWER_SNAKE}"
+#: a variable after "$" (``$AGENT_NAME``, ``$GOAL``; ``string.Template``'s ``$agent_name``: a snake
+#: case name after "$" is a variable, ``$5``, ``$HOME`` are not); the leak scanner puts a suite's own
+#: names into it (``dollar_shape``)
+#: (a set test before the alternatives: "{$" * 500000 tried each of them at every "$")
+DOLLAR_SHAPE = rf"(?<![\w$]\$)(?=[A-Za-z_])(?:{_DOLLAR_NAMES})(?![\w$])"
 _FORMAT_SLOTS: tuple[tuple[str, str], ...] = (
     ("$", r"\{[A-Za-z_][A-Za-z0-9_]{0,40}+\}(?!\$)"),
-    ("$", rf"(?<![\w$]\$)(?:{_UPPER_SNAKE}|{_DOLLAR_WORDS})(?![\w$])"),
+    ("$", DOLLAR_SHAPE),
     ("%", r"(?<![\w%]%)(?:\([A-Za-z_][A-Za-z0-9_]{0,40}+\)[sdifr]|[1-9]\$[sd]|s)(?![A-Za-z0-9])"),
 )
 # filler runs that stand for a name or a number: 〇〇さん, ××様, ○○, △△株式会社, ＿＿ (two or more of
@@ -491,6 +547,9 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     ),
     *_FORMAT_SLOTS,
     *_FILLERS,
+    # (new shapes go last: the leak scanner reads some of the ones above by position)
+    # a format field with an attribute: {agent.name}, {room.title} (not {3.14}, {e.g.})
+    ("{", r"[a-z_][a-z0-9_]{1,40}+(?:\.[a-z_][a-z0-9_]{1,40}+){1,4}+\}"),
 )
 
 #: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for)
@@ -585,13 +644,22 @@ def _uncased_label(text: str, start: int, end: int, lo: int) -> bool:
     if m is None:
         return False
     colon, blanks, word = m.groups()
-    if word.startswith(_HONORIFICS):
+    if word.startswith(_HONORIFICS) or _honorific_word(text, m.start(3)):
         return False
     if not _at_line_start(text, start, lo):
         return bool(colon) and (word[0].isdigit() or _after_separator(text, start, lo))
     # hiragana, Hangul or a Chinese particle written on: a particle or an ending, not a value
     c = word[0]
     return bool(colon or blanks) or not ("\u3040" <= c <= "\u309f" or "\uac00" <= c <= "\ud7a3" or c in _ZH_PARTICLES)
+
+
+def _honorific_word(text: str, pos: int) -> bool:
+    # a whole word: what follows is no letter, digit or combining mark (जी ends in a vowel sign)
+    for h in _WORD_HONORIFICS:
+        if text.startswith(h, pos):
+            after = text[pos + len(h) : pos + len(h) + 1]
+            return not after or not (after.isalnum() or unicodedata.category(after).startswith("M"))
+    return False
 
 
 _ZH_PARTICLES = frozenset("\u7684\u4e4b\u548c\u4e0e\u53ca\u7b49")  # 的 之 和 与 及 等
@@ -776,3 +844,28 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
         both = "(?:" + "|".join(sorted({*single, *(n.upper() for n in single)})) + ")"
         shapes += [("[", exact + r"\]" + _NOT_LINK), ("{", both + r"\}")]
     return tuple(shapes)
+
+
+def dollar_shape(names: Iterable[str]) -> str:
+    """``DOLLAR_SHAPE`` with a suite's own template variable names as ``string.Template`` marks
+    them, not inside a longer word: ``$agentName`` (a snake case name run together, in any letter
+    case; written with its underscore, ``DOLLAR_SHAPE`` reads it already), ``$goal``, ``$GOAL`` (a
+    one-word name as written or upper-cased). Names shorter than three characters are skipped, as
+    in ``name_shapes``. Not ``__AGENT_NAME__`` (Python's dunder names are code, and a shape
+    opening with "_", a slot's inner character, would keep the leak scan from dropping slots after
+    their budget) nor ``@@AGENT_NAME@@`` (a scan stopping at every "@" of a chat's mentions cost
+    15% of the leak scan for a marker no common template uses). Smarty's ``{$name}``, make's
+    ``$(NAME)`` and ERB's ``<%= name %>``, rare in the scaffolds this library reads, each cost
+    every text at its first character (they doubled the scan of "{$" * 500000, "$(" * 500000 and
+    "<%=" * 333333, to 150-160 ms) and are not read."""
+    usable = sorted({n for n in names if len(n) >= 3 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", n)})
+    snake = [n for n in usable if "_" in n.strip("_")]
+    single = [n for n in usable if n not in snake]
+    alts = []
+    if snake:
+        alts.append("(?i:" + "|".join(sorted({n.replace("_", "") for n in snake}, key=len)[::-1]) + ")")
+    if single:
+        alts.append("|".join(sorted({*single, *(n.upper() for n in single)}, key=len)[::-1]))
+    if not alts:
+        return DOLLAR_SHAPE
+    return rf"(?<![\w$]\$)(?=[A-Za-z_])(?:{_DOLLAR_NAMES}|{'|'.join(alts)})(?![\w$])"

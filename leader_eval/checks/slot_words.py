@@ -13,6 +13,12 @@ Parts (each a frozenset of lower-case words, or of short phrases where noted):
 - ``heads``: a slot noun that takes modifiers after it (``[Nom du projet]``, ``[Имя получателя]``)
   or, in ``heads_last``, before it (``[받는 사람 이름]``, ``[Полное имя]``);
 - ``possessives``: "your" and its kin before a slot noun (``[Ihr Name]``, ``[Votre nom]``);
+- ``nouns``: what the scaffold's slots name (the goal, the task, the team, a role, a message), a
+  slot after "your" or "current" in either order (``[Ihr Ziel]``, ``[Objectif actuel]``,
+  ``[Текущая задача]``), as English's ``SLOT_NOUNS`` after ``SLOT_PREFIXES``; ``world``: a room
+  or a position, a slot only after "your" (``[Votre salle]``; ``[Aktueller Raum]`` is a label);
+- ``current``: "current" and its kin; ``yours``: "your" written after the noun (``[Mục tiêu
+  của bạn]``, ``[המטרה שלך]``);
 - ``verbs``: an instruction to fill the slot, first or last (``[Insérer le lien]``,
   ``[Link hier einfügen]``);
 - ``asked``: what an instruction may ask for besides the nouns (a link, the goal);
@@ -25,11 +31,14 @@ Parts (each a frozenset of lower-case words, or of short phrases where noted):
 - ``suffixes``: the end of a compound that names a slot (``Projektname``, ``Startdatum``,
   ``voornaam``);
 - ``ui_verbs``: an interface verb that makes a button of a slot noun (``[Namen ändern]``);
-- ``greetings``: a word before a value's place (``Hallo {0}``).
+- ``greetings``: a word before a value's place (``Hallo {0}``);
+- ``honorifics``: a word after a name, which a label's value never is (``[नाम] जी``, ``【氏名】様``).
 
 For Chinese and Japanese (no spaces between words) the same parts are matched on characters:
 ``heads`` as the end of the bracket's text (``【担当者名】``, ``［截止日期］``), ``possessives``,
-``here`` and ``verbs`` as its start or end (``[您的姓名]``, ``【ここにリンクを挿入】``).
+``here``, ``current`` and ``verbs`` as its start or end (``[您的姓名]``, ``【ここにリンクを挿入】``),
+``nouns`` and ``world`` as what is left after "your" (a possessive in the genitive, ``您的``,
+``あなたの``) or "current" (``[当前目标]``, ``【現在の目標】``).
 """
 
 from __future__ import annotations
@@ -63,10 +72,20 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads": _w("name", "namen", "datum", "adresse", "nummer", "email", "link", "titel", "bezeichnung", "ort"),
         "heads_last": _w("name", "namen", "adresse", "nummer", "datum"),
         "possessives": _w("ihr", "ihre", "ihren", "ihrem", "ihrer", "dein", "deine", "deinen", "euer", "eure"),
+        "nouns": _w(
+            *("ziel", "aufgabe", "auftrag", "thema", "team", "projekt", "rolle", "nachricht", "agent"),
+            *("benutzer", "nutzer", "mitglied"),
+        ),
+        "world": _w("raum", "zimmer", "position"),
+        "current": _w(
+            *("aktuell", "aktuelle", "aktuelles", "aktueller", "aktuellen", "derzeitige", "derzeitiges"),
+            *("derzeitiger", "jetzige", "jetziges", "jetziger"),
+        ),
         "verbs": _w("einfügen", "eingeben", "eintragen", "einsetzen", "ergänzen", "ausfüllen", "angeben"),
         "asked": _w("link", "ziel", "text", "details", "angaben"),
         "links": _w("des", "der", "vom", "von", "zum", "zur", "für", "zu"),
         "objects": _w(
+            *("agenten", "benutzers", "nutzers", "mitglieds", "spielers"),
             *("empfängers", "empfänger", "absenders", "absender", "projekts", "projektes", "projekt"),
             *("unternehmens", "firma", "kunden", "teams", "ansprechpartners", "veranstaltung", "dokument"),
             *("termins", "treffens", "mitarbeiters", "veranstaltung", "unternehmens"),
@@ -88,6 +107,12 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads": _w("nom", "prénom", "date", "adresse", "email", "numéro", "lien", "titre", "heure", "lieu"),
         "possessives": _w("votre", "vos", "ton", "ta", "tes"),
+        "nouns": _w(
+            *("objectif", "but", "tâche", "mission", "sujet", "équipe", "projet", "rôle", "message", "agent"),
+            *("utilisateur", "membre", "cible"),
+        ),
+        "world": _w("salle", "pièce", "position"),
+        "current": _w("actuel", "actuelle", "courant", "courante"),
         "verbs": _w("insérer", "insérez", "insère", "saisir", "saisissez", "ajouter", "ajoutez", "indiquer"),
         "asked": _w("lien", "objectif", "but", "texte", "détails", "informations"),
         "links": _w("de", "du", "des", "vers", "pour", "à"),
@@ -108,6 +133,12 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads": _w("nombre", "fecha", "dirección", "correo", "número", "enlace", "título", "hora", "lugar"),
         "possessives": _w("tu", "su", "tus", "sus", "vuestro", "vuestra"),
+        "nouns": _w(
+            *("objetivo", "meta", "tarea", "misión", "tema", "equipo", "proyecto", "rol", "papel", "mensaje"),
+            *("agente", "usuario", "miembro"),
+        ),
+        "world": _w("sala", "habitación", "posición"),
+        "current": _w("actual", "vigente"),
         "verbs": _w("insertar", "inserte", "inserta", "introducir", "introduzca", "añadir", "añade", "agregar"),
         "asked": _w("enlace", "objetivo", "meta", "texto", "detalles", "información"),
         "links": _w("de", "del", "para", "al", "a"),
@@ -128,6 +159,12 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads": _w("nome", "data", "endereço", "email", "número", "link", "título", "hora", "local"),
         "possessives": _w("seu", "sua", "seus", "suas", "teu", "tua", "vosso", "vossa"),
+        "nouns": _w(
+            *("objetivo", "meta", "tarefa", "missão", "tema", "assunto", "equipe", "equipa", "projeto"),
+            *("papel", "função", "mensagem", "agente", "usuário", "utilizador", "membro"),
+        ),
+        "world": _w("sala", "quarto", "posição"),
+        "current": _w("atual", "actual", "corrente"),
         "verbs": _w("inserir", "insira", "insere", "adicionar", "adicione", "preencher", "preencha", "digite"),
         "asked": _w("link", "objetivo", "meta", "texto", "detalhes", "informações"),
         "links": _w("de", "do", "da", "dos", "das", "para", "ao", "à"),
@@ -148,6 +185,12 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads": _w("nome", "data", "indirizzo", "email", "numero", "link", "titolo", "ora", "luogo"),
         "possessives": _w("tuo", "tua", "tuoi", "vostro", "vostra", "suo", "sua"),
+        "nouns": _w(
+            *("obiettivo", "scopo", "compito", "missione", "argomento", "tema", "squadra", "team", "progetto"),
+            *("ruolo", "messaggio", "agente", "utente", "membro"),
+        ),
+        "world": _w("stanza", "sala", "posizione"),
+        "current": _w("attuale", "corrente"),
         "verbs": _w("inserire", "inserisci", "inserisca", "aggiungere", "aggiungi", "compilare", "scrivi"),
         "asked": _w("link", "obiettivo", "testo", "dettagli", "informazioni"),
         "links": _w("di", "del", "della", "dello", "dei", "degli", "delle", "per", "al", "alla"),
@@ -169,6 +212,12 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads": _w("naam", "datum", "adres", "email", "nummer", "link", "titel", "tijd", "locatie"),
         "heads_last": _w("naam", "adres", "nummer", "datum"),
         "possessives": _w("uw", "je", "jouw", "jullie"),
+        "nouns": _w(
+            *("doel", "taak", "opdracht", "onderwerp", "team", "project", "rol", "bericht", "agent"),
+            *("gebruiker", "lid"),
+        ),
+        "world": _w("kamer", "ruimte", "positie"),
+        "current": _w("huidig", "huidige"),
         "verbs": _w("invoegen", "voeg", "invullen", "vul", "toevoegen", "plaatsen", "invoeren"),
         "asked": _w("link", "doel", "tekst", "details", "gegevens"),
         "links": _w("van", "voor", "naar"),
@@ -191,10 +240,17 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads": _w("имя", "название", "дата", "адрес", "номер", "ссылка", "время", "место", "фамилия"),
         "heads_last": _w("имя", "название", "дата", "адрес", "номер"),
         "possessives": _w("ваше", "ваш", "ваша", "ваши", "твое", "твоё", "твой", "твоя"),
+        "nouns": _w(
+            *("цель", "задача", "задание", "тема", "команда", "проект", "роль", "сообщение", "агент"),
+            *("пользователь", "участник"),
+        ),
+        "world": _w("комната", "позиция"),
+        "current": _w("текущий", "текущая", "текущее", "нынешний", "нынешняя", "нынешнее"),
         "verbs": _w("вставить", "вставьте", "введите", "ввести", "укажите", "указать", "добавить", "добавьте"),
         "asked": _w("ссылку", "ссылка", "цель", "текст", "описание"),
         "links": _w("на", "для", "к"),
         "objects": _w(
+            *("агента", "пользователя", "участника", "игрока"),
             *("получателя", "отправителя", "проекта", "компании", "команды", "клиента", "документа"),
             *("встречи", "мероприятия", "ответственного", "организации"),
         ),
@@ -211,6 +267,23 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads": _w("이름", "주소", "날짜", "번호", "링크"),
         "heads_last": _w("이름", "주소", "날짜", "번호", "시간", "장소"),
         "possessives": _w("귀하의", "당신의", "여러분의", "본인의"),
+        "nouns": _w(
+            "목표",
+            "과제",
+            "작업",
+            "임무",
+            "주제",
+            "팀",
+            "프로젝트",
+            "역할",
+            "메시지",
+            "에이전트",
+            "사용자",
+            "멤버",
+            "구성원",
+        ),
+        "world": _w("방", "위치"),
+        "current": _w("현재", "현재의", "지금의"),
         "verbs": _w("삽입", "입력", "기입", "추가", "작성"),
         "asked": _w("링크", "목표", "내용"),
         "here": _w("여기에", "여기", "이곳에"),
@@ -225,6 +298,9 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads": _w("اسم", "تاريخ", "عنوان", "رقم", "رابط", "بريد"),
         "possessives": _w("اسمك", "عنوانك", "بريدك"),
+        "nouns": _w("هدف", "مهمة", "موضوع", "فريق", "مشروع", "دور", "رسالة", "وكيل", "مستخدم", "عضو"),
+        "world": _w("غرفة", "موقع"),
+        "current": _w("حالي", "حالية"),
         "verbs": _w("أدخل", "ادخل", "أضف", "اكتب", "ضع", "إدراج", "أدرج"),
         "asked": _w("رابط", "هدف", "نص", "تفاصيل"),
         "links": _w("إلى", "ل"),
@@ -232,6 +308,7 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "here": _w("هنا"),
         "roles": _w("مسؤول", "مستلم", "مرسل", "موعد", "منسق"),
         "greetings": _w("مرحبا", "عزيزي", "عزيزتي", "أهلا"),
+        "honorifics": _w("المحترم", "المحترمة"),
     },
     "hi": {
         "alone": _w(
@@ -241,11 +318,18 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads": _w("नाम", "तारीख", "पता", "नंबर", "लिंक", "ईमेल", "समय", "स्थान"),
         "heads_last": _w("नाम", "तारीख", "पता", "नंबर", "समय", "स्थान"),
         "possessives": _w("आपका", "आपकी", "आपके", "तुम्हारा", "तुम्हारी", "अपना", "अपनी"),
+        "nouns": _w(
+            *("लक्ष्य", "कार्य", "काम", "विषय", "टीम", "परियोजना", "प्रोजेक्ट", "भूमिका", "संदेश", "एजेंट"),
+            *("उपयोगकर्ता", "सदस्य"),
+        ),
+        "world": _w("कमरा", "स्थिति"),
+        "current": _w("वर्तमान", "मौजूदा"),
         "verbs": _w("डालें", "लिखें", "जोड़ें", "दर्ज", "भरें", "डालिए", "लिखिए", "करें"),
         "asked": _w("लिंक", "लक्ष्य", "विवरण"),
         "here": _w("यहाँ", "यहां"),
         "roles": _w("ज़िम्मेदार", "जिम्मेदार", "प्राप्तकर्ता", "प्रेषक", "समयसीमा"),
         "greetings": _w("नमस्ते", "नमस्कार", "प्रिय"),
+        "honorifics": _w("जी", "साहब", "साहिबा", "महोदय", "महोदया"),
     },
     "tr": {
         # "İ" lower-cased is "i" and a combining dot: placeholders takes the dot off
@@ -257,6 +341,9 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads": _w("adı", "tarih", "adres", "numara", "bağlantı", "saat", "yer"),
         "heads_last": _w("adı", "adınız", "tarihi", "numarası", "adresi", "saati", "yeri"),
         "possessives": _w("sizin", "senin"),
+        "nouns": _w("hedef", "görev", "konu", "takım", "ekip", "proje", "rol", "mesaj", "ajan", "kullanıcı", "üye"),
+        "world": _w("oda", "konum"),
+        "current": _w("mevcut", "güncel", "geçerli", "şu anki"),
         "verbs": _w("ekle", "ekleyin", "girin", "gir", "yazın", "yaz", "yapıştır", "yapıştırın", "doldurun"),
         "asked": _w("bağlantı", "bağlantıyı", "link", "linki", "hedef", "metin", "ayrıntılar"),
         "here": _w("buraya", "burada"),
@@ -270,10 +357,20 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads": _w("imię", "nazwa", "data", "adres", "numer", "link", "godzina", "miejsce", "nazwisko"),
         "possessives": _w("twoje", "twój", "twoja", "wasze", "wasz", "pana", "pani"),
+        "nouns": _w(
+            *("cel", "zadanie", "temat", "zespół", "drużyna", "projekt", "rola", "wiadomość", "agent"),
+            *("użytkownik", "członek"),
+        ),
+        "world": _w("pokój", "pozycja"),
+        "current": _w(
+            *("obecny", "obecna", "obecne", "bieżący", "bieżąca", "bieżące", "aktualny", "aktualna"),
+            "aktualne",
+        ),
         "verbs": _w("wstaw", "wpisz", "dodaj", "podaj", "uzupełnij", "wprowadź", "wklej", "wstawić", "wpisać"),
         "asked": _w("link", "cel", "tekst", "szczegóły", "odnośnik"),
         "links": _w("do", "dla"),
         "objects": _w(
+            *("agenta", "użytkownika", "członka", "gracza"),
             *("odbiorcy", "nadawcy", "projektu", "firmy", "zespołu", "klienta", "spotkania", "telefonu"),
             *("wydarzenia", "dokumentu"),
         ),
@@ -288,6 +385,13 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
             *("số điện thoại", "chữ ký", "công ty", "người nhận", "người gửi", "hạn chót"),
         ),
         "heads": _w("tên", "ngày", "số", "giờ", "email"),
+        "nouns": _w(
+            *("mục tiêu", "nhiệm vụ", "chủ đề", "đội", "nhóm", "dự án", "vai trò", "tin nhắn", "người dùng"),
+            "thành viên",
+        ),
+        "world": _w("phòng", "vị trí"),
+        "current": _w("hiện tại", "hiện nay"),
+        "yours": _w("bạn", "các bạn"),
         "verbs": _w("chèn", "nhập", "điền", "thêm", "dán", "ghi"),
         "asked": _w("liên kết", "link", "mục tiêu", "nội dung"),
         "links": _w("của", "cho"),
@@ -303,10 +407,27 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads": _w("jméno", "název", "datum", "adresa", "číslo", "odkaz", "čas", "místo"),
         "possessives": _w("vaše", "váš", "vaši", "tvoje", "tvé", "tvůj"),
+        "nouns": _w("cíl", "úkol", "téma", "tým", "projekt", "role", "zpráva", "agent", "uživatel", "člen"),
+        "world": _w("místnost", "pozice"),
+        "current": _w("aktuální", "současný", "současná", "současné"),
         "verbs": _w("vložte", "vložit", "zadejte", "doplňte", "napište", "přidejte", "vyplňte"),
         "asked": _w("odkaz", "cíl", "text", "podrobnosti"),
         "links": _w("pro", "na"),
-        "objects": _w("příjemce", "odesílatele", "projektu", "firmy", "týmu", "klienta", "schůzky", "akce", "telefonu"),
+        "objects": _w(
+            "příjemce",
+            "odesílatele",
+            "projektu",
+            "firmy",
+            "týmu",
+            "klienta",
+            "schůzky",
+            "akce",
+            "telefonu",
+            "agenta",
+            "uživatele",
+            "člena",
+            "hráče",
+        ),
         "here": _w("sem", "zde"),
         "roles": _w("odpovědná osoba", "příjemce", "odesílatel", "termín"),
         "greetings": _w("ahoj", "milý", "milá", "vážený", "vážená"),
@@ -318,6 +439,12 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads_last": _w("név", "neve", "címe", "dátum", "dátuma", "száma", "időpontja"),
         "possessives": _w("ön", "az ön", "te", "a te"),
+        "nouns": _w(
+            *("cél", "célja", "feladat", "feladata", "téma", "csapat", "projekt", "szerep", "szerepe"),
+            *("üzenet", "ügynök", "felhasználó", "tag"),
+        ),
+        "world": _w("szoba", "pozíció"),
+        "current": _w("jelenlegi", "aktuális"),
         "verbs": _w("illessze", "írja", "adja", "beszúrása", "beillesztése", "szúrja", "töltse"),
         "asked": _w("link", "linket", "hivatkozás", "hivatkozást", "cél", "szöveg"),
         "articles": _w("a", "az"),
@@ -331,6 +458,13 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
             *("השם", "התאריך", "השעה", "המקום", "מספר טלפון", "שם פרטי", "שם משפחה"),
         ),
         "heads": _w("שם", "השם", "תאריך", "כתובת", "מספר", "קישור", "שעת", "מקום"),
+        "nouns": _w(
+            *("מטרה", "המטרה", "משימה", "המשימה", "נושא", "הנושא", "צוות", "הצוות", "פרויקט", "הפרויקט"),
+            *("תפקיד", "התפקיד", "הודעה", "ההודעה", "סוכן", "הסוכן", "משתמש", "המשתמש"),
+        ),
+        "world": _w("חדר", "החדר", "מיקום", "המיקום"),
+        "current": _w("נוכחי", "נוכחית", "הנוכחי", "הנוכחית"),
+        "yours": _w("שלך", "שלכם", "שלכן"),
         "verbs": _w("הכנס", "הכניסו", "הוסף", "הוסיפו", "הזן", "הזינו", "כתוב", "כתבו"),
         "asked": _w("קישור", "הקישור", "מטרה", "טקסט", "פרטים"),
         "objects": _w("שלך", "שלכם", "הנמען", "השולח", "הפרויקט", "החברה", "הצוות", "הלקוח", "הפגישה", "האירוע"),
@@ -343,6 +477,24 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "alone": _w("姓名", "名字", "日期", "时间", "地点", "地址", "邮箱", "电话", "链接", "网址", "签名", "公司"),
         "heads": _w("姓名", "名字", "名称", "名", "日期", "时间", "地点", "地址", "邮箱", "电话", "号码", "链接"),
         "possessives": _w("您的", "你的", "贵", "我方"),
+        "nouns": _w(
+            "目标",
+            "任务",
+            "主题",
+            "话题",
+            "团队",
+            "队伍",
+            "项目",
+            "角色",
+            "消息",
+            "代理",
+            "智能体",
+            "用户",
+            "成员",
+            "队友",
+        ),
+        "world": _w("房间", "位置"),
+        "current": _w("当前", "当前的", "目前", "目前的", "现在的"),
         "verbs": _w("插入", "填写", "输入", "填入", "添加", "粘贴"),
         "asked": _w("链接", "目标", "内容"),
         "here": _w("在此", "此处", "这里", "在这里"),
@@ -359,6 +511,26 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
             *("メールアドレス", "期限", "締切", "締め切り", "連絡先"),
         ),
         "possessives": _w("お", "ご", "御", "貴社", "貴方の", "あなたの"),
+        "nouns": _w(
+            *(
+                "目標",
+                "目的",
+                "タスク",
+                "任務",
+                "課題",
+                "テーマ",
+                "トピック",
+                "チーム",
+                "プロジェクト",
+                "役割",
+                "メッセージ",
+                "エージェント",
+                "ユーザー",
+            ),
+            "メンバー",
+        ),
+        "world": _w("部屋", "ルーム", "位置"),
+        "current": _w("現在の", "今の", "現行の"),
         "verbs": _w("挿入", "入力", "記入", "追加", "貼り付け", "を挿入", "を入力", "を記入", "を追加"),
         "asked": _w("リンク", "目標", "内容", "url", "URL"),
         "here": _w("ここに", "こちらに", "ここへ"),
