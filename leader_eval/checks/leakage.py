@@ -42,12 +42,10 @@ from leader_eval.bounded.literals import LiteralSet
 from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.checks._regex_guards import blanks_then, cheap_sets, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
-    DOLLAR_SHAPE,
     KEBAB_SLOT_NOUNS,
     PLACEHOLDER_SHAPES,
     SLOT_CANDIDATES,
     SLOT_VERBS,
-    dollar_shape,
     is_slot_at,
     name_shapes,
 )
@@ -139,7 +137,7 @@ _REASON_NAMES = (
 _REASON_TAG = rf"/?(?i:{_REASON_NAMES})\s{{0,3}}>"
 # the answer half of a reasoning format (R1-style "<think>...</think><answer>...</answer>",
 # Hunyuan's): each tag is a finding of its own; the block is the reply, not hidden reasoning
-_ANSWER_TAG = r"/?(?i:(?:final_)?answer)\s{0,3}>"
+_ANSWER_TAG = r"/?(?i:(?:final_)?answer)(?:\s{1,3}|\s{1,3}[A-Za-z_][\w:.-]{0,40}=[^<>\n]{0,200})?>"
 
 _BUILTIN: tuple[tuple[str, str, str], ...] = (
     # tool-call markup tags in every spelling, and Qwen3-coder's XML parts
@@ -175,11 +173,19 @@ _BUILTIN: tuple[tuple[str, str, str], ...] = (
     ("json", "{", _JSON_KEY),
 )
 
+# a fence's info string that names a tool call (Gemma 3's ```tool_code, ```tool_outputs): the block
+# is tool markup, not code (the _RARE entry finds its opener)
+_TOOL_FENCE_INFO = r"[ \t]{0,3}(?:tool_code|tool_calls?|function_calls?|tool_outputs?)(?![\w-])"
+_TOOL_FENCE = re.compile(_TOOL_FENCE_INFO)
+
 # Tokens and markup that open with a character no scanner entry opens with ("]", a word), or with
 # "<" and a letter (in the scanner, "<b>" would enter the group at every tag): each is looked for
 # only where its literal occurs (``str.find``, in C), then matched from there on. Harmony's
 # recipient ``to=functions.NAME``, MiniMax M3's ]~b], ]~!b[ and ]<]minimax[>[, Gemma 4's closing
-# half <turn|>, and Hy3's suffixed tags. A "special" match is tool markup when its name says so.
+# half <turn|>, Hy3's suffixed tags, Qwen-Agent's ✿FUNCTION✿ markers, Gemma 3's ```tool_code fence
+# and DeepSeek's tokens without their bars. A "special" match is tool markup when its name says so.
+# (Not ReAct's text "Action Input:" line: its literal's anchor, a newline or ":", is in every
+# output, and looking for it cost 2% of the scorer's throughput; its JSON form is found.)
 # (An entry with several literals is looked for where any of them occurs.)
 _RARE: tuple[tuple[str | tuple[str, ...], str, str], ...] = (
     ("to=functions.", "tool", r"(?<![\w.])to=functions\.[A-Za-z_][\w.-]{0,100}"),
@@ -188,6 +194,13 @@ _RARE: tuple[tuple[str | tuple[str, ...], str, str], ...] = (
     ("]<]", "special", r"\]<\][a-z_]{1,40}\[>\["),
     ("|>", "special", _ASYMMETRIC_CLOSE),
     *((f":{suffix}>", "special", _SUFFIXED) for suffix in _SUFFIXES.split("|") if suffix),
+    # Qwen-Agent's function-calling markers: ✿FUNCTION✿: name, ✿ARGS✿: {...}
+    ("\u273f", "tool", "\u273f(?:FUNCTION|ARGS|RESULT|RETURN)\u273f"),
+    # a DeepSeek token written without its bars: <tool▁call▁begin>, <end▁of▁sentence>
+    # (U+2581, SentencePiece's blank, joins a token's words; prose has none)
+    ("\u2581", "special", "<[A-Za-z]{1,20}(?:\u2581[A-Za-z]{1,20}){1,6}>"),
+    # a fence that opens a tool call (Gemma 3's ```tool_code): its info string is the markup
+    (("```tool", "```function", "``` tool", "``` function"), "tool", "(?<!`)```" + _TOOL_FENCE_INFO),
 )
 
 
@@ -728,10 +741,7 @@ def compile_leak_config(cfg: LeakConfig) -> CompiledLeakConfig:
     for kind, first, rest in _catalogue_entries():
         literal_leads[len(entries)] = rest  # its alternatives, each opening with a character
         entries.append((kind, first, rest))
-    # the suite's names as string.Template marks them ($goal, $agentName) join the "$" shape: one
-    # entry, as a third one made every "$" of "{$a" * 333333 cost a third more
-    dollar = dollar_shape(cfg.placeholder_names)
-    entries.extend((k, f, dollar if r == DOLLAR_SHAPE else r) for k, f, r in _BUILTIN)
+    entries.extend(_BUILTIN)
     names_from = len(entries)
     entries.extend(("ph", first, rest) for first, rest in name_shapes(cfg.placeholder_names))
     names_to = len(entries)
@@ -1056,7 +1066,8 @@ class _CodeSpans:
             if j == len(fences):
                 break
             close_end = text.find("\n", fences[j].end())
-            spans.append((open_m.start(), hi if close_end < 0 or close_end > hi else close_end))
+            if not _TOOL_FENCE.match(text, open_m.end()):  # a call in a tool_code fence is no code
+                spans.append((open_m.start(), hi if close_end < 0 or close_end > hi else close_end))
             i = j + 1
         prev = lo
         found: list[tuple[int, int]] = []
@@ -1354,7 +1365,8 @@ def find_leaks(
                     continue
                 spans.append((Reason.LEAK_PLACEHOLDER, start, end))
                 continue
-            if kind in ("marker", "ph") and m.group() in cfg.allowed:
+            # (a suite that asks for <answer> tags lists them in allowed_markers)
+            if kind in ("marker", "ph", "answer") and m.group() in cfg.allowed:
                 continue
             if kind in ("special", "cat") and prose_budget > 0 and (reading := _PROSE_READINGS.get(m.group())):
                 if vis is None:  # where the visible text starts and ends, found once

@@ -170,7 +170,7 @@ _PAIRED = (SLOT_NOUNS | SLOT_HEADS) - {"place"}
 
 _WORD_LANGUAGES = {k: v for k, v in SLOT_WORDS.items() if k not in ("zh", "ja")}
 _CJK_LANGUAGES = {k: v for k, v in SLOT_WORDS.items() if k in ("zh", "ja")}
-_ALONE = union("alone", _WORD_LANGUAGES)
+_ALONE = union("alone", _WORD_LANGUAGES) | union("yours_nouns", _WORD_LANGUAGES)
 _HEADS = union("heads", _WORD_LANGUAGES)
 _HEADS_LAST = union("heads_last", _WORD_LANGUAGES)
 _POSSESSIVES = union("possessives", _WORD_LANGUAGES)
@@ -186,7 +186,8 @@ _UI = union("ui_verbs", _WORD_LANGUAGES) | UI_VERBS
 _GREETINGS = union("greetings", _WORD_LANGUAGES)
 _LINK_NOUNS = union("asked", _WORD_LANGUAGES) & (_HEADS | {"link", "url", "lien", "enlace", "ссылка", "링크", "رابط"})
 _NOUNS = _HEADS | {w for w in _ALONE if " " not in w} | SLOT_NOUNS | SLOT_HEADS
-_DOMAIN = union("nouns", _WORD_LANGUAGES)
+_YOURS_NOUNS = union("yours_nouns", _WORD_LANGUAGES)  # [Göreviniz]: "your task", one word
+_DOMAIN = union("nouns", _WORD_LANGUAGES) | _YOURS_NOUNS
 _WORLD = union("world", _WORD_LANGUAGES) - _DOMAIN
 _YOURS = union("yours", _WORD_LANGUAGES) | _POSSESSIVES
 _CURRENT = union("current", _WORD_LANGUAGES)
@@ -207,6 +208,7 @@ _CJK_OPENERS = tuple(
 # "the room", politely) nor 我方 ("our side")
 _CJK_YOURS = frozenset(p for p in union("possessives", _CJK_LANGUAGES) if p.endswith(("的", "の")))
 _CJK_DOMAIN = union("nouns", _CJK_LANGUAGES)
+_CJK_YOURS_OPENERS = tuple(sorted(_CJK_YOURS, key=len, reverse=True))
 _CJK_WORLD = union("world", _CJK_LANGUAGES)
 _CJK_ASKED = union("asked", _CJK_LANGUAGES)
 _CJK_ROLES = union("roles", _CJK_LANGUAGES)
@@ -218,26 +220,34 @@ _WORD_HONORIFICS = tuple(sorted(union("honorifics", _WORD_LANGUAGES), key=len, r
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK_BLANKS = str.maketrans("", "", " \t\u3000\u30fb")  # blanks and the katakana middle dot
 _ELISIONS = ("l'", "d'", "dell'", "dall'", "nell'", "all'", "sull'", "un'", "qu'")
+_ELIDED_LINKS = {"d'": "de", "dell'": "del", "all'": "al"}
 
 
-def is_slot_phrase(inner: str) -> bool:
+def is_slot_phrase(inner: str, *, domain: bool = True) -> bool:
     """Is the text between brackets a slot written in words, in English (``_english_slot_phrase``)
-    or in another language of ``slot_words.SLOT_WORDS`` (``_word_slot``, ``_cjk_slot``)?"""
+    or in another language of ``slot_words.SLOT_WORDS`` (``_word_slot``, ``_cjk_slot``)?
+    ``domain=False``: not by the scaffold's nouns after "your" or "current" in Chinese and Japanese
+    (a lenticular bracket's ``【当前任务】`` is the heading of a prompt's section)."""
     if _english_slot_phrase(inner):
         return True
     if _CJK_CHAR.search(inner):
-        return _cjk_slot(inner)
+        return _cjk_slot(inner, domain=domain)
     return _word_slot(_words_of(inner))
 
 
 def _words_of(inner: str) -> list[str]:
     """Lower-case words: hyphens split them, "e-mail" is "email", French and Italian elisions
-    (``l'expéditeur``) and the Arabic article (``المستلم``) are taken off."""
+    (``l'expéditeur``) and the Arabic article (``المستلم``) are taken off; an elided link word
+    stays a word of its own (``dell'utente``: ``del utente``, ``d'équipe``: ``de équipe``)."""
     out = []
     lowered = inner.lower().replace("i\u0307", "i")  # a lower-cased Turkish "İ" keeps its dot
     for w in lowered.replace("\u2019", "'").replace("e-mail", "email").replace("-", " ").split():
         if "'" in w:
-            w = next((w[len(e) :] for e in _ELISIONS if w.startswith(e) and len(w) > len(e)), w)
+            elided = next((e for e in _ELISIONS if w.startswith(e) and len(w) > len(e)), None)
+            if elided is not None:
+                if elided in _ELIDED_LINKS:
+                    out.append(_ELIDED_LINKS[elided])
+                w = w[len(elided) :]
         if w.startswith("\u0627\u0644") and len(w) > 3:  # ال
             w = w[2:]
         out.append(w)
@@ -292,40 +302,78 @@ def _word_slot(words: list[str]) -> bool:
     if words[0] in _POSSESSIVES:
         rest = body[1:]
         return 1 <= len(rest) <= 3 and (_noun(rest[0]) or _noun(rest[-1]))
-    if body[0] in _HEADS:
+    if (body[0] in _HEADS or body[0] in _DOMAIN) and 2 <= len(body) <= 5:
         rest = [w for w in body[1:] if w not in _LINKS]
-        whose = " ".join(rest)
-        if 1 <= len(rest) <= 2 and (rest[-1] in _OF_WHOM or whose in _ALONE or whose in _DOMAIN):
-            return True  # [Nom du projet], [Nombre del agente], [Numéro de téléphone], [Adresse e-mail]
+        # a link word, read before the articles go (Dutch "de" is one, French "de" a link)
+        if 1 <= len(rest) <= 2 and _whose(body[0], rest, linked=not _LINKS.isdisjoint(words[1:])):
+            return True  # [Nom du projet], [Nombre del agente], [Rolle des Agenten], [Имя агента]
     if len(words) <= 3 and all(w in _ALONE or _compound(w) for w in words):
         return True  # [Vorname Nachname], [Nom Prénom], [Имя Фамилия]
     return len(words) <= 4 and words[-1] in _HEADS_LAST and words[0] not in _UI
 
 
+def _whose(head: str, rest: list[str], *, linked: bool) -> bool:
+    """Does ``rest`` say whose ``head`` (a head noun or one of the scaffold's nouns) is, so that the
+    phrase is a slot? A head noun and its object or a slot phrase (``[Nom du projet]``,
+    ``[Numéro de téléphone]``); after a link word, one of the scaffold's nouns too (``[Nombre del
+    agente]``, ``[Rolle des Agenten]``, ``[Objectif de l'équipe]``); without one, only in a script
+    that is not Latin or as a phrase of two words (``[Имя агента]``, ``[اسم الوكيل]``, ``[Tên người
+    dùng]``): the nouns are English words too (``[Data Agent]``, ``[Email Message]`` are names) and
+    a Vietnamese ``[Đội bạn]`` is a friend's team."""
+    whose = " ".join(rest)
+    if head in _HEADS and (rest[-1] in _OBJECTS or whose in _ALONE):
+        return True
+    if not (rest[-1] in _OF_WHOM or whose in _DOMAIN):
+        return False
+    if linked:
+        return True
+    if head in _HEADS:
+        return len(rest) == 2 or not _latin(whose)
+    return rest[-1] in _OBJECTS and not _latin(whose)
+
+
+def _latin(text: str) -> bool:
+    return all(c.isascii() or "LATIN" in unicodedata.name(c, "") for c in text if not c.isspace())
+
+
 def _domain_slot(words: list[str]) -> bool:
     """What the scaffold's slots name, after "your" or "current" in either order: ``[Ihr Ziel]``,
     ``[Objectif actuel]``, ``[Votre objectif actuel]``, ``[Текущая задача]``, ``[현재 목표]``,
-    ``[Mục tiêu của bạn]`` (a noun of one or two words; a room or a position only after "your": ``[Aktueller
-    Raum]`` names a place on a map). English's own rule is ``SLOT_NOUNS`` after ``SLOT_PREFIXES``."""
-    words = [w for w in words if w not in _LINKS]
+    ``[Mục tiêu hiện tại của bạn]`` (a noun of one or two words, qualifiers of one or two; a room
+    or a position only after "your": ``[Aktueller Raum]`` names a place on a map). English's own
+    rule is ``SLOT_NOUNS`` after ``SLOT_PREFIXES``."""
     n = len(words)
-    if not 2 <= n <= 4:
+    if not 2 <= n <= 6:
         return False
     for i in range(n):
         for j in range(i + 1, min(i + 2, n) + 1):
-            noun, rest = " ".join(words[i:j]), words[:i] + words[j:]
+            noun = " ".join(words[i:j])
             if noun in _DOMAIN:
                 allowed = _YOURS | _CURRENT
             elif noun in _WORLD:
                 allowed = _YOURS
             else:
                 continue
-            if rest and (" ".join(rest) in allowed or all(w in allowed for w in rest)):
+            if _qualified(words[:i], allowed) and _qualified(words[j:], allowed) and (i > 0 or j < n):
                 return True
     return False
 
 
-def _cjk_slot(inner: str) -> bool:
+def _qualified(words: list[str], allowed: frozenset[str]) -> bool:
+    """``words`` are qualifiers of ``allowed`` (a word or a two-word phrase each: ``hiện tại``,
+    ``của bạn``)."""
+    k = 0
+    while k < len(words):
+        if " ".join(words[k : k + 2]) in allowed and k + 1 < len(words):
+            k += 2
+        elif words[k] in allowed:
+            k += 1
+        else:
+            return False
+    return True
+
+
+def _cjk_slot(inner: str, *, domain: bool = True) -> bool:
     """The rules of ``is_slot_phrase`` for Chinese and Japanese, on characters: after up to three
     openers (possessives, "here", instruction verbs: ``您的``, ``在此``, ``填写``, ``ここに``, ``お``)
     and without an instruction at the end (``を挿入``), a word that is a slot alone (``氏名``,
@@ -343,7 +391,7 @@ def _cjk_slot(inner: str) -> bool:
         yours = yours or opener in _CJK_YOURS
         current = current or opener in _CJK_CURRENT
         s = s[len(opener) :]
-    if ((yours or current) and s in _CJK_DOMAIN) or (yours and s in _CJK_WORLD):
+    if domain and (((yours or current) and s in _CJK_DOMAIN) or (yours and s in _CJK_WORLD)):
         return True  # [当前目标], [你的任务], 【あなたの役割】, [您的房间]
     verb = next((v for v in _CJK_VERBS if s.endswith(v) and len(s) > len(v)), None)
     if verb is not None:
@@ -375,6 +423,7 @@ _BRACED_SLOT_GUARD = rf"(?=[^\W\d_a-z]|(?:{_alternation(SLOT_VERBS)})\s)"
 _WORD_RUN = "(?:[^\\W\u3007]|['\u2019\\- " + _MARKS + "])"
 #: brackets read as square ones: full-width, lenticular, tortoise-shell, white lenticular
 SQUARE_BRACKETS = {"[": "]", "\uff3b": "\uff3d", "\u3010": "\u3011", "\u3014": "\u3015", "\u3016": "\u3017"}
+_LENTICULAR = ("\u3010", "\u3016")  # 【 〖
 #: corner brackets quote in Japanese: a slot only before an honorific or as an instruction
 CORNER_BRACKETS = {"\u300c": "\u300d", "\u300e": "\u300f"}
 
@@ -484,15 +533,15 @@ _DOLLAR_WORDS = "|".join(
         {*PLACEHOLDER_WORDS, *_KEBAB_LAST, "OWNER", "DEADLINE", "ASSIGNEE", "RECIPIENT", "SENDER", "AGENT"}, key=len
     )[::-1]
 )
-_DOLLAR_NAMES = f"{_UPPER_SNAKE}|{_DOLLAR_WORDS}|{_LOWER_SNAKE}"
-#: a variable after "$" (``$AGENT_NAME``, ``$GOAL``; ``string.Template``'s ``$agent_name``: a snake
-#: case name after "$" is a variable, ``$5``, ``$HOME`` are not); the leak scanner puts a suite's own
-#: names into it (``dollar_shape``)
-#: (a set test before the alternatives: "{$" * 500000 tried each of them at every "$")
-DOLLAR_SHAPE = rf"(?<![\w$]\$)(?=[A-Za-z_])(?:{_DOLLAR_NAMES})(?![\w$])"
+_DOLLAR_NAMES = f"{_UPPER_SNAKE}|{_DOLLAR_WORDS}"
+#: a variable after "$": upper snake case or a slot word (``$AGENT_NAME``, ``$GOAL``; ``$5``,
+#: ``$HOME``, ``$AAPL`` are not). Not lower snake case: ``$x_1`` is LaTeX, ``$my_var`` a shell's
+#: variable, and a prompt with either would not render. (A set test before the alternatives:
+#: "{$" * 500000 tried each of them at every "$".)
+_DOLLAR_SHAPE = rf"(?<![\w$]\$)(?=[A-Za-z_])(?:{_DOLLAR_NAMES})(?![\w$])"
 _FORMAT_SLOTS: tuple[tuple[str, str], ...] = (
     ("$", r"\{[A-Za-z_][A-Za-z0-9_]{0,40}+\}(?!\$)"),
-    ("$", DOLLAR_SHAPE),
+    ("$", _DOLLAR_SHAPE),
     ("%", r"(?<![\w%]%)(?:\([A-Za-z_][A-Za-z0-9_]{0,40}+\)[sdifr]|[1-9]\$[sd]|s)(?![A-Za-z0-9])"),
 )
 # filler runs that stand for a name or a number: 〇〇さん, ××様, ○○, △△株式会社, ＿＿ (two or more of
@@ -547,9 +596,6 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
     ),
     *_FORMAT_SLOTS,
     *_FILLERS,
-    # (new shapes go last: the leak scanner reads some of the ones above by position)
-    # a format field with an attribute: {agent.name}, {room.title} (not {3.14}, {e.g.})
-    ("{", r"[a-z_][a-z0-9_]{1,40}+(?:\.[a-z_][a-z0-9_]{1,40}+){1,4}+\}"),
 )
 
 #: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for)
@@ -646,6 +692,10 @@ def _uncased_label(text: str, start: int, end: int, lo: int) -> bool:
     colon, blanks, word = m.groups()
     if word.startswith(_HONORIFICS) or _honorific_word(text, m.start(3)):
         return False
+    # "your" keeps a slot a slot, as in the cased rule: [你的任务] 建造塔楼, [당신의 목표] 탑 건설
+    inner = text[start + 1 : end - 1].strip(" \t\u3000")
+    if inner.startswith(_CJK_YOURS_OPENERS) or not _UNFILLED.isdisjoint(_words_of(inner)):
+        return False
     if not _at_line_start(text, start, lo):
         return bool(colon) and (word[0].isdigit() or _after_separator(text, start, lo))
     # hiragana, Hangul or a Chinese particle written on: a particle or an ending, not a value
@@ -678,7 +728,8 @@ def is_slot_at(text: str, start: int, end: int, lo: int = 0) -> bool:
     - in angle brackets and braces: a slot phrase (the candidate's guard asked for a capital)."""
     opener, inner = text[start], text[start + 1 : end - 1]
     if opener in SQUARE_BRACKETS:
-        if is_slot_phrase(inner):
+        # Chinese and Japanese write a prompt's section headings in lenticular brackets
+        if is_slot_phrase(inner, domain=opener not in _LENTICULAR):
             return not is_filled_label(text, start, end, lo)
         return _role_slot(text, start, end, lo, inner)
     if opener == "{" and inner.isdigit():
@@ -844,28 +895,3 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
         both = "(?:" + "|".join(sorted({*single, *(n.upper() for n in single)})) + ")"
         shapes += [("[", exact + r"\]" + _NOT_LINK), ("{", both + r"\}")]
     return tuple(shapes)
-
-
-def dollar_shape(names: Iterable[str]) -> str:
-    """``DOLLAR_SHAPE`` with a suite's own template variable names as ``string.Template`` marks
-    them, not inside a longer word: ``$agentName`` (a snake case name run together, in any letter
-    case; written with its underscore, ``DOLLAR_SHAPE`` reads it already), ``$goal``, ``$GOAL`` (a
-    one-word name as written or upper-cased). Names shorter than three characters are skipped, as
-    in ``name_shapes``. Not ``__AGENT_NAME__`` (Python's dunder names are code, and a shape
-    opening with "_", a slot's inner character, would keep the leak scan from dropping slots after
-    their budget) nor ``@@AGENT_NAME@@`` (a scan stopping at every "@" of a chat's mentions cost
-    15% of the leak scan for a marker no common template uses). Smarty's ``{$name}``, make's
-    ``$(NAME)`` and ERB's ``<%= name %>``, rare in the scaffolds this library reads, each cost
-    every text at its first character (they doubled the scan of "{$" * 500000, "$(" * 500000 and
-    "<%=" * 333333, to 150-160 ms) and are not read."""
-    usable = sorted({n for n in names if len(n) >= 3 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", n)})
-    snake = [n for n in usable if "_" in n.strip("_")]
-    single = [n for n in usable if n not in snake]
-    alts = []
-    if snake:
-        alts.append("(?i:" + "|".join(sorted({n.replace("_", "") for n in snake}, key=len)[::-1]) + ")")
-    if single:
-        alts.append("|".join(sorted({*single, *(n.upper() for n in single)}, key=len)[::-1]))
-    if not alts:
-        return DOLLAR_SHAPE
-    return rf"(?<![\w$]\$)(?=[A-Za-z_])(?:{_DOLLAR_NAMES}|{'|'.join(alts)})(?![\w$])"

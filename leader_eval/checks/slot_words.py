@@ -18,7 +18,8 @@ Parts (each a frozenset of lower-case words, or of short phrases where noted):
   ``[Текущая задача]``), as English's ``SLOT_NOUNS`` after ``SLOT_PREFIXES``; ``world``: a room
   or a position, a slot only after "your" (``[Votre salle]``; ``[Aktueller Raum]`` is a label);
 - ``current``: "current" and its kin; ``yours``: "your" written after the noun (``[Mục tiêu
-  của bạn]``, ``[המטרה שלך]``);
+  của bạn]``, ``[המטרה שלך]``); ``yours_nouns``: a noun with "your" as its suffix, a slot on its own
+  and after "current" (``[Göreviniz]``, ``[مهمتك]``, ``[Jelenlegi célod]``);
 - ``verbs``: an instruction to fill the slot, first or last (``[Insérer le lien]``,
   ``[Link hier einfügen]``);
 - ``asked``: what an instruction may ask for besides the nouns (a link, the goal);
@@ -212,10 +213,7 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads": _w("naam", "datum", "adres", "email", "nummer", "link", "titel", "tijd", "locatie"),
         "heads_last": _w("naam", "adres", "nummer", "datum"),
         "possessives": _w("uw", "je", "jouw", "jullie"),
-        "nouns": _w(
-            *("doel", "taak", "opdracht", "onderwerp", "team", "project", "rol", "bericht", "agent"),
-            *("gebruiker", "lid"),
-        ),
+        "nouns": _w("doel", "taak", "opdracht", "onderwerp", "team", "project", "rol", "agent", "gebruiker", "lid"),
         "world": _w("kamer", "ruimte", "positie"),
         "current": _w("huidig", "huidige"),
         "verbs": _w("invoegen", "voeg", "invullen", "vul", "toevoegen", "plaatsen", "invoeren"),
@@ -241,8 +239,8 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads_last": _w("имя", "название", "дата", "адрес", "номер"),
         "possessives": _w("ваше", "ваш", "ваша", "ваши", "твое", "твоё", "твой", "твоя"),
         "nouns": _w(
-            *("цель", "задача", "задание", "тема", "команда", "проект", "роль", "сообщение", "агент"),
-            *("пользователь", "участник"),
+            *("цель", "задача", "задание", "тема", "проект", "роль", "сообщение", "агент", "пользователь"),
+            *("участник",),
         ),
         "world": _w("комната", "позиция"),
         "current": _w("текущий", "текущая", "текущее", "нынешний", "нынешняя", "нынешнее"),
@@ -261,8 +259,23 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
     },
     "ko": {
         "alone": _w(
-            *("이름", "성명", "날짜", "시간", "장소", "주소", "이메일", "연락처", "회사명", "마감일"),
-            *("전화번호", "서명", "팀명", "프로젝트명", "제품명", "받는 사람", "보내는 사람"),
+            *(
+                "이름",
+                "성명",
+                "날짜",
+                "시간",
+                "장소",
+                "주소",
+                "이메일",
+                "연락처",
+                "회사명",
+                "마감일",
+                "전화번호",
+                "서명",
+                "팀명",
+                "프로젝트명",
+            ),
+            *("제품명", "받는 사람", "보내는 사람"),
         ),
         "heads": _w("이름", "주소", "날짜", "번호", "링크"),
         "heads_last": _w("이름", "주소", "날짜", "번호", "시간", "장소"),
@@ -298,7 +311,8 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         ),
         "heads": _w("اسم", "تاريخ", "عنوان", "رقم", "رابط", "بريد"),
         "possessives": _w("اسمك", "عنوانك", "بريدك"),
-        "nouns": _w("هدف", "مهمة", "موضوع", "فريق", "مشروع", "دور", "رسالة", "وكيل", "مستخدم", "عضو"),
+        "nouns": _w("هدف", "مهمة", "موضوع", "فريق", "مشروع", "رسالة", "وكيل", "مستخدم", "عضو"),
+        "yours_nouns": _w("هدفك", "مهمتك", "رسالتك", "فريقك"),
         "world": _w("غرفة", "موقع"),
         "current": _w("حالي", "حالية"),
         "verbs": _w("أدخل", "ادخل", "أضف", "اكتب", "ضع", "إدراج", "أدرج"),
@@ -312,8 +326,8 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
     },
     "hi": {
         "alone": _w(
-            *("नाम", "पूरा नाम", "तारीख", "तिथि", "दिनांक", "समय", "स्थान", "जगह", "पता", "ईमेल", "फ़ोन", "फोन"),
-            *("फ़ोन नंबर", "फोन नंबर", "हस्ताक्षर", "कंपनी", "प्राप्तकर्ता", "प्रेषक"),
+            *("नाम", "पूरा नाम", "तारीख", "तिथि", "दिनांक", "समय", "स्थान", "जगह", "पता", "ईमेल", "फ़ोन"),
+            *("फोन", "फ़ोन नंबर", "फोन नंबर", "हस्ताक्षर", "कंपनी", "प्राप्तकर्ता", "प्रेषक"),
         ),
         "heads": _w("नाम", "तारीख", "पता", "नंबर", "लिंक", "ईमेल", "समय", "स्थान"),
         "heads_last": _w("नाम", "तारीख", "पता", "नंबर", "समय", "स्थान"),
@@ -322,7 +336,7 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
             *("लक्ष्य", "कार्य", "काम", "विषय", "टीम", "परियोजना", "प्रोजेक्ट", "भूमिका", "संदेश", "एजेंट"),
             *("उपयोगकर्ता", "सदस्य"),
         ),
-        "world": _w("कमरा", "स्थिति"),
+        "world": _w("कमरा"),
         "current": _w("वर्तमान", "मौजूदा"),
         "verbs": _w("डालें", "लिखें", "जोड़ें", "दर्ज", "भरें", "डालिए", "लिखिए", "करें"),
         "asked": _w("लिंक", "लक्ष्य", "विवरण"),
@@ -334,14 +348,15 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
     "tr": {
         # "İ" lower-cased is "i" and a combining dot: placeholders takes the dot off
         "alone": _w(
-            *("adınız", "adiniz", "adı", "isim", "isminiz", "ad soyad", "adı soyadı", "soyad", "soyadı", "tarih"),
-            *("saat", "yer", "adres", "e posta", "eposta", "telefon", "imza", "şirket", "alıcı", "gönderen"),
-            *("konum", "tam ad", "son tarih"),
+            *("adınız", "adiniz", "adı", "isim", "isminiz", "ad soyad", "adı soyadı", "soyad", "soyadı"),
+            *("tarih", "saat", "yer", "adres", "e posta", "eposta", "telefon", "imza", "şirket", "alıcı"),
+            *("gönderen", "konum", "tam ad", "son tarih"),
         ),
         "heads": _w("adı", "tarih", "adres", "numara", "bağlantı", "saat", "yer"),
         "heads_last": _w("adı", "adınız", "tarihi", "numarası", "adresi", "saati", "yeri"),
         "possessives": _w("sizin", "senin"),
         "nouns": _w("hedef", "görev", "konu", "takım", "ekip", "proje", "rol", "mesaj", "ajan", "kullanıcı", "üye"),
+        "yours_nouns": _w("hedefiniz", "hedefin", "göreviniz", "görevin", "rolünüz", "rolün", "mesajınız"),
         "world": _w("oda", "konum"),
         "current": _w("mevcut", "güncel", "geçerli", "şu anki"),
         "verbs": _w("ekle", "ekleyin", "girin", "gir", "yazın", "yaz", "yapıştır", "yapıştırın", "doldurun"),
@@ -364,7 +379,7 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "world": _w("pokój", "pozycja"),
         "current": _w(
             *("obecny", "obecna", "obecne", "bieżący", "bieżąca", "bieżące", "aktualny", "aktualna"),
-            "aktualne",
+            *("aktualne",),
         ),
         "verbs": _w("wstaw", "wpisz", "dodaj", "podaj", "uzupełnij", "wprowadź", "wklej", "wstawić", "wpisać"),
         "asked": _w("link", "cel", "tekst", "szczegóły", "odnośnik"),
@@ -387,11 +402,11 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "heads": _w("tên", "ngày", "số", "giờ", "email"),
         "nouns": _w(
             *("mục tiêu", "nhiệm vụ", "chủ đề", "đội", "nhóm", "dự án", "vai trò", "tin nhắn", "người dùng"),
-            "thành viên",
+            *("thành viên",),
         ),
         "world": _w("phòng", "vị trí"),
         "current": _w("hiện tại", "hiện nay"),
-        "yours": _w("bạn", "các bạn"),
+        "yours": _w("của bạn", "của các bạn"),
         "verbs": _w("chèn", "nhập", "điền", "thêm", "dán", "ghi"),
         "asked": _w("liên kết", "link", "mục tiêu", "nội dung"),
         "links": _w("của", "cho"),
@@ -402,8 +417,8 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
     },
     "cs": {
         "alone": _w(
-            *("jméno", "příjmení", "celé jméno", "jméno a příjmení", "datum", "čas", "místo", "adresa", "email"),
-            *("telefon", "podpis", "firma", "příjemce", "odesílatel", "termín"),
+            *("jméno", "příjmení", "celé jméno", "jméno a příjmení", "datum", "čas", "místo", "adresa"),
+            *("email", "telefon", "podpis", "firma", "příjemce", "odesílatel", "termín"),
         ),
         "heads": _w("jméno", "název", "datum", "adresa", "číslo", "odkaz", "čas", "místo"),
         "possessives": _w("vaše", "váš", "vaši", "tvoje", "tvé", "tvůj"),
@@ -441,8 +456,9 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
         "possessives": _w("ön", "az ön", "te", "a te"),
         "nouns": _w(
             *("cél", "célja", "feladat", "feladata", "téma", "csapat", "projekt", "szerep", "szerepe"),
-            *("üzenet", "ügynök", "felhasználó", "tag"),
+            *("üzenet", "ügynök", "felhasználó"),
         ),
+        "yours_nouns": _w("célod", "feladatod", "szereped", "üzeneted"),
         "world": _w("szoba", "pozíció"),
         "current": _w("jelenlegi", "aktuális"),
         "verbs": _w("illessze", "írja", "adja", "beszúrása", "beillesztése", "szúrja", "töltse"),
@@ -454,14 +470,15 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
     },
     "he": {
         "alone": _w(
-            *("שם", "שם מלא", "תאריך", "שעה", "מקום", "כתובת", "טלפון", "חתימה", "חברה", "נמען", "שולח"),
-            *("השם", "התאריך", "השעה", "המקום", "מספר טלפון", "שם פרטי", "שם משפחה"),
+            *("שם", "שם מלא", "תאריך", "שעה", "מקום", "כתובת", "טלפון", "חתימה", "חברה", "נמען", "שולח", "השם"),
+            *("התאריך", "השעה", "המקום", "מספר טלפון", "שם פרטי", "שם משפחה"),
         ),
         "heads": _w("שם", "השם", "תאריך", "כתובת", "מספר", "קישור", "שעת", "מקום"),
         "nouns": _w(
             *("מטרה", "המטרה", "משימה", "המשימה", "נושא", "הנושא", "צוות", "הצוות", "פרויקט", "הפרויקט"),
             *("תפקיד", "התפקיד", "הודעה", "ההודעה", "סוכן", "הסוכן", "משתמש", "המשתמש"),
         ),
+        "yours_nouns": _w("מטרתך", "משימתך", "תפקידך"),
         "world": _w("חדר", "החדר", "מיקום", "המיקום"),
         "current": _w("נוכחי", "נוכחית", "הנוכחי", "הנוכחית"),
         "yours": _w("שלך", "שלכם", "שלכן"),
@@ -476,7 +493,7 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
     "zh": {
         "alone": _w("姓名", "名字", "日期", "时间", "地点", "地址", "邮箱", "电话", "链接", "网址", "签名", "公司"),
         "heads": _w("姓名", "名字", "名称", "名", "日期", "时间", "地点", "地址", "邮箱", "电话", "号码", "链接"),
-        "possessives": _w("您的", "你的", "贵", "我方"),
+        "possessives": _w("您的", "你的", "贵", "我方", "你们的"),
         "nouns": _w(
             "目标",
             "任务",
@@ -494,7 +511,9 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
             "队友",
         ),
         "world": _w("房间", "位置"),
-        "current": _w("当前", "当前的", "目前", "目前的", "现在的"),
+        "current": _w(
+            "当前", "当前的", "目前", "目前的", "现在的", "你当前的", "您当前的", "你目前的", "您目前的", "你现在的"
+        ),
         "verbs": _w("插入", "填写", "输入", "填入", "添加", "粘贴"),
         "asked": _w("链接", "目标", "内容"),
         "here": _w("在此", "此处", "这里", "在这里"),
@@ -527,7 +546,7 @@ SLOT_WORDS: Mapping[str, Mapping[str, frozenset[str]]] = {
                 "エージェント",
                 "ユーザー",
             ),
-            "メンバー",
+            *("メンバー",),
         ),
         "world": _w("部屋", "ルーム", "位置"),
         "current": _w("現在の", "今の", "現行の"),
