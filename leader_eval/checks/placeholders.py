@@ -52,6 +52,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from leader_eval.checks.slot_words import KOREAN_AFTER, SLOT_WORDS, union
 
@@ -187,11 +188,56 @@ _GREETINGS = union("greetings", _WORD_LANGUAGES)
 _LINK_NOUNS = union("asked", _WORD_LANGUAGES) & (_HEADS | {"link", "url", "lien", "enlace", "ссылка", "링크", "رابط"})
 _NOUNS = _HEADS | {w for w in _ALONE if " " not in w} | SLOT_NOUNS | SLOT_HEADS
 _YOURS_NOUNS = union("yours_nouns", _WORD_LANGUAGES)  # [Göreviniz]: "your task", one word
-_DOMAIN = union("nouns", _WORD_LANGUAGES) | _YOURS_NOUNS
-_WORLD = union("world", _WORD_LANGUAGES) - _DOMAIN
-_YOURS = union("yours", _WORD_LANGUAGES) | _POSSESSIVES
-_CURRENT = union("current", _WORD_LANGUAGES)
-_OF_WHOM = _OBJECTS | _DOMAIN  # [Nom du projet], [Nombre del agente]
+_FOREIGN_LINKS = union("links", {k: v for k, v in _WORD_LANGUAGES.items() if k != "en"})
+
+
+@dataclass(frozen=True)
+class _LanguageSet:
+    """One language's words of the scaffold-noun rules (``_domain_slot``, ``_whose``)."""
+
+    nouns: frozenset[str]  # "nouns" and "yours_nouns"
+    world: frozenset[str]
+    yours: frozenset[str]  # "possessives" and "yours"
+    current: frozenset[str]
+    heads: frozenset[str]
+    objects: frozenset[str]
+    #: every word of a noun or a world noun ("mục", "tiêu"): a phrase without one is not looked at
+    noun_words: frozenset[str] = frozenset()
+    #: and of the qualifiers: a phrase with another word is no slot of this language's
+    words: frozenset[str] = frozenset()
+
+
+_LANGUAGE_SETS = tuple(
+    _LanguageSet(
+        nouns := t.get("nouns", frozenset()) | t.get("yours_nouns", frozenset()),
+        t.get("world", frozenset()),
+        t.get("possessives", frozenset()) | t.get("yours", frozenset()),
+        t.get("current", frozenset()),
+        t.get("heads", frozenset()) | t.get("heads_last", frozenset()),
+        t.get("objects", frozenset()),
+        frozenset(w for phrase in nouns | t.get("world", frozenset()) for w in phrase.split()),
+        frozenset(
+            w
+            for part in ("nouns", "yours_nouns", "world", "possessives", "yours", "current")
+            for phrase in t.get(part, frozenset())
+            for w in phrase.split()
+        ),
+    )
+    for lang, t in _WORD_LANGUAGES.items()
+    if "nouns" in t or "yours_nouns" in t
+)
+#: the words any language's scaffold nouns are made of (each phrase judged costs ~100 us without it)
+_NOUN_WORDS = frozenset().union(*(t.noun_words for t in _LANGUAGE_SETS))
+#: who a slot names when it names the one the model speaks to (a label with a value stays a slot):
+#: "your" in every language, as a word, a phrase ("của bạn", "שלך") or a suffix ("Göreviniz")
+_ADDRESSEE_WORDS = (
+    frozenset(("your", "yours"))
+    | _POSSESSIVES
+    | _YOURS_NOUNS
+    | {w for w in union("yours", _WORD_LANGUAGES) if " " not in w}
+)
+_ADDRESSEE_PHRASES = tuple(w for w in union("yours", _WORD_LANGUAGES) if " " in w)
+_DOMAIN_HEADS = frozenset().union(*(t.nouns for t in _LANGUAGE_SETS))  # a scaffold noun as a head
 _ASKED = _NOUNS | union("asked", _WORD_LANGUAGES) | SLOT_DETAILS | _OBJECTS
 _CJK_ALONE = union("alone", _CJK_LANGUAGES)
 _CJK_HEADS = tuple(sorted(union("heads", _CJK_LANGUAGES), key=len, reverse=True))
@@ -220,7 +266,8 @@ _WORD_HONORIFICS = tuple(sorted(union("honorifics", _WORD_LANGUAGES), key=len, r
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK_BLANKS = str.maketrans("", "", " \t\u3000\u30fb")  # blanks and the katakana middle dot
 _ELISIONS = ("l'", "d'", "dell'", "dall'", "nell'", "all'", "sull'", "un'", "qu'")
-_ELIDED_LINKS = {"d'": "de", "dell'": "del", "all'": "al"}
+# an elided link word ("d'", "dell'"): the phrase says whose (``[Rôle de l'agent]`` has "de")
+_ELIDED_LINK = re.compile(r"(?i)(?<!\w)(?:d|dell|dall|all|sull|nell)['\u2019]\w")
 
 
 def is_slot_phrase(inner: str, *, domain: bool = True) -> bool:
@@ -232,22 +279,17 @@ def is_slot_phrase(inner: str, *, domain: bool = True) -> bool:
         return True
     if _CJK_CHAR.search(inner):
         return _cjk_slot(inner, domain=domain)
-    return _word_slot(_words_of(inner))
+    return _word_slot(_words_of(inner), elided_link=_ELIDED_LINK.search(inner) is not None)
 
 
 def _words_of(inner: str) -> list[str]:
     """Lower-case words: hyphens split them, "e-mail" is "email", French and Italian elisions
-    (``l'expéditeur``) and the Arabic article (``المستلم``) are taken off; an elided link word
-    stays a word of its own (``dell'utente``: ``del utente``, ``d'équipe``: ``de équipe``)."""
+    (``l'expéditeur``) and the Arabic article (``المستلم``) are taken off."""
     out = []
     lowered = inner.lower().replace("i\u0307", "i")  # a lower-cased Turkish "İ" keeps its dot
     for w in lowered.replace("\u2019", "'").replace("e-mail", "email").replace("-", " ").split():
         if "'" in w:
-            elided = next((e for e in _ELISIONS if w.startswith(e) and len(w) > len(e)), None)
-            if elided is not None:
-                if elided in _ELIDED_LINKS:
-                    out.append(_ELIDED_LINKS[elided])
-                w = w[len(elided) :]
+            w = next((w[len(e) :] for e in _ELISIONS if w.startswith(e) and len(w) > len(e)), w)
         if w.startswith("\u0627\u0644") and len(w) > 3:  # ال
             w = w[2:]
         out.append(w)
@@ -267,7 +309,7 @@ def _noun(word: str) -> bool:
     return word in _NOUNS or _compound(word)
 
 
-def _word_slot(words: list[str]) -> bool:
+def _word_slot(words: list[str], *, elided_link: bool = False) -> bool:
     """The rules of ``is_slot_phrase`` for languages that put spaces between words: a word or
     two that is a slot alone (``[Datum]``, ``[Fecha límite]``, ``[Projektname]``); an instruction
     verb first or last and what it asks for (``[Insérer le lien vers le document]``, ``[Namen
@@ -302,10 +344,12 @@ def _word_slot(words: list[str]) -> bool:
     if words[0] in _POSSESSIVES:
         rest = body[1:]
         return 1 <= len(rest) <= 3 and (_noun(rest[0]) or _noun(rest[-1]))
-    if (body[0] in _HEADS or body[0] in _DOMAIN) and 2 <= len(body) <= 5:
+    if (body[0] in _HEADS or body[0] in _DOMAIN_HEADS) and 2 <= len(body) <= 5:
         rest = [w for w in body[1:] if w not in _LINKS]
-        # a link word, read before the articles go (Dutch "de" is one, French "de" a link)
-        if 1 <= len(rest) <= 2 and _whose(body[0], rest, linked=not _LINKS.isdisjoint(words[1:])):
+        # a link word of another language than English, read before the articles go (Dutch "de"
+        # is one, French "de" a link); "to" and "for" make English names ([Agent to Agent])
+        linked = elided_link or not _FOREIGN_LINKS.isdisjoint(words[1:])
+        if 1 <= len(rest) <= 2 and _whose(body[0], rest, linked=linked):
             return True  # [Nom du projet], [Nombre del agente], [Rolle des Agenten], [Имя агента]
     if len(words) <= 3 and all(w in _ALONE or _compound(w) for w in words):
         return True  # [Vorname Nachname], [Nom Prénom], [Имя Фамилия]
@@ -318,18 +362,26 @@ def _whose(head: str, rest: list[str], *, linked: bool) -> bool:
     ``[Numéro de téléphone]``); after a link word, one of the scaffold's nouns too (``[Nombre del
     agente]``, ``[Rolle des Agenten]``, ``[Objectif de l'équipe]``); without one, only in a script
     that is not Latin or as a phrase of two words (``[Имя агента]``, ``[اسم الوكيل]``, ``[Tên người
-    dùng]``): the nouns are English words too (``[Data Agent]``, ``[Email Message]`` are names) and
-    a Vietnamese ``[Đội bạn]`` is a friend's team."""
+    dùng]``). The head and the scaffold's noun come from one language's table: the nouns are
+    English words too (``[Data Agent]``, ``[Email Message]`` are names) and a Vietnamese ``[Đội
+    bạn]`` is a friend's team."""
     whose = " ".join(rest)
     if head in _HEADS and (rest[-1] in _OBJECTS or whose in _ALONE):
         return True
-    if not (rest[-1] in _OF_WHOM or whose in _DOMAIN):
+    if _NOUN_WORDS.isdisjoint(rest) and head not in _DOMAIN_HEADS:
         return False
-    if linked:
-        return True
-    if head in _HEADS:
-        return len(rest) == 2 or not _latin(whose)
-    return rest[-1] in _OBJECTS and not _latin(whose)
+    for t in _LANGUAGE_SETS:
+        if not (head in t.heads or head in t.nouns):
+            continue
+        if not (rest[-1] in t.nouns or whose in t.nouns or (head in t.nouns and rest[-1] in t.objects)):
+            continue
+        if linked:
+            return True
+        if head in t.heads and (len(rest) == 2 or not _latin(whose)):
+            return True
+        if head in t.nouns and rest[-1] in t.objects and not _latin(whose):
+            return True
+    return False
 
 
 def _latin(text: str) -> bool:
@@ -340,22 +392,27 @@ def _domain_slot(words: list[str]) -> bool:
     """What the scaffold's slots name, after "your" or "current" in either order: ``[Ihr Ziel]``,
     ``[Objectif actuel]``, ``[Votre objectif actuel]``, ``[Текущая задача]``, ``[현재 목표]``,
     ``[Mục tiêu hiện tại của bạn]`` (a noun of one or two words, qualifiers of one or two; a room
-    or a position only after "your": ``[Aktueller Raum]`` names a place on a map). English's own
-    rule is ``SLOT_NOUNS`` after ``SLOT_PREFIXES``."""
+    or a position only after "your": ``[Aktueller Raum]`` names a place on a map), the noun and
+    its qualifiers from one language's table (Spanish "actual" is English "actual": ``[Actual
+    Message]`` is no slot). English's own rule is ``SLOT_NOUNS`` after ``SLOT_PREFIXES``."""
     n = len(words)
-    if not 2 <= n <= 6:
+    if not 2 <= n <= 6 or _NOUN_WORDS.isdisjoint(words):
         return False
-    for i in range(n):
-        for j in range(i + 1, min(i + 2, n) + 1):
-            noun = " ".join(words[i:j])
-            if noun in _DOMAIN:
-                allowed = _YOURS | _CURRENT
-            elif noun in _WORLD:
-                allowed = _YOURS
-            else:
-                continue
-            if _qualified(words[:i], allowed) and _qualified(words[j:], allowed) and (i > 0 or j < n):
-                return True
+    distinct = set(words)
+    for t in _LANGUAGE_SETS:
+        if t.noun_words.isdisjoint(distinct) or not distinct <= t.words:
+            continue
+        for i in range(n):
+            for j in range(i + 1, min(i + 2, n) + 1):
+                noun = " ".join(words[i:j])
+                if noun in t.nouns:
+                    allowed = t.yours | t.current
+                elif noun in t.world:
+                    allowed = t.yours
+                else:
+                    continue
+                if _qualified(words[:i], allowed) and _qualified(words[j:], allowed) and (i > 0 or j < n):
+                    return True
     return False
 
 
@@ -663,7 +720,7 @@ def is_filled_label(text: str, start: int, end: int, lo: int = 0) -> bool:
     if not inner[0].isupper() or inner == inner.upper():
         return False
     m = _LABEL_VALUE.match(text, end)
-    if m is None or not _UNFILLED.isdisjoint(inner.lower().replace("-", " ").split()):
+    if m is None or not _UNFILLED.isdisjoint(inner.lower().replace("-", " ").split()) or _names_addressee(inner):
         return False
     first, colon = text[m.end()], m.group(1) is not None
     if _at_line_start(text, start, lo):
@@ -693,14 +750,21 @@ def _uncased_label(text: str, start: int, end: int, lo: int) -> bool:
     if word.startswith(_HONORIFICS) or _honorific_word(text, m.start(3)):
         return False
     # "your" keeps a slot a slot, as in the cased rule: [你的任务] 建造塔楼, [당신의 목표] 탑 건설
-    inner = text[start + 1 : end - 1].strip(" \t\u3000")
-    if inner.startswith(_CJK_YOURS_OPENERS) or not _UNFILLED.isdisjoint(_words_of(inner)):
+    if _names_addressee(text[start + 1 : end - 1].strip(" \t\u3000")):
         return False
     if not _at_line_start(text, start, lo):
         return bool(colon) and (word[0].isdigit() or _after_separator(text, start, lo))
     # hiragana, Hangul or a Chinese particle written on: a particle or an ending, not a value
     c = word[0]
     return bool(colon or blanks) or not ("\u3040" <= c <= "\u309f" or "\uac00" <= c <= "\ud7a3" or c in _ZH_PARTICLES)
+
+
+def _names_addressee(inner: str) -> bool:
+    """Does a slot phrase name the one the model speaks to ("your" in any language)?"""
+    if inner.startswith(_CJK_YOURS_OPENERS):
+        return True
+    words = _words_of(inner)
+    return not _ADDRESSEE_WORDS.isdisjoint(words) or any(p in " ".join(words) for p in _ADDRESSEE_PHRASES)
 
 
 def _honorific_word(text: str, pos: int) -> bool:
