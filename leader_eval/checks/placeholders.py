@@ -51,7 +51,7 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from leader_eval.checks.slot_words import KOREAN_AFTER, SLOT_WORDS, union
@@ -202,30 +202,33 @@ class _LanguageSet:
     heads: frozenset[str]
     objects: frozenset[str]
     #: every word of a noun or a world noun ("mục", "tiêu"): a phrase without one is not looked at
-    noun_words: frozenset[str] = frozenset()
+    noun_words: frozenset[str]
     #: and of the qualifiers: a phrase with another word is no slot of this language's
-    words: frozenset[str] = frozenset()
+    words: frozenset[str]
 
 
-_LANGUAGE_SETS = tuple(
-    _LanguageSet(
-        nouns := t.get("nouns", frozenset()) | t.get("yours_nouns", frozenset()),
-        t.get("world", frozenset()),
-        t.get("possessives", frozenset()) | t.get("yours", frozenset()),
-        t.get("current", frozenset()),
-        t.get("heads", frozenset()) | t.get("heads_last", frozenset()),
-        t.get("objects", frozenset()),
-        frozenset(w for phrase in nouns | t.get("world", frozenset()) for w in phrase.split()),
-        frozenset(
-            w
-            for part in ("nouns", "yours_nouns", "world", "possessives", "yours", "current")
-            for phrase in t.get(part, frozenset())
-            for w in phrase.split()
-        ),
+def _language_set(t: Mapping[str, frozenset[str]]) -> _LanguageSet:
+    def part(*names: str) -> frozenset[str]:
+        return frozenset().union(*(t.get(n, frozenset()) for n in names))
+
+    def words_of(phrases: frozenset[str]) -> frozenset[str]:
+        return frozenset(w for phrase in phrases for w in phrase.split())
+
+    nouns, world = part("nouns", "yours_nouns"), part("world")
+    yours, current = part("possessives", "yours"), part("current")
+    return _LanguageSet(
+        nouns,
+        world,
+        yours,
+        current,
+        part("heads", "heads_last"),
+        part("objects"),
+        words_of(nouns | world),
+        words_of(nouns | world | yours | current),
     )
-    for lang, t in _WORD_LANGUAGES.items()
-    if "nouns" in t or "yours_nouns" in t
-)
+
+
+_LANGUAGE_SETS = tuple(_language_set(t) for t in _WORD_LANGUAGES.values() if "nouns" in t or "yours_nouns" in t)
 #: the words any language's scaffold nouns are made of (each phrase judged costs ~100 us without it)
 _NOUN_WORDS = frozenset().union(*(t.noun_words for t in _LANGUAGE_SETS))
 #: who a slot names when it names the one the model speaks to (a label with a value stays a slot):
@@ -449,7 +452,7 @@ def _cjk_slot(inner: str, *, domain: bool = True) -> bool:
         current = current or opener in _CJK_CURRENT
         s = s[len(opener) :]
     if domain and (((yours or current) and s in _CJK_DOMAIN) or (yours and s in _CJK_WORLD)):
-        return True  # [当前目标], [你的任务], 【あなたの役割】, [您的房间]
+        return True  # [当前目标], [你的任务], ［あなたの役割］, [您的房间]
     verb = next((v for v in _CJK_VERBS if s.endswith(v) and len(s) > len(v)), None)
     if verb is not None:
         asked, s = True, s[: -len(verb)].removesuffix("\u3092")  # を
@@ -590,12 +593,11 @@ _DOLLAR_WORDS = "|".join(
         {*PLACEHOLDER_WORDS, *_KEBAB_LAST, "OWNER", "DEADLINE", "ASSIGNEE", "RECIPIENT", "SENDER", "AGENT"}, key=len
     )[::-1]
 )
-_DOLLAR_NAMES = f"{_UPPER_SNAKE}|{_DOLLAR_WORDS}"
 #: a variable after "$": upper snake case or a slot word (``$AGENT_NAME``, ``$GOAL``; ``$5``,
 #: ``$HOME``, ``$AAPL`` are not). Not lower snake case: ``$x_1`` is LaTeX, ``$my_var`` a shell's
 #: variable, and a prompt with either would not render. (A set test before the alternatives:
 #: "{$" * 500000 tried each of them at every "$".)
-_DOLLAR_SHAPE = rf"(?<![\w$]\$)(?=[A-Za-z_])(?:{_DOLLAR_NAMES})(?![\w$])"
+_DOLLAR_SHAPE = rf"(?<![\w$]\$)(?=[A-Za-z_])(?:{_UPPER_SNAKE}|{_DOLLAR_WORDS})(?![\w$])"
 _FORMAT_SLOTS: tuple[tuple[str, str], ...] = (
     ("$", r"\{[A-Za-z_][A-Za-z0-9_]{0,40}+\}(?!\$)"),
     ("$", _DOLLAR_SHAPE),
