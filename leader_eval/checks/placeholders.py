@@ -325,7 +325,8 @@ def _word_slot(words: list[str], *, elided_link: bool = False) -> bool:
         words = words[:1]
     if not words or words[-1].isdigit():
         return False
-    if _domain_slot([w for w in words if w not in _ARTICLES]):
+    unarticled = [w for w in words if w not in _ARTICLES]
+    if _domain_slot(unarticled):
         return True  # before "here" is skipped: Polish "tu" (here) is Spanish "tu" (your)
     words = [w for w in words if w not in _HERE_WORDS]
     while len(words) > 1 and words[0] in _ARTICLES:
@@ -342,8 +343,8 @@ def _word_slot(words: list[str], *, elided_link: bool = False) -> bool:
     if words[0] in _LINK_NOUNS and words[1] in _LINKS and len(words) <= 5:
         return True
     body = [w for w in words if w not in _ARTICLES]
-    if _domain_slot(body):
-        return True  # [Votre objectif ici]
+    if body != unarticled and _domain_slot(body):
+        return True  # without "here": [Votre objectif ici]
     if words[0] in _POSSESSIVES:
         rest = body[1:]
         return 1 <= len(rest) <= 3 and (_noun(rest[0]) or _noun(rest[-1]))
@@ -766,7 +767,10 @@ def _names_addressee(inner: str) -> bool:
     if inner.startswith(_CJK_YOURS_OPENERS):
         return True
     words = _words_of(inner)
-    return not _ADDRESSEE_WORDS.isdisjoint(words) or any(p in " ".join(words) for p in _ADDRESSEE_PHRASES)
+    if not _ADDRESSEE_WORDS.isdisjoint(words):
+        return True
+    spaced = f" {' '.join(words)} "  # whole words: "của bạn", not "của bạnh"
+    return any(f" {p} " in spaced for p in _ADDRESSEE_PHRASES)
 
 
 def _honorific_word(text: str, pos: int) -> bool:
