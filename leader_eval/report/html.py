@@ -193,35 +193,32 @@ def _case_table(run: Run, ri: int) -> str:
     th = "".join(f'<th data-key="{k}" data-type="{t}" class="sortable">{h}</th>' for h, k, t in heads)
     rows = []
     for c in cases:
-        cid = str(c["case_id"])
+        # each value escaped once, where the row's data attributes and cells both show it
+        cid = esc(c["case_id"])
         rs = c.get("reasons") or {}
         score = c.get("score")
         status = _case_status(c)
+        tags = c.get("tags") or []
+        split = esc(c.get("split") or "")
+        weight = esc(c.get("weight", 1.0))
+        passed = esc(c.get("n_passed", 0))
+        hard = esc(c.get("n_hard_fail", 0))
+        errors = esc(c.get("n_errors", 0))
+        overflow = esc(c.get("n_context_overflow", 0))
         reason_txt = ", ".join(f"{k} {v}" for k, v in rs.items()) or "-"
-        attrs = {
-            "id": cid,
-            "tags": " ".join(c.get("tags") or []),
-            "split": c.get("split") or "",
-            "weight": c.get("weight", 1.0),
-            "score": -1 if score is None else score,
-            "passed": c.get("n_passed", 0),
-            "reasons": " ".join(rs),
-            "hard": c.get("n_hard_fail", 0),
-            "errors": c.get("n_errors", 0),
-            "overflow": c.get("n_context_overflow", 0),
-            "status": status,
-        }
-        data = " ".join(f'data-{k}="{esc(v)}"' for k, v in attrs.items())
         rows.append(
-            f'<tr class="case {status}" {data}>'
-            f'<td><button class="case-toggle js-only" aria-expanded="false">▸</button> <code>{esc(cid)}</code></td>'
-            f"<td>{esc(', '.join(c.get('tags') or []))}</td><td>{esc(c.get('split') or '')}</td>"
-            f"<td>{esc(c.get('weight', 1.0))}</td><td>{_f(score)}</td>"
-            f"<td>{esc(c.get('n_passed', 0))} / {esc(c.get('n_scored', 0))}</td><td>{esc(reason_txt)}</td>"
-            f"<td>{esc(c.get('n_hard_fail', 0))}</td><td>{esc(c.get('n_errors', 0))}</td>"
-            f"<td>{esc(c.get('n_context_overflow', 0))}</td></tr>"
+            f'<tr class="case {status}" data-id="{cid}" data-tags="{esc(" ".join(tags))}" data-split="{split}" '
+            f'data-weight="{weight}" data-score="{esc(-1 if score is None else score)}" data-passed="{passed}" '
+            f'data-reasons="{esc(" ".join(rs))}" data-hard="{hard}" data-errors="{errors}" '
+            f'data-overflow="{overflow}" data-status="{status}">'
+            f'<td><button class="case-toggle js-only" aria-expanded="false">▸</button> <code>{cid}</code></td>'
+            f"<td>{esc(', '.join(tags))}</td><td>{split}</td>"
+            f"<td>{weight}</td><td>{_f(score)}</td>"
+            f"<td>{passed} / {esc(c.get('n_scored', 0))}</td><td>{esc(reason_txt)}</td>"
+            f"<td>{hard}</td><td>{errors}</td>"
+            f"<td>{overflow}</td></tr>"
             f'<tr class="detail" hidden><td colspan="{len(heads)}"><div class="samples" data-run="{ri}" '
-            f'data-case="{esc(cid)}"></div></td></tr>'
+            f'data-case="{cid}"></div></td></tr>'
         )
     return (
         controls

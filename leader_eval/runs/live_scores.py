@@ -96,7 +96,7 @@ class LiveScores:
         Returns once closed and the queue is empty (``close`` may come first: a run whose
         samples were all recorded samples nothing and never yields to this task before it is
         closed)."""
-        warm = [self._warm_up, load_numpy]  # built ahead, one step per idle turn
+        warm = [self._warm_up, self._warm_numpy]  # built ahead, one step per idle turn
         busy = 0  # busy turns in a row while something waits to be done here
         while True:
             waiting = (warm or self._queue) and not self._closed and len(self._queue) < MAX_BACKLOG
@@ -132,10 +132,24 @@ class LiveScores:
         """Build what scoring the first sample would build (the manifest and prompts read, the
         suite's shared parts, the first case's scorer and its compiled leak rules), while the first
         requests are in flight. A part that fails is left to ``score``, which meets it again.
-        (The next idle turn loads numpy, which the summary needs: ``bounded.numeric``.)"""
+        (The next idle turn loads numpy where the summary will need it: ``_warm_numpy``.)"""
         case = next(iter(self._cases.values()), None)
         if case is not None:
             self._scorer(case)
+
+    def _warm_numpy(self) -> None:
+        """Load numpy (``bounded.numeric``) while requests are in flight where the summary will
+        bootstrap over case scores that need not be 0 or 1: a case of several samples, an
+        episode, a judge, a weight that is not a whole number. A suite of one-sample cases gets
+        Wilson intervals and its latency quantiles without numpy (``stats.core._whole_counts``),
+        so its run never pays the import; a need missed here only loads numpy later."""
+        suite = self.suite
+        if (
+            any(n > 1 for n in self.planned.values())
+            or suite.judges
+            or any(c.episode is not None or c.weight != int(c.weight) for c in suite.cases)
+        ):
+            load_numpy()
 
     def close(self) -> None:
         """No more samples: ``drain`` returns once the queue is empty."""

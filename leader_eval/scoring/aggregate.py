@@ -317,17 +317,36 @@ def build_summary(
 def _quantiles(values: Sequence[float]) -> dict[str, float] | None:
     if not values:
         return None
-    x = np.asarray(values, dtype=float)
-    # linear interpolation between order statistics (numpy's default): p95 of 20 values lies
-    # between the 19th and 20th, never beyond the largest
+    x = sorted(float(v) for v in values)
+    if not (math.isfinite(x[0]) and math.isfinite(x[-1])):  # NaN sorts anywhere: numpy's answers
+        a = np.asarray(values, dtype=float)
+        ends = {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "max": float(a.max())}
+    else:
+        ends = {"p50": _percentile(x, 50), "p95": _percentile(x, 95), "max": x[-1]}
     return {
-        "p50": float(np.percentile(x, 50)),
-        "p95": float(np.percentile(x, 95)),
+        "p50": ends["p50"],
+        "p95": ends["p95"],
         # fsum is exactly rounded, so the mean does not depend on the samples' order (a merged
         # run lists them shard by shard, an unsharded one as they finished)
         "mean": math.fsum(values) / len(values),
-        "max": float(x.max()),
+        "max": ends["max"],
     }
+
+
+def _percentile(ordered: Sequence[float], q: int) -> float:
+    """``numpy.percentile(ordered, q)`` of sorted values, operation for operation (its default,
+    linear interpolation between order statistics: p95 of 20 values lies between the 19th and
+    20th, never beyond the largest), so a summary reads the same whether numpy is loaded or not.
+    NaN is the caller's to keep out."""
+    n = len(ordered)
+    virtual = (n - 1) * (q / 100)
+    if virtual >= n - 1:
+        return ordered[-1]
+    below = math.floor(virtual)
+    t = virtual - below
+    a, b = ordered[below], ordered[below + 1]
+    # numpy's lerp: from the nearer end, so t = 1 gives b exactly
+    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
 
 
 def usage_summary(samples: Sequence[Any], prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -373,7 +392,7 @@ def parse_prices(text: str) -> dict[str, Any]:
         if len(parts) not in (2, 3):
             raise ValueError
         p_in, p_out = float(parts[0]), float(parts[1])
-        if not (np.isfinite(p_in) and np.isfinite(p_out)) or p_in < 0 or p_out < 0:
+        if not (math.isfinite(p_in) and math.isfinite(p_out)) or p_in < 0 or p_out < 0:
             raise ValueError
     except ValueError:
         raise LeaderEvalError(

@@ -39,6 +39,7 @@ serializer and ``json.dumps`` unchanged.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -327,16 +328,72 @@ def _interval(
     n = x.size
     value = float(np.sum(w * x) / np.sum(w))
     if n == 1:
-        return value, value, value, "one case: no spread to estimate an interval from; interval is degenerate"
+        return value, value, value, _ONE_CASE
     if allow_wilson and np.all((x == 0.0) | (x == 1.0)):
         n_eff = float(w.sum() ** 2 / np.sum(w * w))
         low, high = _wilson(value, n_eff, confidence)
-        return value, low, high, f"binary case scores: Wilson score interval (effective n {n_eff:.1f})"
+        return value, low, high, _wilson_note(n_eff)
     if np.all(x == x[0]):
         return value, value, value, f"all {n} cases scored {value:g}: the bootstrap interval has zero width"
     boots = _bootstrap_means(x, w, n_boot, rng)
     low, high = _bca_expanded_interval(x, w, value, boots, confidence)
     return value, low, high, ""
+
+
+_ONE_CASE = "one case: no spread to estimate an interval from; interval is degenerate"
+
+
+def _wilson_note(n_eff: float) -> str:
+    return f"binary case scores: Wilson score interval (effective n {n_eff:.1f})"
+
+
+#: whole-number weights summing below this keep every sum, square and product below it exact
+#: in a double (2**26 squared is 2**52), whatever order the sums are taken in
+_EXACT_WEIGHT_TOTAL = 2.0**26
+
+
+def _whole_counts(values: Numbers, weights: Numbers | None) -> tuple[int, float, float, float] | None:
+    """(cases, total weight, weight passed, sum of squared weights) of 0/1 case scores with
+    whole-number weights given as lists, or None for anything else (numpy arrays included).
+
+    Every sum here is of whole numbers below ``_EXACT_WEIGHT_TOTAL``, so it is exact in any order:
+    the estimate made from them is the one the arrays give bit for bit (numpy sums pairwise),
+    and a run whose case scores are all 0 or 1 (one sample per case, the usual CI shape) never
+    loads numpy for them."""
+    if not isinstance(values, list | tuple) or not (weights is None or isinstance(weights, list | tuple)):
+        return None
+    if weights is not None and len(weights) != len(values):
+        return None  # the arrays' error
+    total = passed = squares = 0.0
+    for i, v in enumerate(values):
+        if type(v) not in (float, int) or (v != 0 and v != 1):
+            return None
+        w = 1.0 if weights is None else weights[i]
+        if type(w) not in (float, int) or not 0 < w < _EXACT_WEIGHT_TOTAL or w != int(w):
+            return None
+        total += w
+        squares += w * w
+        if v:
+            passed += w
+    if total >= _EXACT_WEIGHT_TOTAL:
+        return None
+    return len(values), float(total), float(passed), float(squares)
+
+
+def _counted_estimate(
+    n: int, total: float, passed: float, squares: float, *, n_samples: int | None, confidence: float
+) -> Estimate:
+    """``weighted_mean_ci`` of 0/1 case scores from ``_whole_counts`` (its notes, word for word)."""
+    samples = n if n_samples is None else int(n_samples)
+    if n == 0:
+        nan = float("nan")
+        return Estimate(nan, nan, nan, 0, samples, float(confidence), "no cases")
+    value = passed / total
+    if n == 1:
+        return Estimate(value, value, value, n, samples, float(confidence), _ONE_CASE)
+    n_eff = total**2 / squares
+    low, high = _wilson(value, n_eff, confidence)
+    return Estimate(value, low, high, n, samples, float(confidence), _wilson_note(n_eff))
 
 
 def weighted_mean_ci(
@@ -361,6 +418,9 @@ def weighted_mean_ci(
     _check_confidence(confidence)
     if n_boot < 100:
         raise ValueError(f"n_boot must be >= 100 for stable interval ends, got {n_boot}")
+    counted = _whole_counts(case_scores, weights)
+    if counted is not None:
+        return _counted_estimate(*counted, n_samples=n_samples, confidence=confidence)
     x, w = _as_arrays(case_scores, weights)
     n = int(x.size)
     samples = n if n_samples is None else int(n_samples)
@@ -792,8 +852,13 @@ def exact_count_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int
 # --------------------------------------------------------------------------------------------
 
 
+def _integer(v: object) -> bool:
+    # a numpy integer exists only once numpy is loaded: no need to load it to ask
+    return isinstance(v, int) or ("numpy" in sys.modules and isinstance(v, np.integer))
+
+
 def _check_nck(n: int, c: int, k: int) -> None:
-    if not (isinstance(n, int | np.integer) and isinstance(c, int | np.integer) and isinstance(k, int | np.integer)):
+    if not (_integer(n) and _integer(c) and _integer(k)):
         raise TypeError("n, c and k must be integers")
     if n < 1:
         raise ValueError(f"need at least one sample, got n={n}")
@@ -813,6 +878,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     _check_nck(n, c, k)
     if n - c < k:
         return 1.0
+    if c <= 1:  # a product of no factor or one, as numpy's would give it (a one-sample case per call)
+        return 0.0 if c == 0 else 1.0 - (1.0 - k / n)
     i = np.arange(n - c + 1, n + 1, dtype=float)
     return float(1.0 - np.prod(1.0 - k / i))
 

@@ -204,7 +204,9 @@ print(json.dumps({"at_import": at_import, "seen": seen}))
 """
 
 
-def test_numpy_loads_while_the_first_requests_are_in_flight(suite: Path, tmp_path: Path) -> None:
+def _probe(script: str, suite: Path, out: Path) -> Any:
+    """What a child process running ``script`` (the suite and run directory as arguments) prints
+    last, as JSON: the process imports only what the run path imports."""
     import json
     import os
     import subprocess
@@ -212,10 +214,39 @@ def test_numpy_loads_while_the_first_requests_are_in_flight(suite: Path, tmp_pat
 
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(root), LEADER_EVAL_CACHE_DIR="off")
-    out = subprocess.run(
-        [sys.executable, "-c", NUMPY_PROBE, str(suite), str(tmp_path / "run")],
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(suite), str(out)],
         env=env, cwd=root, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    got = json.loads(out.stdout.splitlines()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_numpy_loads_while_the_first_requests_are_in_flight(suite: Path, tmp_path: Path) -> None:
+    got = _probe(NUMPY_PROBE, suite, tmp_path / "run")
     assert got["at_import"] is False  # importing the run path does not load it
     assert got["seen"] and all(got["seen"])  # loaded while every request was still waiting
+
+
+# A child process: a suite of one-sample cases is sampled, scored and summarised without numpy.
+NO_NUMPY_PROBE = """
+import json, sys
+from pathlib import Path
+from leader_eval.runs.evaluate import run
+from leader_eval.runs.options import RunOptions
+from tests.support.scripted import ScriptedBackend, call
+
+out = Path(sys.argv[2])
+result = run(Path(sys.argv[1]), RunOptions(model="scripted:test", seed=3, out=out, progress=False, cache=False),
+             backend=ScriptedBackend([call("send_message_to_chat", message="hi"), "not a call"]))
+print(json.dumps({"numpy": "numpy" in sys.modules, "samples": len(result.samples)}))
+"""
+
+
+def test_a_suite_of_one_sample_cases_never_loads_numpy(tmp_path: Path) -> None:
+    """Every case score is 0 or 1: Wilson intervals and latency quantiles need no numpy (it costs
+    a process ~0.06 s of CPU); tests/stats and tests/scoring/test_aggregate.py hold those figures
+    to numpy's, bit for bit."""
+    suite = tmp_path / "one.yaml"
+    suite.write_text(MINIMAL_SUITE.replace("samples: 2", "samples: 1"))
+    assert _probe(NO_NUMPY_PROBE, suite, tmp_path / "run") == {"numpy": False, "samples": 2}
+    assert _rescored(tmp_path / "run", suite, tmp_path) == _derived(tmp_path / "run")

@@ -52,6 +52,23 @@ def test_usage_reports_latency_and_token_quantiles_and_cost() -> None:
     assert usage_summary([_sample(0, None, 10, 2)])["latency_s"] is None
 
 
+def test_latency_and_token_quantiles_are_numpys_bit_for_bit() -> None:
+    """The quantiles are taken without numpy (a run of one-sample cases never loads it): the
+    figures are ``numpy.percentile``'s default, exactly, at every size and for ties and ints."""
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        n = int(rng.integers(1, 80))
+        lat = [float(v) for v in rng.gamma(2.0, 0.5, n)] if trial % 3 else [float(v) for v in rng.integers(0, 4, n)]
+        tokens = [int(v) for v in rng.integers(0, 5000, n)]
+        samples = [_sample(i, lat[i], tokens[i], tokens[-1 - i]) for i in range(n)]
+        u = usage_summary(samples)
+        for key, values in (("latency_s", lat), ("prompt_tokens", tokens), ("completion_tokens", tokens[::-1])):
+            x = np.asarray(values, dtype=float)
+            want = {"p50": float(np.percentile(x, 50)), "p95": float(np.percentile(x, 95)), "max": float(x.max())}
+            assert {k: u[key][k] for k in want} == want
+            assert all(type(u[key][k]) is float for k in want)
+
+
 def test_prices_from_the_command_and_the_suite_are_checked(tmp_path: Path) -> None:
     assert parse_prices("0.2,0.8") == {"prompt_per_million": 0.2, "completion_per_million": 0.8}
     assert parse_prices("1, 3, USD")["currency"] == "USD"

@@ -169,6 +169,18 @@ def test_pass_at_k_edge_cases() -> None:
     assert type(pass_at_k(4, 1, 2)) is float and type(pass_hat_k(4, 1, 2)) is float
 
 
+def test_pass_at_k_of_no_pass_or_one_is_numpys_product_bit_for_bit() -> None:
+    # a case of one sample (c <= 1) is computed without numpy: the product it stands for
+    for n in range(1, 120):
+        for c in (0, 1):
+            for k in range(1, n + 1):
+                want = 1.0 if n - c < k else float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1, dtype=float)))
+                assert pass_at_k(n, c, k) == want
+    assert pass_at_k(np.int64(5), np.int64(1), np.int64(2)) == pass_at_k(5, 1, 2)  # numpy integers are integers
+    with pytest.raises(TypeError):
+        pass_at_k(5, 1.0, 2)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("n", "c", "k"), [(3, 1, 4), (3, 1, 0), (3, 4, 1), (3, -1, 1), (0, 0, 1)])
 def test_pass_at_k_rejects_impossible_arguments(n: int, c: int, k: int) -> None:
     with pytest.raises(ValueError):
@@ -228,6 +240,29 @@ def test_degenerate_inputs_say_so() -> None:
     assert (one.value, one.low, one.high, one.n_samples) == (0.4, 0.4, 0.4, 5) and "one case" in one.note
     flat = weighted_mean_ci([0.5] * 10)
     assert (flat.low, flat.high) == (0.5, 0.5) and "zero width" in flat.note
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_case_scores_given_as_lists_estimate_as_the_arrays_do(weighted: bool) -> None:
+    """Lists of 0/1 scores with whole-number weights are counted without numpy; the estimate is
+    the arrays' bit for bit (value, ends, effective n in the note), for every size and mix."""
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        n = int(rng.integers(0, 40))
+        scores = [int(v) if trial % 2 else float(v) for v in rng.integers(0, 2, n)]
+        weights = [float(w) for w in rng.choice([1, 2, 3, 10, 4096, 65536], n)] if weighted else None
+        arrays = weighted_mean_ci(np.asarray(scores, dtype=float), None if weights is None else np.asarray(weights))
+        lists = weighted_mean_ci(scores, weights)
+        assert repr(lists) == repr(arrays)
+    # what is not a count goes the arrays' way, errors included
+    assert weighted_mean_ci([0.0, 0.5, 1.0]).note == weighted_mean_ci(np.array([0.0, 0.5, 1.0])).note
+    assert weighted_mean_ci([0, 1, 1], [1.5, 1.0, 2.0]) == weighted_mean_ci(
+        np.array([0, 1, 1]), np.array([1.5, 1.0, 2.0])
+    )
+    with pytest.raises(ValueError):
+        weighted_mean_ci([0, 1], [1.0, 0.0])
+    with pytest.raises(ValueError):
+        weighted_mean_ci([0, 1], [1.0])
 
 
 def test_all_passing_binary_cases_get_a_nondegenerate_wilson_interval() -> None:
