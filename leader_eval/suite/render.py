@@ -11,7 +11,6 @@ rendered by ``chat_template.render_chat_template`` under the same bounds.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from dataclasses import dataclass
@@ -28,7 +27,13 @@ from leader_eval.bounded.sandbox import BoundedSandbox, run_bounded
 
 # leftover template syntax and placeholders that must never reach a model: one definition,
 # shared with the output-time leak detector
-from leader_eval.checks.placeholders import PLACEHOLDER_PATTERNS, SLOT_PATTERNS, is_slot_at
+from leader_eval.checks.placeholders import (
+    PLACEHOLDER_PATTERNS,
+    PLACEHOLDER_SHAPES,
+    SLOT_CANDIDATES,
+    SLOT_PATTERNS,
+    is_slot_at,
+)
 from leader_eval.errors import SuiteError
 from leader_eval.suite.records import Case, ScaffoldMessage, Suite
 from leader_eval.types import Prompt
@@ -68,25 +73,26 @@ def _scaffold_env() -> BoundedSandbox:
 
 _ENV = _scaffold_env()
 
-_sre_constants: Any = importlib.import_module("re._constants")
-_sre_parse: Any = importlib.import_module("re._parser")
-
 
 @lru_cache(maxsize=1)
 def _shapes() -> tuple[tuple[tuple[str | None, str], ...], tuple[tuple[str | None, str], ...]]:
     """``PLACEHOLDER_PATTERNS`` and ``SLOT_PATTERNS``, each with the character every match of it
-    opens with (the first item of its parse is that literal; None where it is not): a pattern
-    whose character is not in a text is not run over it, nor compiled until a text has it
-    (33 patterns, ~14 ms to compile; a rendered prompt holds the opening of one or two)."""
+    opens with: a pattern whose character is not in a text is not run over it, nor compiled until
+    a text has it (33 patterns, ~14 ms to compile; a rendered prompt holds the opening of one or
+    two). Each pattern is its shape's first character, escaped, before the rest, so that character
+    opens every match unless the rest repeats it (then None: run on every text);
+    tests/suite/test_render.py holds this to what parsing each pattern says."""
 
-    def opening(pattern: str) -> str | None:
-        parsed = _sre_parse.parse(pattern)
-        items = list(parsed)
-        if items and items[0][0] is _sre_constants.LITERAL and not parsed.state.flags & re.IGNORECASE:
-            return chr(items[0][1])
-        return None
+    def openings(shapes: tuple[tuple[str, str], ...]) -> list[str | None]:
+        return [None if rest[:1] in _REPEATS else first for first, rest in shapes]
 
-    return tuple((opening(p), p) for p in PLACEHOLDER_PATTERNS), tuple((opening(p), p) for p in SLOT_PATTERNS)
+    return (
+        tuple(zip(openings(PLACEHOLDER_SHAPES), PLACEHOLDER_PATTERNS, strict=True)),
+        tuple(zip(openings(SLOT_CANDIDATES), SLOT_PATTERNS, strict=True)),
+    )
+
+
+_REPEATS = frozenset("*+?{")
 
 
 @cache

@@ -263,3 +263,26 @@ def test_the_substitution_fast_path_agrees_with_jinja2_on_any_template(pieces: l
     if fast is None:
         return  # jinja2's to render or refuse, as before
     assert fast == scaffold_env().from_string(template).render(context)
+
+
+def test_each_shape_is_skipped_only_for_texts_without_the_character_its_matches_open_with() -> None:
+    """``find_placeholders`` runs a shape only over texts holding its opening character: that
+    character must be what parsing the shape's pattern says every match opens with (a literal
+    first item, not repeated, no alternative at the top), or None (run over every text)."""
+    import re
+    from re import _constants as sre_constants  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+    from leader_eval.suite.render import _shapes
+
+    def parsed_opening(pattern: str) -> str | None:
+        parsed = sre_parse.parse(pattern)
+        items = list(parsed)
+        if items and items[0][0] is sre_constants.LITERAL and not parsed.state.flags & re.IGNORECASE:
+            return chr(items[0][1])
+        return None
+
+    placeholders, slots = _shapes()
+    assert len(placeholders) + len(slots) > 30
+    for opening, pattern in (*placeholders, *slots):
+        assert opening == parsed_opening(pattern), pattern[:60]
