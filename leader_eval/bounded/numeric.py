@@ -5,7 +5,8 @@ Two costs of ``import numpy`` that a run does not need to pay where it does now:
 - **When.** Loading numpy takes ~40 ms of the one thread, and nothing a run does before its first
   request needs it (only scoring and the statistics do). ``np`` here is numpy loaded at the first
   attribute read, so a run's first requests leave that much sooner and numpy loads while they
-  are in flight (the live scorer's first sample).
+  are in flight (the live scorer, where the summary will need it) or not at all (a run of
+  one-sample cases: ``stats.core`` counts 0/1 scores without it).
 - **The spin.** numpy's OpenBLAS starts a worker thread per further core as it loads; each spins
   for 2**28 cycles (about 0.1 s of a core) waiting for work before it sleeps, and again after
   every BLAS call. The package makes few and small BLAS calls, so that spin is pure cost: about
