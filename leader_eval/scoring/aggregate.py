@@ -318,9 +318,10 @@ def _quantiles(values: Sequence[float]) -> dict[str, float] | None:
     if not values:
         return None
     x = sorted(float(v) for v in values)
-    if not (math.isfinite(x[0]) and math.isfinite(x[-1])):  # NaN sorts anywhere: numpy's answers
+    if not all(map(math.isfinite, x)):  # NaN sorts anywhere, infinities interpolate: numpy's answers
         a = np.asarray(values, dtype=float)
-        ends = {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "max": float(a.max())}
+        with np.errstate(invalid="ignore"):  # inf - inf while interpolating: NaN is the answer
+            ends = {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "max": float(a.max())}
     else:
         ends = {"p50": _percentile(x, 50), "p95": _percentile(x, 95), "max": x[-1]}
     return {

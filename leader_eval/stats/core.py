@@ -418,7 +418,8 @@ def weighted_mean_ci(
     _check_confidence(confidence)
     if n_boot < 100:
         raise ValueError(f"n_boot must be >= 100 for stable interval ends, got {n_boot}")
-    counted = _whole_counts(case_scores, weights)
+    # a seed numpy's generator would refuse takes the arrays' way, to be refused as before
+    counted = _whole_counts(case_scores, weights) if type(seed) is int and seed >= 0 else None
     if counted is not None:
         return _counted_estimate(*counted, n_samples=n_samples, confidence=confidence)
     x, w = _as_arrays(case_scores, weights)
@@ -879,7 +880,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     if c <= 1:  # a product of no factor or one, as numpy's would give it (a one-sample case per call)
-        return 0.0 if c == 0 else 1.0 - (1.0 - k / n)
+        return 0.0 if c == 0 else 1.0 - (1.0 - float(k) / float(n))
     i = np.arange(n - c + 1, n + 1, dtype=float)
     return float(1.0 - np.prod(1.0 - k / i))
 

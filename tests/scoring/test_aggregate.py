@@ -67,6 +67,13 @@ def test_latency_and_token_quantiles_are_numpys_bit_for_bit() -> None:
             want = {"p50": float(np.percentile(x, 50)), "p95": float(np.percentile(x, 95)), "max": float(x.max())}
             assert {k: u[key][k] for k in want} == want
             assert all(type(u[key][k]) is float for k in want)
+    # NaN anywhere (it sorts anywhere) and infinities read as numpy reads them
+    for lat in ([1.0, float("nan"), 0.5, 3.0], [float("inf"), 1.0, 2.0], [1.0, 2.0, float("-inf")]):
+        got = usage_summary([_sample(i, v, 1, 1) for i, v in enumerate(lat)])["latency_s"]
+        x = np.asarray(lat)
+        with np.errstate(invalid="ignore"):
+            want = [float(np.percentile(x, 50)), float(np.percentile(x, 95)), float(x.max())]
+        assert repr([got["p50"], got["p95"], got["max"]]) == repr(want)
 
 
 def test_prices_from_the_command_and_the_suite_are_checked(tmp_path: Path) -> None:

@@ -176,7 +176,7 @@ def test_pass_at_k_of_no_pass_or_one_is_numpys_product_bit_for_bit() -> None:
             for k in range(1, n + 1):
                 want = 1.0 if n - c < k else float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1, dtype=float)))
                 assert pass_at_k(n, c, k) == want
-    assert pass_at_k(np.int64(5), np.int64(1), np.int64(2)) == pass_at_k(5, 1, 2)  # numpy integers are integers
+    assert repr(pass_at_k(np.int64(5), np.int64(1), np.int64(2))) == repr(pass_at_k(5, 1, 2)) == "0.4"
     with pytest.raises(TypeError):
         pass_at_k(5, 1.0, 2)  # type: ignore[arg-type]
 
@@ -263,6 +263,10 @@ def test_binary_case_scores_given_as_lists_estimate_as_the_arrays_do(weighted: b
         weighted_mean_ci([0, 1], [1.0, 0.0])
     with pytest.raises(ValueError):
         weighted_mean_ci([0, 1], [1.0])
+    with pytest.raises(ValueError):
+        weighted_mean_ci([0, 1], seed=-1)  # what numpy's generator refuses is refused
+    with pytest.raises(TypeError):
+        weighted_mean_ci([1], seed="x")  # type: ignore[arg-type]
 
 
 def test_all_passing_binary_cases_get_a_nondegenerate_wilson_interval() -> None:
