@@ -35,6 +35,7 @@ from leader_eval.protocols import (
     deepseek_v4,
     deepseek_v32,
     functionary,
+    functiongemma,
     gemma4,
     gigachat3,
     gigachat3_1,
@@ -99,6 +100,7 @@ REGISTRY: dict[str, ToolCallProtocol] = {
         # issue 22, group d: templates that also hold <tool_call> or <|python_tag|> (Apriel's
         # prompt, Gemma 4's <|tool_call>, Functionary's Llama 3.1 tokens) must match first
         gemma4.PROTOCOL,
+        functiongemma.PROTOCOL,
         functionary.PROTOCOL,
         granite3.PROTOCOL,
         apertus.PROTOCOL,

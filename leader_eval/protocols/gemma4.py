@@ -7,21 +7,37 @@ Keys are bare; a string runs between two ``<|"|>`` tokens with no escaping (so i
 are bare; objects and arrays nest. Calls follow one another; the model stops at
 ``<|tool_response>`` (the tool's turn), which may end the output. The format carries types: a
 string stays a string, ``42`` is an integer (no ``TextValue``).
+
+FunctionGemma (``protocols/functiongemma.py``) writes the same syntax with other delimiters;
+``Syntax`` names a set of them and ``parsers`` reads any set.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from leader_eval.protocols import _scan
-from leader_eval.protocols._base import StrictOut, ToolCallProtocol
+from leader_eval.protocols._base import LenientExtractor, StrictOut, StrictParser, ToolCallProtocol
 from leader_eval.types import ToolCall
 
-OPEN, CLOSE = "<|tool_call>", "<tool_call|>"
-QUOTE = '<|"|>'
-TOOL_RESPONSE = "<|tool_response>"
+
+@dataclass(frozen=True)
+class Syntax:
+    """The delimiters a format writes the syntax with: what opens and closes a call, what quotes
+    a string, and the token that hands the turn to the tool (the model's stop)."""
+
+    name: str
+    open: str
+    close: str
+    quote: str
+    response: str
+
+
+GEMMA4 = Syntax("gemma4", "<|tool_call>", "<tool_call|>", '<|"|>', "<|tool_response>")
+OPEN, CLOSE, QUOTE, TOOL_RESPONSE = GEMMA4.open, GEMMA4.close, GEMMA4.quote, GEMMA4.response
 _CALL = "call:"
 _NAME = re.compile(r"[\w.\-]+")
 # a bare key (words separated by runs of blanks: the template writes a key as it is), then ':';
@@ -44,10 +60,10 @@ class _Reader:
     """Reads values of the syntax from ``text[:hi]``; ``far`` is how far it looked (what a
     lenient attempt is charged); ``left`` the values the output may still hold."""
 
-    __slots__ = ("far", "hi", "left", "strict", "text")
+    __slots__ = ("far", "hi", "left", "quote", "strict", "text")
 
-    def __init__(self, text: str, hi: int, strict: bool) -> None:
-        self.text, self.hi, self.strict, self.far = text, hi, strict, 0
+    def __init__(self, text: str, hi: int, strict: bool, quote: str) -> None:
+        self.text, self.hi, self.strict, self.far, self.quote = text, hi, strict, 0, quote
         self.left = MAX_VALUES if strict else _LENIENT_MAX_VALUES
 
     def _next(self, pos: int, closer: str) -> tuple[bool, int]:
@@ -96,13 +112,14 @@ class _Reader:
             raise _scan.Fail(TOO_MANY_VALUES_ERROR)
         if pos >= hi:
             raise _scan.Fail(f"expected a value at offset {pos}")
-        if text.startswith(QUOTE, pos):
-            start = pos + len(QUOTE)
-            end = text.find(QUOTE, start, hi)
+        quote = self.quote
+        if text.startswith(quote, pos):
+            start = pos + len(quote)
+            end = text.find(quote, start, hi)
             if end == -1:
                 self.far = hi
-                raise _scan.Fail(f"string opened at offset {pos} is not closed with {QUOTE}")
-            return text[start:end], end + len(QUOTE)
+                raise _scan.Fail(f"string opened at offset {pos} is not closed with {quote}")
+            return text[start:end], end + len(quote)
         c = text[pos]
         if c == "{" or c == "[":
             if depth >= _MAX_DEPTH:
@@ -122,19 +139,19 @@ class _Reader:
         if word in words:
             return words[word], m.end()
         raise _scan.Fail(
-            f"bare word {word[:40]!r} at offset {pos}: a value is {QUOTE}text{QUOTE}, a number, "
+            f"bare word {word[:40]!r} at offset {pos}: a value is {self.quote}text{self.quote}, a number, "
             "true, false, None, {...} or [...]"
         )
 
 
-def _call(reader: _Reader, pos: int) -> tuple[str, dict[str, Any], int]:
-    """``<|tool_call>call:NAME{...}`` at ``pos`` (the closing token is the caller's)."""
+def _call(reader: _Reader, pos: int, opening: str) -> tuple[str, dict[str, Any], int]:
+    """``OPEN call:NAME{...}`` at ``pos`` (the closing token is the caller's)."""
     text = reader.text
-    at = pos + len(OPEN) if reader.strict else _scan.skip_ws(text, pos + len(OPEN))
+    at = pos + len(opening) if reader.strict else _scan.skip_ws(text, pos + len(opening))
     if text.startswith(_CALL, at):
         at += len(_CALL)
     elif reader.strict:
-        raise _scan.Fail(f"expected 'call:' after {OPEN} at offset {at}")
+        raise _scan.Fail(f"expected 'call:' after {opening} at offset {at}")
     m = _NAME.match(text, at, reader.hi)
     if m is None:
         raise _scan.Fail(f"expected a tool name at offset {at}")
@@ -144,57 +161,68 @@ def _call(reader: _Reader, pos: int) -> tuple[str, dict[str, Any], int]:
     return m.group(), args, end
 
 
-def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
-    if not text.startswith(OPEN, lo):
-        raise _scan.Fail(_scan.NO_CALL_ERROR)
-    reader = _Reader(text, hi, strict=True)
-    calls: list[ToolCall] = []
-    pos = lo
-    while pos < hi:
-        if text.startswith(TOOL_RESPONSE, pos):
-            if pos + len(TOOL_RESPONSE) != hi:
-                raise _scan.Fail(f"text after {TOOL_RESPONSE} at offset {pos + len(TOOL_RESPONSE)}")
-            break
-        if len(calls) == _scan.MAX_CALLS:
-            raise _scan.Fail(_scan.TOO_MANY_CALLS_ERROR)
-        if not text.startswith(OPEN, pos):
-            raise _scan.Fail(f"expected {OPEN} or {TOOL_RESPONSE} at offset {pos}")
-        name, args, end = _call(reader, pos)
-        if not text.startswith(CLOSE, end):
-            raise _scan.Fail(f"expected {CLOSE} at offset {end}")
-        end += len(CLOSE)
-        calls.append(ToolCall(name, args, "gemma4", (pos, end), text[pos:end]))
-        pos = _scan.skip_ws(text, end)
-    return calls, [(lo, hi)]
+def parsers(syntax: Syntax) -> tuple[StrictParser, LenientExtractor]:
+    """The strict parser and the lenient extractor of the syntax written with ``syntax``."""
+    opening, closing, response, name = syntax.open, syntax.close, syntax.response, syntax.name
+
+    def strict(text: str, lo: int, hi: int, memo: _scan.Memo | None = None) -> StrictOut:
+        if not text.startswith(opening, lo):
+            raise _scan.Fail(_scan.NO_CALL_ERROR)
+        reader = _Reader(text, hi, True, syntax.quote)
+        calls: list[ToolCall] = []
+        pos = lo
+        while pos < hi:
+            if text.startswith(response, pos):
+                if pos + len(response) != hi:
+                    raise _scan.Fail(f"text after {response} at offset {pos + len(response)}")
+                break
+            if len(calls) == _scan.MAX_CALLS:
+                raise _scan.Fail(_scan.TOO_MANY_CALLS_ERROR)
+            if not text.startswith(opening, pos):
+                raise _scan.Fail(f"expected {opening} or {response} at offset {pos}")
+            call_name, args, end = _call(reader, pos, opening)
+            if not text.startswith(closing, end):
+                raise _scan.Fail(f"expected {closing} at offset {end}")
+            end += len(closing)
+            calls.append(ToolCall(call_name, args, name, (pos, end), text[pos:end]))
+            pos = _scan.skip_ws(text, end)
+        return calls, [(lo, hi)]
+
+    def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
+        text, budget = scan.text, scan.budget()
+        reader = _Reader(text, len(text), False, syntax.quote)  # one value cap for the whole scan
+        for s in _scan.find_all(text, opening, scan.start):
+            if budget.spent or reader.left <= 0:
+                return
+            reader.far = s
+            try:
+                call_name, args, end = _call(reader, s, opening)
+            except (_scan.Fail, RecursionError):
+                budget.spend(reader.far - s)
+                budget.fail()
+                continue
+            if not budget.spend(end - s):
+                return
+            e = end + len(closing) if text.startswith(closing, end) else end
+            yield ToolCall(call_name, args, name, (s, e), text[s:e])
+
+    return strict, lenient
 
 
-def lenient(scan: _scan.Scan) -> Iterator[ToolCall]:
-    text, budget = scan.text, scan.budget()
-    reader = _Reader(text, len(text), strict=False)  # one value cap for the whole scan
-    for s in _scan.find_all(text, OPEN, scan.start):
-        if budget.spent or reader.left <= 0:
-            return
-        reader.far = s
-        try:
-            name, args, end = _call(reader, s)
-        except (_scan.Fail, RecursionError):
-            budget.spend(reader.far - s)
-            budget.fail()
-            continue
-        if not budget.spend(end - s):
-            return
-        e = end + len(CLOSE) if text.startswith(CLOSE, end) else end
-        yield ToolCall(name, args, "gemma4", (s, e), text[s:e])
+def protocol(syntax: Syntax, template_markers: tuple[str, ...]) -> ToolCallProtocol:
+    """The protocol of the syntax written with ``syntax``, selected by ``template_markers``."""
+    strict, lenient = parsers(syntax)
+    return ToolCallProtocol(
+        name=syntax.name,
+        strict=strict,
+        lenient=lenient,
+        opening=re.escape(syntax.open),
+        closing=(re.escape(syntax.close), re.escape(syntax.response)),
+        inner=(re.escape(syntax.quote),),
+        template_markers=template_markers,
+        lenient_needs=(syntax.open,),
+        tokens=(syntax.quote, syntax.response),
+    )
 
 
-PROTOCOL = ToolCallProtocol(
-    name="gemma4",
-    strict=strict,
-    lenient=lenient,
-    opening=re.escape(OPEN),
-    closing=(re.escape(CLOSE), re.escape(TOOL_RESPONSE)),
-    inner=(re.escape(QUOTE),),
-    template_markers=(OPEN + _CALL,),
-    lenient_needs=(OPEN,),
-    tokens=(QUOTE, TOOL_RESPONSE),
-)
+PROTOCOL = protocol(GEMMA4, (OPEN + _CALL,))
