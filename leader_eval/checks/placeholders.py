@@ -607,7 +607,8 @@ _DOLLAR_WORDS = "|".join(
 #: "{$" * 500000 tried each of them at every "$".)
 _DOLLAR_SHAPE = rf"(?<![\w$]\$)(?=[A-Za-z_])(?:{_UPPER_SNAKE}|{_DOLLAR_WORDS})(?![\w$])"
 _FORMAT_SLOTS: tuple[tuple[str, str], ...] = (
-    ("$", r"\{[A-Za-z_][A-Za-z0-9_]{0,40}+\}(?!\$)"),
+    # ${name}, and a dotted path, ${agent.name} (a JS template literal's or Maven's property in prose)
+    ("$", r"\{[A-Za-z_][A-Za-z0-9_]{0,40}+(?:\.[A-Za-z_][A-Za-z0-9_]{0,40}+){0,4}+\}(?!\$)"),
     ("$", _DOLLAR_SHAPE),
     ("%", r"(?<![\w%]%)(?:\([A-Za-z_][A-Za-z0-9_]{0,40}+\)[sdifr]|[1-9]\$[sd]|s)(?![A-Za-z0-9])"),
 )
