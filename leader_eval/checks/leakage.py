@@ -42,6 +42,7 @@ from leader_eval.bounded.literals import LiteralSet
 from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.checks._regex_guards import blanks_then, cheap_sets, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
+    HAN_KANA,
     KEBAB_SLOT_NOUNS,
     PLACEHOLDER_SHAPES,
     SLOT_CANDIDATES,
@@ -366,6 +367,23 @@ class _ScaffoldIndex:
     # the grams' hashes, compiled (None where the extension is not built): a text with no window
     # among them holds no echo, decided without splitting it into words (see _scaffold_echoes)
     echo: _EchoGrams | None = None
+    # the scaffold's Han and kana, compared by character (see _HanKanaIndex); None without any
+    han_kana: _HanKanaIndex | None = None
+
+
+@dataclass(frozen=True)
+class _HanKanaIndex:
+    """The Han and kana of each scaffold text, joined (what separates them dropped, as an echo of
+    words drops it), and every ``gram``-long piece of them. Chinese and Japanese write no spaces:
+    as runs of word characters a whole clause is one word, and an echo of a paragraph of a
+    Chinese prompt never reached ``min_words``. Their echo is a run of ``min_chars`` characters
+    (twice ``min_words``: about what that many English words say)."""
+
+    streams: tuple[str, ...]
+    grams: dict[str, tuple[tuple[int, int], ...]]
+    gram: int
+    stride: int
+    min_chars: int
 
 
 @dataclass(frozen=True)
@@ -688,7 +706,86 @@ def _build_scaffold(texts: tuple[str, ...], min_words: int) -> _ScaffoldIndex | 
     ends = frozenset((k[0], k[-1]) for k in frozen)
     bends = frozenset((k[0], k[-1]) for k in bgrams)
     echo = _compiled.EchoGrams(bgrams, gram, stride) if _compiled is not None and bgrams else None
-    return _ScaffoldIndex(words, frozen, gram, stride, min_words, ascii_only, bwords, bgrams, ends, bends, echo)
+    han_kana = None if ascii_only else _build_han_kana(texts, 2 * min_words)
+    return _ScaffoldIndex(
+        words, frozen, gram, stride, min_words, ascii_only, bwords, bgrams, ends, bends, echo, han_kana
+    )
+
+
+_HAN_KANA_RUN = re.compile(f"[{HAN_KANA}]+")
+_NOT_HAN_KANA = re.compile(f"[^{HAN_KANA}]+")
+
+
+def _build_han_kana(texts: tuple[str, ...], min_chars: int) -> _HanKanaIndex | None:
+    streams = tuple("".join(_HAN_KANA_RUN.findall(t)) for t in texts)
+    if all(len(st) < min_chars for st in streams):
+        return None
+    # as for words: any run of min_chars equal characters holds a gram-long piece starting at a
+    # multiple of stride
+    gram = (min_chars + 1) // 2
+    stride = min_chars - gram + 1
+    grams: dict[str, list[tuple[int, int]]] = {}
+    for ti, st in enumerate(streams):
+        for i in range(len(st) - gram + 1):
+            hits = grams.setdefault(st[i : i + gram], [])
+            if len(hits) < 16:
+                hits.append((ti, i))
+    return _HanKanaIndex(streams, {k: tuple(v) for k, v in grams.items()}, gram, stride, min_chars)
+
+
+def _shared_length(a: str, a_at: int, b: str, b_at: int, step: int) -> int:
+    """How many characters ``a`` and ``b`` share going forward (``step`` 1) from ``a_at`` and
+    ``b_at``, or backward (``step`` -1) before them: by halving, each try one slice comparison in
+    C (an echo flood extends a thousand runs of a scaffold's length)."""
+    room = min(len(a) - a_at, len(b) - b_at) if step > 0 else min(a_at, b_at)
+    lo, hi = 0, room
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        same = (
+            a[a_at : a_at + mid] == b[b_at : b_at + mid] if step > 0 else a[a_at - mid : a_at] == b[b_at - mid : b_at]
+        )
+        if same:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _han_kana_echoes(text: str, lo: int, hi: int, idx: _HanKanaIndex) -> list[tuple[int, int]]:
+    """The echoes of the scaffold's Han and kana in ``text[lo:hi]``, as character spans of it."""
+    stream = _NOT_HAN_KANA.sub("", text[lo:hi])  # in C: no object per piece of a mixed flood
+    if len(stream) < idx.min_chars:
+        return []
+    g, grams, runs, covered = idx.gram, idx.grams, list[tuple[int, int]](), 0
+    for q in range(0, len(stream) - g + 1, idx.stride):
+        if q < covered:
+            continue
+        hits = grams.get(stream[q : q + g])
+        if hits is None:
+            continue
+        best = (0, 0)
+        for ti, r in hits:
+            sc = idx.streams[ti]
+            back = min(_shared_length(stream, q, sc, r, -1), q - covered)
+            ahead = _shared_length(stream, q + g, sc, r + g, 1)
+            if g + back + ahead > best[1] - best[0]:
+                best = (q - back, q + g + ahead)
+        if best[1] - best[0] >= idx.min_chars:
+            runs.append(best)
+            covered = best[1]
+            if len(runs) >= MAX_FINDINGS:
+                break
+    if not runs:
+        return []
+    # a stream offset -> its character in text: the pieces' starts in the stream, then bisect
+    pieces = [(m.start(), m.end()) for m in _HAN_KANA_RUN.finditer(text, lo, hi)]
+    starts = list(itertools.accumulate((e - a for a, e in pieces), initial=0))
+
+    def at(k: int) -> int:
+        i = bisect.bisect_right(starts, k) - 1
+        return pieces[i][0] + (k - starts[i])
+
+    return [(at(a), at(e - 1) + 1) for a, e in runs]
 
 
 def _ascii_skeleton(text: str) -> str:
@@ -1177,6 +1274,13 @@ def _tag_family(tag: str) -> tuple[str, bool]:
 
 
 def _scaffold_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[tuple[int, int]]:
+    runs = _word_echoes(text, lo, hi, idx)
+    if idx.han_kana is not None and not text.isascii():
+        runs += _han_kana_echoes(text, lo, hi, idx.han_kana)
+    return runs
+
+
+def _word_echoes(text: str, lo: int, hi: int, idx: _ScaffoldIndex) -> list[tuple[int, int]]:
     segment = text[lo:hi]
     # the compiled prefilter reads the words _ascii_words cuts from the ASCII skeleton: exact for
     # an ASCII text, and for any text against an all-ASCII scaffold (a False proves no echo)

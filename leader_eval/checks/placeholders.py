@@ -267,11 +267,15 @@ _HONORIFICS = tuple(sorted(union("honorifics", _CJK_LANGUAGES) | KOREAN_AFTER, k
 _WORD_HONORIFICS = tuple(sorted(union("honorifics", _WORD_LANGUAGES), key=len, reverse=True))
 
 
+#: Han and kana, scripts written without spaces between words (the body of a character class)
+HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+
+
 @functools.cache
 def _cjk_char() -> re.Pattern[str]:
-    """A character of Han or kana, scripts written without spaces between words. Compiled at its
-    first use: re's compiler spends ~2 ms on these ranges, and only a bracketed phrase asks."""
-    return re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+    """A character of Han or kana. Compiled at its first use: re's compiler spends ~2 ms on these
+    ranges, and only a bracketed phrase asks."""
+    return re.compile(f"[{HAN_KANA}]")
 
 
 _CJK_BLANKS = str.maketrans("", "", " \t\u3000\u30fb")  # blanks and the katakana middle dot
