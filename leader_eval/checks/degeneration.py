@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from leader_eval.bounded.numeric import np
+from leader_eval.checks.placeholders import HAN_KANA
 from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason
 
 _compiled: ModuleType | None
@@ -475,22 +476,66 @@ def repetition_passes(text: str, cfg: DegenerationConfig) -> bool:
     return len(seen) >= enough
 
 
-def _restates(counts: _Counts, prompt_text: str, cfg: DegenerationConfig) -> CheckResult:
-    if not prompt_text or not counts.distinct or counts.total + cfg.ngram - 1 < cfg.min_restate_words:
+def _restates(counts: _Counts, prompt_text: str, cfg: DegenerationConfig, window: str) -> CheckResult:
+    by_chars = _han_kana_overlap(window, prompt_text, cfg)
+    words_judged = bool(prompt_text) and counts.distinct > 0 and counts.total + cfg.ngram - 1 >= cfg.min_restate_words
+    if not words_judged and by_chars is None:
         return CheckResult("restates_prompt", True, data={"prompt_overlap": None})
-    if cfg.ngram < 1:
-        shared = 0  # a prompt has no n-grams of fewer than one word (as the Python sets count)
-    elif counts.shared is not None:
-        shared = counts.shared
-    else:
-        assert counts.grams is not None  # the Python path keeps its set
-        shared = len(counts.grams & _prompt_grams(prompt_text, cfg.ngram))
-    overlap = shared / counts.distinct
-    data = {"prompt_overlap": round(overlap, 4), "ngram": cfg.ngram}
+    overlap = -1.0
+    if words_judged:
+        if cfg.ngram < 1:
+            shared = 0  # a prompt has no n-grams of fewer than one word (as the Python sets count)
+        elif counts.shared is not None:
+            shared = counts.shared
+        else:
+            assert counts.grams is not None  # the Python path keeps its set
+            shared = len(counts.grams & _prompt_grams(prompt_text, cfg.ngram))
+        overlap = shared / counts.distinct
+    data: dict[str, Any] = {"prompt_overlap": round(overlap, 4), "ngram": cfg.ngram}
+    unit = "word"
+    if by_chars is not None and by_chars > overlap:
+        overlap, unit = by_chars, "character"
+        data = {"prompt_overlap": round(overlap, 4), "ngram": 2 * cfg.ngram, "by": "character"}
     if overlap > cfg.max_prompt_overlap:
-        detail = f"{overlap:.0%} of the reply's word {cfg.ngram}-grams are copied from the prompt"
+        detail = f"{overlap:.0%} of the reply's {unit} {data['ngram']}-grams are copied from the prompt"
         return CheckResult("restates_prompt", False, Reason.RESTATES_PROMPT, detail, data=data)
     return CheckResult("restates_prompt", True, data=data)
+
+
+_HAN_KANA_RUN = re.compile(f"[{HAN_KANA}]{{2,}}")
+
+
+def _han_kana_grams(text: str, n: int) -> tuple[set[str], int]:
+    """The distinct n-grams by character of each run of Han and kana in ``text`` (none across
+    punctuation, as a word n-gram's words are the reply's own neighbours), and how many
+    characters the runs hold."""
+    grams: set[str] = set()
+    held = 0
+    for run in _HAN_KANA_RUN.findall(text):
+        held += len(run)
+        grams.update(run[i : i + n] for i in range(len(run) - n + 1))
+    return grams, held
+
+
+@functools.lru_cache(maxsize=64)
+def _prompt_char_grams(prompt_text: str, n: int) -> frozenset[str]:
+    # cached: every sample of a case shares one prompt
+    return frozenset(_han_kana_grams(prompt_text, n)[0])
+
+
+def _han_kana_overlap(window: str, prompt_text: str, cfg: DegenerationConfig) -> float | None:
+    """The share of the reply's distinct Han and kana n-grams by character (twice ``ngram``
+    characters, about what ``ngram`` English words say) that are the prompt's, or None where the
+    reply holds fewer than twice ``min_restate_words`` such characters or no such n-gram. Chinese
+    and Japanese write no spaces: as words, a reply restating a Chinese prompt was a handful of
+    clause-long words, too few to be judged."""
+    if window.isascii() or not prompt_text or cfg.ngram < 1:
+        return None
+    n = 2 * cfg.ngram
+    grams, held = _han_kana_grams(window, n)
+    if held < 2 * cfg.min_restate_words or not grams:
+        return None
+    return len(grams & _prompt_char_grams(prompt_text, n)) / len(grams)
 
 
 def check_degeneration(
@@ -513,5 +558,5 @@ def check_degeneration(
     window = text[max(0, len(text) - cfg.window_chars) :]
     counts = _counts(window, max(1, cfg.ngram), prompt_text if cfg.ngram >= 1 else "")
     results.append(_repetition(text, counts.distinct, counts.total, cfg))
-    results.append(_restates(counts, prompt_text, cfg))
+    results.append(_restates(counts, prompt_text, cfg, window))
     return results
