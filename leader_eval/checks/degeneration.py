@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from leader_eval.bounded.numeric import np
-from leader_eval.checks.placeholders import HAN_KANA
+from leader_eval.checks import han_kana
 from leader_eval.types import END_OF_TURN_TOKENS, CheckResult, Finding, Reason
 
 _compiled: ModuleType | None
@@ -497,45 +497,50 @@ def _restates(counts: _Counts, prompt_text: str, cfg: DegenerationConfig, window
         overlap, unit = by_chars, "character"
         data = {"prompt_overlap": round(overlap, 4), "ngram": 2 * cfg.ngram, "by": "character"}
     if overlap > cfg.max_prompt_overlap:
-        detail = f"{overlap:.0%} of the reply's {unit} {data['ngram']}-grams are copied from the prompt"
+        detail = (
+            f"{overlap:.0%} of the reply's word {cfg.ngram}-grams are copied from the prompt"
+            if unit == "word"
+            else f"{overlap:.0%} of the reply's Han and kana characters are in runs of {2 * cfg.ngram} from the prompt"
+        )
         return CheckResult("restates_prompt", False, Reason.RESTATES_PROMPT, detail, data=data)
     return CheckResult("restates_prompt", True, data=data)
 
 
-_HAN_KANA_RUN = re.compile(f"[{HAN_KANA}]{{2,}}")
-
-
-def _han_kana_grams(text: str, n: int) -> tuple[set[str], int]:
-    """The distinct n-grams by character of each run of Han and kana in ``text`` (none across
-    punctuation, as a word n-gram's words are the reply's own neighbours), and how many
-    characters the runs hold."""
-    grams: set[str] = set()
-    held = 0
-    for run in _HAN_KANA_RUN.findall(text):
-        held += len(run)
-        grams.update(run[i : i + n] for i in range(len(run) - n + 1))
-    return grams, held
+def _streams(text: str) -> list[str]:
+    """The stream of each passage of Han and kana in ``text`` (``checks.han_kana``)."""
+    return [han_kana.stream(m.group()) for m in han_kana.passages(1).finditer(text)]
 
 
 @functools.lru_cache(maxsize=64)
 def _prompt_char_grams(prompt_text: str, n: int) -> frozenset[str]:
     # cached: every sample of a case shares one prompt
-    return frozenset(_han_kana_grams(prompt_text, n)[0])
+    return frozenset(st[i : i + n] for st in _streams(prompt_text) for i in range(len(st) - n + 1))
 
 
 def _han_kana_overlap(window: str, prompt_text: str, cfg: DegenerationConfig) -> float | None:
-    """The share of the reply's distinct Han and kana n-grams by character (twice ``ngram``
-    characters, about what ``ngram`` English words say) that are the prompt's, or None where the
-    reply holds fewer than twice ``min_restate_words`` such characters or no such n-gram. Chinese
-    and Japanese write no spaces: as words, a reply restating a Chinese prompt was a handful of
-    clause-long words, too few to be judged."""
+    """The share of the reply's Han and kana characters that lie in a run of twice ``ngram`` of
+    them (about what ``ngram`` English words say) copied from the prompt, or None where the reply
+    holds fewer than twice ``min_restate_words`` such characters. Chinese and Japanese write no
+    spaces: as words, a reply restating a Chinese prompt was a handful of clause-long words, too
+    few to be judged. Characters covered, not distinct n-grams: lines read back in another order
+    join into n-grams the prompt lacks, and one copied clause among a few of the reply's own
+    would otherwise be all of its n-grams."""
     if window.isascii() or not prompt_text or cfg.ngram < 1:
         return None
     n = 2 * cfg.ngram
-    grams, held = _han_kana_grams(window, n)
-    if held < 2 * cfg.min_restate_words or not grams:
+    streams = _streams(window)
+    held = sum(map(len, streams))
+    if held < 2 * cfg.min_restate_words:
         return None
-    return len(grams & _prompt_char_grams(prompt_text, n)) / len(grams)
+    prompt = _prompt_char_grams(prompt_text, n)
+    covered = 0
+    for st in streams:
+        reach = 0  # the end of the run covered so far
+        for i in range(len(st) - n + 1):
+            if st[i : i + n] in prompt:
+                covered += i + n - max(reach, i)
+                reach = i + n
+    return covered / held
 
 
 def check_degeneration(

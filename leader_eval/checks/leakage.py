@@ -40,9 +40,9 @@ except ImportError:  # pragma: no cover
 
 from leader_eval.bounded.literals import LiteralSet
 from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
+from leader_eval.checks import han_kana
 from leader_eval.checks._regex_guards import blanks_then, cheap_sets, first_class, merged, precheck
 from leader_eval.checks.placeholders import (
-    HAN_KANA,
     KEBAB_SLOT_NOUNS,
     PLACEHOLDER_SHAPES,
     SLOT_CANDIDATES,
@@ -712,12 +712,14 @@ def _build_scaffold(texts: tuple[str, ...], min_words: int) -> _ScaffoldIndex | 
     )
 
 
-_HAN_KANA_RUN = re.compile(f"[{HAN_KANA}]+")
-_NOT_HAN_KANA = re.compile(f"[^{HAN_KANA}]+")
+#: the most tries at extending a window of Han and kana into an echo in one text: a scaffold
+#: whose pieces repeat (a tools list with one description many times) hits every window up to 16
+#: times; a flood of such windows is then judged on its first tries, in bounded time
+_HAN_KANA_MAX_TRIES = 4096
 
 
 def _build_han_kana(texts: tuple[str, ...], min_chars: int) -> _HanKanaIndex | None:
-    streams = tuple("".join(_HAN_KANA_RUN.findall(t)) for t in texts)
+    streams = tuple(han_kana.stream(m.group()) for t in texts for m in han_kana.passages(1).finditer(t))
     if all(len(st) < min_chars for st in streams):
         return None
     # as for words: any run of min_chars equal characters holds a gram-long piece starting at a
@@ -733,59 +735,67 @@ def _build_han_kana(texts: tuple[str, ...], min_chars: int) -> _HanKanaIndex | N
     return _HanKanaIndex(streams, {k: tuple(v) for k, v in grams.items()}, gram, stride, min_chars)
 
 
-def _shared_length(a: str, a_at: int, b: str, b_at: int, step: int) -> int:
-    """How many characters ``a`` and ``b`` share going forward (``step`` 1) from ``a_at`` and
-    ``b_at``, or backward (``step`` -1) before them: by halving, each try one slice comparison in
-    C (an echo flood extends a thousand runs of a scaffold's length)."""
-    room = min(len(a) - a_at, len(b) - b_at) if step > 0 else min(a_at, b_at)
-    lo, hi = 0, room
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        same = (
-            a[a_at : a_at + mid] == b[b_at : b_at + mid] if step > 0 else a[a_at - mid : a_at] == b[b_at - mid : b_at]
-        )
-        if same:
-            lo = mid
+def _shared_length(a: str, a_at: int, b: str, b_at: int, step: int, limit: int) -> int:
+    """How many characters (at most ``limit``) ``a`` and ``b`` share going forward (``step`` 1)
+    from ``a_at`` and ``b_at``, or backward (``step`` -1) before them. Galloping: lengths 1, 2,
+    4, ... until one differs, then halving, each try one slice comparison in C, so a mismatch at
+    once costs one try and a long echo a few."""
+    room = min(limit, len(a) - a_at, len(b) - b_at) if step > 0 else min(limit, a_at, b_at)
+
+    def same(n: int) -> bool:
+        if step > 0:
+            return a[a_at : a_at + n] == b[b_at : b_at + n]
+        return a[a_at - n : a_at] == b[b_at - n : b_at]
+
+    good, size = 0, 1
+    while size <= room and same(size):
+        good, size = size, size * 2
+    bad = min(size, room + 1)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if same(mid):
+            good = mid
         else:
-            hi = mid - 1
-    return lo
+            bad = mid
+    return good
 
 
 def _han_kana_echoes(text: str, lo: int, hi: int, idx: _HanKanaIndex) -> list[tuple[int, int]]:
-    """The echoes of the scaffold's Han and kana in ``text[lo:hi]``, as character spans of it."""
-    stream = _NOT_HAN_KANA.sub("", text[lo:hi])  # in C: no object per piece of a mixed flood
-    if len(stream) < idx.min_chars:
-        return []
-    g, grams, runs, covered = idx.gram, idx.grams, list[tuple[int, int]](), 0
-    for q in range(0, len(stream) - g + 1, idx.stride):
-        if q < covered:
+    """The echoes of the scaffold's Han and kana in ``text[lo:hi]``, as character spans of it:
+    in each passage long enough to hold one, compared on its stream (``checks.han_kana``)."""
+    g, grams, spans, tries = idx.gram, idx.grams, list[tuple[int, int]](), 0
+    for passage in han_kana.passages(idx.min_chars).finditer(text, lo, hi):
+        st = han_kana.stream(passage.group())
+        if len(st) < idx.min_chars:
             continue
-        hits = grams.get(stream[q : q + g])
-        if hits is None:
-            continue
-        best = (0, 0)
-        for ti, r in hits:
-            sc = idx.streams[ti]
-            back = min(_shared_length(stream, q, sc, r, -1), q - covered)
-            ahead = _shared_length(stream, q + g, sc, r + g, 1)
-            if g + back + ahead > best[1] - best[0]:
-                best = (q - back, q + g + ahead)
-        if best[1] - best[0] >= idx.min_chars:
-            runs.append(best)
-            covered = best[1]
-            if len(runs) >= MAX_FINDINGS:
+        runs: list[tuple[int, int]] = []
+        covered = 0
+        for q in range(0, len(st) - g + 1, idx.stride):
+            if q < covered:
+                continue
+            hits = grams.get(st[q : q + g])
+            if hits is None:
+                continue
+            best = (0, 0)
+            for ti, r in hits:
+                sc = idx.streams[ti]
+                back = _shared_length(st, q, sc, r, -1, q - covered)
+                ahead = _shared_length(st, q + g, sc, r + g, 1, len(st))
+                if g + back + ahead > best[1] - best[0]:
+                    best = (q - back, q + g + ahead)
+            tries += len(hits)
+            if best[1] - best[0] >= idx.min_chars:
+                runs.append(best)
+                covered = best[1]
+            if tries >= _HAN_KANA_MAX_TRIES or len(spans) + len(runs) >= MAX_FINDINGS:
                 break
-    if not runs:
-        return []
-    # a stream offset -> its character in text: the pieces' starts in the stream, then bisect
-    pieces = [(m.start(), m.end()) for m in _HAN_KANA_RUN.finditer(text, lo, hi)]
-    starts = list(itertools.accumulate((e - a for a, e in pieces), initial=0))
-
-    def at(k: int) -> int:
-        i = bisect.bisect_right(starts, k) - 1
-        return pieces[i][0] + (k - starts[i])
-
-    return [(at(a), at(e - 1) + 1) for a, e in runs]
+        if runs:
+            at = han_kana.offsets(passage.group(), [k for a, e in runs for k in (a, e - 1)])
+            base = passage.start()
+            spans += [(base + at[2 * i], base + at[2 * i + 1] + 1) for i in range(len(runs))]
+        if tries >= _HAN_KANA_MAX_TRIES or len(spans) >= MAX_FINDINGS:
+            break
+    return spans
 
 
 def _ascii_skeleton(text: str) -> str:

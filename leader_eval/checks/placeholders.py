@@ -54,6 +54,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from leader_eval.checks.han_kana import HAN_KANA
 from leader_eval.checks.slot_words import KOREAN_AFTER, SLOT_WORDS, union
 
 #: single upper-case words that appear bracketed only as a template's unfilled slot (``[TASK]``,
@@ -265,10 +266,6 @@ _CJK_NOT = union("not", _CJK_LANGUAGES)
 _HONORIFICS = tuple(sorted(union("honorifics", _CJK_LANGUAGES) | KOREAN_AFTER, key=len, reverse=True))
 # written apart, a whole word: "[नाम] जी" is a slot, "[नाम] जीत" (a value) a label
 _WORD_HONORIFICS = tuple(sorted(union("honorifics", _WORD_LANGUAGES), key=len, reverse=True))
-
-
-#: Han and kana, scripts written without spaces between words (the body of a character class)
-HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 
 
 @functools.cache
