@@ -373,8 +373,9 @@ class _ScaffoldIndex:
 
 @dataclass(frozen=True)
 class _HanKanaIndex:
-    """The Han and kana of each scaffold text, joined (what separates them dropped, as an echo of
-    words drops it), and every ``gram``-long piece of them. Chinese and Japanese write no spaces:
+    """The stream of each passage of Han and kana in the scaffold texts (``checks.han_kana``: what
+    separates the characters dropped, as an echo of words drops what separates the words), and
+    every ``gram``-long piece of them. Chinese and Japanese write no spaces:
     as runs of word characters a whole clause is one word, and an echo of a paragraph of a
     Chinese prompt never reached ``min_words``. Their echo is a run of ``min_chars`` characters
     (twice ``min_words``: about what that many English words say)."""
