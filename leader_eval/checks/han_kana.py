@@ -33,7 +33,9 @@ def passages(min_chars: int) -> re.Pattern[str]:
     holding that many Han and kana characters is inside one (the caller keeps those whose
     ``stream`` is that long). One character class, so the scan is in C and linear, and a text
     whose runs are all shorter yields nothing (no object per piece of a mixed flood)."""
-    return re.compile(f"[{HAN_KANA}{_BETWEEN}]{{{max(1, min_chars)},}}")
+    if min_chars <= 1:  # a run that opens with one: blanks and punctuation alone are no passage
+        return re.compile(f"[{HAN_KANA}][{HAN_KANA}{_BETWEEN}]*")
+    return re.compile(f"[{HAN_KANA}{_BETWEEN}]{{{min_chars},}}")
 
 
 def stream(passage: str) -> str:
