@@ -508,7 +508,7 @@ def _restates(counts: _Counts, prompt_text: str, cfg: DegenerationConfig, window
 
 def _streams(text: str) -> list[str]:
     """The stream of each passage of Han and kana in ``text`` (``checks.han_kana``)."""
-    return [han_kana.stream(m.group()) for m in han_kana.passages(1).finditer(text)]
+    return [han_kana.stream(m.group()) for m in han_kana.passages(text)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -530,7 +530,7 @@ def _han_kana_overlap(window: str, prompt_text: str, cfg: DegenerationConfig) ->
     n = 2 * cfg.ngram
     streams = _streams(window)
     held = sum(map(len, streams))
-    if held < 2 * cfg.min_restate_words:
+    if held == 0 or held < 2 * cfg.min_restate_words:
         return None
     prompt = _prompt_char_grams(prompt_text, n)
     covered = 0

@@ -2,15 +2,15 @@
 
 Rules that count words (an echo of the scaffold, a reply restating its prompt) read runs of word
 characters; in Chinese and Japanese such a run is a whole clause, so those rules compare these
-scripts by character instead. A *passage* is a run of Han and kana characters, blanks, digits and
-punctuation (a Latin word ends it: names in Han scattered through an English reply are no
-passage); its *stream* is its Han and kana characters alone (what separates them dropped, as an
-echo of words drops what separates the words).
+scripts by character instead. A *passage* is a run of Han and kana characters with gaps of at
+most ``GAP`` other characters between them: punctuation, digits, list markers, emoji, markup or a
+tool's name written in Latin letters sit inside it, an English phrase ends it (names in Han
+scattered through an English reply are no passage). Its *stream* is its Han and kana characters
+alone (what separates them dropped, as an echo of words drops what separates the words).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 
@@ -18,24 +18,19 @@ from collections.abc import Iterable
 #: katakana, the unified ideographs and their extensions A to H, compatibility ideographs, and
 #: half-width katakana
 HAN_KANA = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
-# what may sit between the characters of one passage: blanks, digits and punctuation (ASCII,
-# Latin-1's, general, CJK and full-width)
-_BETWEEN = (
-    r"\s0-9!-/:-@\[-`{-~\u00a0-\u00bf\u2000-\u206f\u3000-\u3004\u3008-\u303f\uff01-\uff20\uff3b-\uff40\uff5b-\uff65"
-)
+#: the most other characters between two Han or kana characters of one passage: `escalate`,
+#: `</p><p>`, "①", an emoji, " 3 " fit; " builds the login page; " (an English clause) does not
+GAP = 16
 _NOT_HAN_KANA = re.compile(f"[^{HAN_KANA}]+")
 _RUN = re.compile(f"[{HAN_KANA}]+")
+# possessive gaps of characters that are never Han or kana: linear, and a gap too long ends the
+# passage after reading at most GAP + 1 characters
+_PASSAGE = re.compile(f"[{HAN_KANA}](?:[^{HAN_KANA}]{{0,{GAP}}}+[{HAN_KANA}])*+")
 
 
-@functools.cache
-def passages(min_chars: int) -> re.Pattern[str]:
-    """Runs of at least ``min_chars`` Han, kana, blanks, digits and punctuation: every passage
-    holding that many Han and kana characters is inside one (the caller keeps those whose
-    ``stream`` is that long). One character class, so the scan is in C and linear, and a text
-    whose runs are all shorter yields nothing (no object per piece of a mixed flood)."""
-    if min_chars <= 1:  # a run that opens with one: blanks and punctuation alone are no passage
-        return re.compile(f"[{HAN_KANA}][{HAN_KANA}{_BETWEEN}]*")
-    return re.compile(f"[{HAN_KANA}{_BETWEEN}]{{{min_chars},}}")
+def passages(text: str, lo: int = 0, hi: int | None = None) -> Iterable[re.Match[str]]:
+    """The passages of ``text[lo:hi]``, in order."""
+    return _PASSAGE.finditer(text, lo, len(text) if hi is None else hi)
 
 
 def stream(passage: str) -> str:

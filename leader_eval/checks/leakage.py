@@ -713,14 +713,14 @@ def _build_scaffold(texts: tuple[str, ...], min_words: int) -> _ScaffoldIndex | 
     )
 
 
-#: the most tries at extending a window of Han and kana into an echo in one text: a scaffold
-#: whose pieces repeat (a tools list with one description many times) hits every window up to 16
-#: times; a flood of such windows is then judged on its first tries, in bounded time
+#: the tries at extending a window of Han and kana into an echo in one text before each window
+#: gets one: a scaffold whose pieces repeat (a tools list with one description many times) hits
+#: every window up to 16 times, the same piece each time
 _HAN_KANA_MAX_TRIES = 4096
 
 
 def _build_han_kana(texts: tuple[str, ...], min_chars: int) -> _HanKanaIndex | None:
-    streams = tuple(han_kana.stream(m.group()) for t in texts for m in han_kana.passages(1).finditer(t))
+    streams = tuple(han_kana.stream(m.group()) for t in texts for m in han_kana.passages(t))
     if all(len(st) < min_chars for st in streams):
         return None
     # as for words: any run of min_chars equal characters holds a gram-long piece starting at a
@@ -765,7 +765,10 @@ def _han_kana_echoes(text: str, lo: int, hi: int, idx: _HanKanaIndex) -> list[tu
     """The echoes of the scaffold's Han and kana in ``text[lo:hi]``, as character spans of it:
     in each passage long enough to hold one, compared on its stream (``checks.han_kana``)."""
     g, grams, spans, tries = idx.gram, idx.grams, list[tuple[int, int]](), 0
-    for passage in han_kana.passages(idx.min_chars).finditer(text, lo, hi):
+    # an echo through a window goes on for min_chars - gram more characters, so on one side at
+    # least half of them: a hit that shares neither half is no echo (two slice comparisons)
+    half = (idx.min_chars - g + 1) // 2
+    for passage in han_kana.passages(text, lo, hi):
         st = han_kana.stream(passage.group())
         if len(st) < idx.min_chars:
             continue
@@ -778,8 +781,13 @@ def _han_kana_echoes(text: str, lo: int, hi: int, idx: _HanKanaIndex) -> list[tu
             if hits is None:
                 continue
             best = (0, 0)
-            for ti, r in hits:
+            # past the budget, one try a window: a scaffold's repeated piece is the same piece
+            for ti, r in hits if tries < _HAN_KANA_MAX_TRIES else hits[:1]:
                 sc = idx.streams[ti]
+                if st[q + g : q + g + half] != sc[r + g : r + g + half] and (
+                    q - covered < half or r < half or st[q - half : q] != sc[r - half : r]
+                ):
+                    continue
                 back = _shared_length(st, q, sc, r, -1, q - covered)
                 ahead = _shared_length(st, q + g, sc, r + g, 1, len(st))
                 if g + back + ahead > best[1] - best[0]:
@@ -788,13 +796,13 @@ def _han_kana_echoes(text: str, lo: int, hi: int, idx: _HanKanaIndex) -> list[tu
             if best[1] - best[0] >= idx.min_chars:
                 runs.append(best)
                 covered = best[1]
-            if tries >= _HAN_KANA_MAX_TRIES or len(spans) + len(runs) >= MAX_FINDINGS:
+            if len(spans) + len(runs) >= MAX_FINDINGS:
                 break
         if runs:
             at = han_kana.offsets(passage.group(), [k for a, e in runs for k in (a, e - 1)])
             base = passage.start()
             spans += [(base + at[2 * i], base + at[2 * i + 1] + 1) for i in range(len(runs))]
-        if tries >= _HAN_KANA_MAX_TRIES or len(spans) >= MAX_FINDINGS:
+        if len(spans) >= MAX_FINDINGS:
             break
     return spans
 

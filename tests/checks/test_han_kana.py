@@ -5,12 +5,11 @@ from __future__ import annotations
 from leader_eval.checks import han_kana
 
 
-def test_a_passage_runs_across_punctuation_digits_and_blanks_not_across_a_latin_word() -> None:
-    text = "计划：张伟 (前端) builds it; 河上的桥还是断的，我已经没有木板了。第２步 3 个人"
-    streams = [han_kana.stream(m.group()) for m in han_kana.passages(8).finditer(text)]
-    # every run of 8 or more is a candidate; the caller keeps those whose stream is that long
-    assert streams == ["计划张伟前端", "河上的桥还是断的我已经没有木板了第步个人"]
-    assert list(han_kana.passages(8).finditer("木a " * 1000)) == []  # no object per piece of a mixed flood
+def test_a_passage_runs_across_short_gaps_not_across_an_english_clause() -> None:
+    text = "计划：张伟 (前端) builds the login page; 河上的桥 <br> ①还是断的，请用 escalate 工具 3 次🙂完成"
+    streams = [han_kana.stream(m.group()) for m in han_kana.passages(text)]
+    assert streams == ["计划张伟前端", "河上的桥还是断的请用工具次完成"]
+    assert len(list(han_kana.passages("木" + "a" * 17 + "木"))) == 2  # a gap of GAP + 1 ends it
 
 
 def test_iteration_marks_half_width_katakana_and_extension_b_are_characters() -> None:
