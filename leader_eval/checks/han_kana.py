@@ -11,6 +11,7 @@ alone (what separates them dropped, as an echo of words drops what separates the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -21,21 +22,29 @@ HAN_KANA = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uf
 #: the most other characters between two Han or kana characters of one passage: `escalate`,
 #: `</p><p>`, "①", an emoji, " 3 " fit; " builds the login page; " (an English clause) does not
 GAP = 16
-_NOT_HAN_KANA = re.compile(f"[^{HAN_KANA}]+")
-_RUN = re.compile(f"[{HAN_KANA}]+")
-# possessive gaps of characters that are never Han or kana: linear, and a gap too long ends the
-# passage after reading at most GAP + 1 characters
-_PASSAGE = re.compile(f"[{HAN_KANA}](?:[^{HAN_KANA}]{{0,{GAP}}}+[{HAN_KANA}])*+")
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(passage, run, not Han or kana), compiled at their first use: re's compiler spends ~7 ms
+    on these ranges, and only a suite whose scaffold or a reply that holds Han or kana asks.
+    A passage's gaps are possessive and never Han or kana: linear, and a gap too long ends it
+    after reading at most GAP + 1 characters."""
+    return (
+        re.compile(f"[{HAN_KANA}](?:[^{HAN_KANA}]{{0,{GAP}}}+[{HAN_KANA}])*+"),
+        re.compile(f"[{HAN_KANA}]+"),
+        re.compile(f"[^{HAN_KANA}]+"),
+    )
 
 
 def passages(text: str, lo: int = 0, hi: int | None = None) -> Iterable[re.Match[str]]:
     """The passages of ``text[lo:hi]``, in order."""
-    return _PASSAGE.finditer(text, lo, len(text) if hi is None else hi)
+    return _patterns()[0].finditer(text, lo, len(text) if hi is None else hi)
 
 
 def stream(passage: str) -> str:
     """A passage's Han and kana characters alone."""
-    return _NOT_HAN_KANA.sub("", passage)
+    return _patterns()[2].sub("", passage)
 
 
 def offsets(passage: str, wanted: Iterable[int]) -> list[int]:
@@ -45,7 +54,7 @@ def offsets(passage: str, wanted: Iterable[int]) -> list[int]:
     pending = iter(wanted)
     k = next(pending, None)
     done = 0  # stream characters before the current piece
-    for m in _RUN.finditer(passage):
+    for m in _patterns()[1].finditer(passage):
         while k is not None and k < done + (m.end() - m.start()):
             out.append(m.start() + k - done)
             k = next(pending, None)
