@@ -14,6 +14,7 @@ from typing import Any
 
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.protocols import check_protocol
+from leader_eval.runs import event_loop
 from leader_eval.runs.export import CASE_COLUMNS, SAMPLE_COLUMNS, case_rows, columns_of, sample_rows, to_pandas
 from leader_eval.runs.judging import attach as attach_judgements
 from leader_eval.runs.judging import check_judges, judge_run, judge_summary
@@ -136,6 +137,7 @@ def run(
     caller's own code (like ``backend``); a role not given is resolved from ``options.trusted``."""
     options = options or RunOptions()
     check_run_options(options)
+    event_loop.loop_factory()  # a bad LEADER_EVAL_EVENT_LOOP is an error before anything is read
     with _long_lived_frozen() as settle:
         return _run(suite, options, backend, on_sample, settle, teammates)
 
@@ -199,7 +201,7 @@ def _run(
         rundir = open_run_dir(out, manifest)
         live = LiveScores(suite, rundir.path)  # scores each sample while the others are in flight
         try:
-            stats = asyncio.run(
+            stats = event_loop.run(
                 _sample_and_close(rundir, backend, planned, run_seed, options, on_sample, live, teammates)
             )
             result = score_run(rundir, suite, live=live)

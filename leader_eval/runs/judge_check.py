@@ -19,7 +19,6 @@ whether the criterion's metric may gate.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
@@ -31,6 +30,7 @@ from typing import Any
 
 from leader_eval.bounded.numeric import np
 from leader_eval.errors import LeaderEvalError
+from leader_eval.runs import event_loop
 from leader_eval.runs.judging import Judge, ask, judge_from_role
 from leader_eval.runs.trusted import Trusted
 from leader_eval.scoring.judge import parse_verdict
@@ -132,7 +132,7 @@ def check_criterion(
                 print(f"judge-check {spec.name}: {len(out)}/{len(mine)} texts judged", file=sys.stderr, flush=True)
         return out
 
-    rows = asyncio.run(verdicts())
+    rows = event_loop.run(verdicts())
     first = [r[0] for r in rows]
     human = [it.labels[spec.name] for it in mine]
     paired = [(h, j) for h, j in zip(human, first, strict=True) if j is not None]
@@ -218,7 +218,7 @@ def judge_check(
             report["criteria"][name] = {**figures, "judge": identity, "record": str(path)}
     finally:
         for judge in judges.values():
-            asyncio.run(judge.backend.aclose())
+            event_loop.run(judge.backend.aclose())
     return report
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.runs import event_loop
 from leader_eval.runs.options import RunOptions, backend_options, run_options
 from leader_eval.runs.trusted import Trusted, TrustedError
 from leader_eval.sampling.backends import guard, resolve_backend
@@ -210,12 +211,12 @@ def judge_run(
                 continue
             todo.append((spec, score, text, judge, identity, slot))
         if todo:
-            asyncio.run(_ask_all(todo, by_case, log, cache, stats))
+            event_loop.run(_ask_all(todo, by_case, log, cache, stats))
     finally:
         log.close()
         if judges is None:
             for judge in {id(j): j for j in (built if replay_from is None else {}).values()}.values():
-                asyncio.run(judge.backend.aclose())
+                event_loop.run(judge.backend.aclose())
     return stats
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from leader_eval.errors import LeaderEvalError
+from leader_eval.runs import event_loop
 from leader_eval.runs.evaluate import read_run
 from leader_eval.runs.judging import Judge, judge_from_role, without_end_token
 from leader_eval.runs.trusted import Trusted
@@ -121,7 +122,7 @@ def judge_pairs(
             a, b = _texts(run_a, spec), _texts(run_b, spec)
             keys = sorted(k for k in a.keys() & b.keys() if k[0] in tags and spec.applies(tags[k[0]]))
 
-            answers = asyncio.run(_all_pairs(judge, spec, keys, a, b, seed))
+            answers = event_loop.run(_all_pairs(judge, spec, keys, a, b, seed))
             per_case: dict[str, list[float]] = {}
             consistent = errors = complete = 0
             for k, (ab, ba) in zip(keys, answers, strict=True):
@@ -151,5 +152,5 @@ def judge_pairs(
             }
     finally:
         for judge in judges.values():
-            asyncio.run(judge.backend.aclose())
+            event_loop.run(judge.backend.aclose())
     return report
