@@ -38,12 +38,18 @@ from typing import TYPE_CHECKING, Any
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import markdown
 from leader_eval.report.text import leak_spans, segments, visible
+from leader_eval.runs.collector import long_lived
 from leader_eval.runs.evaluate import Run as RunType
 from leader_eval.runs.evaluate import read_run
 from leader_eval.stats.core import rate_ci
 from leader_eval.stats.metrics import METRICS
 from leader_eval.store.run_store import REPORT, STRESS_JSON, RunDir, cut_text, write_bytes_atomic
 from leader_eval.version import __version__ as version
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - a core dependency; the stdlib writes the island then
+    _orjson = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from leader_eval.decide.checkpoints import CheckpointRecommendation
@@ -723,8 +729,36 @@ def _asset(name: str) -> str:
 def _island(obj: Any) -> str:
     # ASCII-only JSON (U+2028/9 and lone surrogates escaped) with the three characters that could
     # end the element or start markup escaped too: the island's text is inert whatever it holds
-    s = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    s = _ascii_json(obj)
     return s.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _ascii_json(obj: Any) -> str:
+    """``json.dumps(obj, ensure_ascii=True, separators=(",", ":"))`` as JSON (the same value when
+    parsed), made by orjson where it can: ~1.5 ms instead of ~10 for the island of 2,000 samples.
+    orjson writes what it does not escape as UTF-8, so each non-ASCII character is escaped here as
+    the stdlib does (astral ones as a surrogate pair); a float may be spelled otherwise
+    (``1e-5``) and NaN is ``null`` (the stdlib's ``NaN`` is no JSON at all). What orjson refuses
+    (a lone surrogate, an int past 64 bits, a key that is not a string) the stdlib writes."""
+    if _orjson is not None:
+        try:
+            s = _orjson.dumps(obj).decode("utf-8")
+        except (TypeError, ValueError):
+            pass
+        else:
+            return s if s.isascii() else _NON_ASCII.sub(_escape_non_ascii, s)
+    return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _escape_non_ascii(m: re.Match[str]) -> str:
+    cp = ord(m.group())
+    if cp < 0x10000:
+        return f"\\u{cp:04x}"
+    cp -= 0x10000
+    return f"\\u{0xD800 | cp >> 10:04x}\\u{0xDC00 | cp & 0x3FF:04x}"
 
 
 def page(title: str, body: str, islands: Sequence[Any], *, script: bool = True) -> str:
@@ -762,7 +796,20 @@ def render_report(
     title: str | None = None,
 ) -> str:
     """The report of one run, or of several (comparison, flips, checkpoints), as one HTML string."""
+    # the runs' records live for the whole page and are no garbage: out of the collector's passes
+    # (a run just scored is young: a pass over it took ~15 ms of a 2,000-sample report's ~65)
+    with long_lived():
+        return _render_report(runs, order, across_suites, alpha, comparison, title)
 
+
+def _render_report(
+    runs: Sequence[Run | str | Path],
+    order: Sequence[str] | None,
+    across_suites: bool,
+    alpha: float,
+    comparison: Comparison | None,
+    title: str | None,
+) -> str:
     if comparison is not None:
         # the comparison's own Run objects (its groups hold them) stand for ``runs``
         loaded = [r for g in comparison.groups for r in g.runs]

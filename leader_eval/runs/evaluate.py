@@ -15,6 +15,7 @@ from typing import Any
 from leader_eval.errors import LeaderEvalError, RunDirError
 from leader_eval.protocols import check_protocol
 from leader_eval.runs import event_loop
+from leader_eval.runs.collector import long_lived
 from leader_eval.runs.export import CASE_COLUMNS, SAMPLE_COLUMNS, case_rows, columns_of, sample_rows, to_pandas
 from leader_eval.runs.judging import attach as attach_judgements
 from leader_eval.runs.judging import check_judges, judge_run, judge_summary
@@ -241,34 +242,16 @@ def _then(first: Callable[[Sample], None] | None, then: Callable[[Sample], None]
     return both
 
 
-#: the collector's first threshold during a run (CPython's default is 700 allocations)
-RUN_GC_THRESHOLD = 50_000
-
-
 @contextlib.contextmanager
 def _long_lived_frozen() -> Iterator[Callable[[], None]]:
-    """Keep the objects alive when a run starts (modules), and those made before its first request
-    (the suite, its rendered plan; ``settle()`` once they are made), out of the collector's
-    passes until the run ends (``gc.freeze``), and collect the young generation every
-    ``RUN_GC_THRESHOLD`` allocations instead of 700. Those objects live for the whole run, yet
-    each collection walked them again; loading a suite makes many long-lived objects and no
-    cycles, and each sample's records are garbage or kept for the run, not cycles: the collector
-    took a sixth of a 2,000-sample run's CPU. Both undone when the run ends; left alone when the
-    caller tunes the collector itself (frozen objects, collection disabled)."""
+    """``collector.long_lived`` for a run: the objects alive when it starts (modules) and those
+    made before its first request (the suite, its rendered plan; ``settle()`` once they are
+    made) stay out of the collector's passes until the run ends, and ``_exit_hook`` says whether
+    it ended well."""
     _exit_hook[:] = [False]  # until this run ends well
-    if gc.get_freeze_count() or not gc.isenabled():
-        yield lambda: None
-        _exit_hook[:] = [True]
-        return
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(threshold[0], RUN_GC_THRESHOLD), *threshold[1:])
-    try:
-        yield gc.freeze
-        _exit_hook[:] = [True]
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
+    with long_lived() as settle:
+        yield settle
+    _exit_hook[:] = [True]
 
 
 #: whether the last run ended well: only then does the process skip its last collections

@@ -156,6 +156,35 @@ def test_hostile_output_is_inert_text_in_the_page(tmp_path):
     assert htmllib.escape('<img src=x onerror="window.__pwned=1">v1', quote=True) in body
 
 
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(max_codepoint=0x10FFFF), max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_VALUES)
+def test_an_island_is_the_stdlibs_json_whoever_writes_it(value):
+    """The island's JSON (orjson where it can write it) parses to the stdlib's value, is ASCII
+    (U+2028/9 and lone surrogates escaped), and holds no character that could end its element."""
+    page_json = report_html._island(value)
+    assert page_json.isascii() and not set("<>&") & set(page_json)
+    assert json.loads(page_json) == json.loads(json.dumps(value, ensure_ascii=True))
+
+
+def test_an_island_writes_nan_as_null_and_what_orjson_refuses_through_the_stdlib():
+    # the stdlib's NaN is no JSON: the page's JSON.parse would refuse the whole island
+    assert json.loads(report_html._island({"score": float("nan")})) == {"score": None}
+    for refused in ({"s": "lone \udcff"}, {"n": 2**70}, {1: "non-string key"}):
+        assert json.loads(report_html._island(refused)) == json.loads(json.dumps(refused))
+    assert report_html._island({"e": "\U0001f600\u2028"}) == '{"e":"\\ud83d\\ude00\\u2028"}'
+
+
 def test_two_runs_show_the_paired_difference_verdict_and_flips():
     from leader_eval.decide.compare import compare_runs
 
