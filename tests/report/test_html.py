@@ -134,6 +134,25 @@ def test_segments_never_drop_or_alter_a_character(text, raw_spans):
     json.dumps(segs, ensure_ascii=False).encode("utf-8")
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab .xy<|>")), max_size=20)
+    | st.text(alphabet=st.sampled_from(list("ab .<|>x\n\t\x7f\x00é")), max_size=30),
+    st.sampled_from([(), ("<|im_end|>",), ("[EOS]", " <s>"), ("xy",)]),
+)
+def test_a_text_said_to_hold_nothing_to_mark_is_segmented_as_the_pattern_would(text, tokens):
+    """The shortcut for text with nothing to mark gives the pattern's own segments."""
+    from leader_eval.report import text as report_text
+
+    fast = report_text._plain_segments(text, tokens)
+    original = report_text._nothing_to_mark
+    report_text._nothing_to_mark = lambda *_: False
+    try:
+        assert fast == report_text._plain_segments(text, tokens)
+    finally:
+        report_text._nothing_to_mark = original
+
+
 def test_special_tokens_whitespace_and_invisible_characters_are_shown():
     segs = segments("a  b\t<|im_end|>\u200b\udcfe\n", ("<|im_end|>",))
     kinds = [s[0] for s in segs if isinstance(s, list)]
