@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -25,8 +26,22 @@ def _versions() -> dict[str, str]:
     out = {"leader-eval": __version__, "python": sys.version.split()[0]}
     for pkg in ("llama-cpp-python", "jinja2", "jsonschema", "numpy", "tinker", "aiohttp"):
         with contextlib.suppress(metadata.PackageNotFoundError):
-            out[pkg] = metadata.version(pkg)
+            out[pkg] = _version(pkg)
     return out
+
+
+_VERSION_FIELD = re.compile(r"^Version:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
+
+
+def _version(package: str) -> str:
+    """``metadata.version(package)``, read from the metadata's header block: ``version`` parses
+    the whole file as an e-mail message (numpy's long description: ~2.5 ms, ~9 ms for the six
+    packages of every manifest)."""
+    dist = metadata.distribution(package)
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    end = text.find("\n\n")
+    found = _VERSION_FIELD.search(text, 0, end if end >= 0 else len(text))
+    return found.group(1) if found else dist.version
 
 
 def build_manifest(
