@@ -47,6 +47,8 @@ from leader_eval.checks.placeholders import (
     PLACEHOLDER_SHAPES,
     SLOT_CANDIDATES,
     SLOT_VERBS,
+    TEMPLATE_TAG_LITERAL,
+    TEMPLATE_TAG_PATTERN,
     is_slot_at,
     name_shapes,
 )
@@ -202,6 +204,8 @@ _RARE: tuple[tuple[str | tuple[str, ...], str, str], ...] = (
     ("\u2581", "special", "<[A-Za-z]{1,20}(?:\u2581[A-Za-z]{1,20}){1,6}>"),
     # a fence that opens a tool call (Gemma 3's ```tool_code): its info string is the markup
     (("```tool", "```function", "``` tool", "``` function"), "tool", "(?<!`)```" + _TOOL_FENCE_INFO),
+    # an ERB or EJS tag: template syntax (placeholders.TEMPLATE_TAG_PATTERN)
+    (TEMPLATE_TAG_LITERAL, "ph", TEMPLATE_TAG_PATTERN),
 )
 
 
@@ -1589,7 +1593,7 @@ def _rare_findings(
                     reason_here = Reason.LEAK_TOOL_MARKUP
                 else:
                     reason_here = reason
-                if reason_here is Reason.LEAK_TOOL_MARKUP:
+                if reason_here is Reason.LEAK_TOOL_MARKUP or reason_here is Reason.LEAK_PLACEHOLDER:
                     if code is None:
                         code = _CodeSpans(text, lo, hi)
                     if code.contains(s, e):

@@ -669,6 +669,11 @@ PLACEHOLDER_SHAPES: tuple[tuple[str, str], ...] = (
 
 #: the same shapes as standalone regexes (what ``render.find_placeholders`` searches for)
 PLACEHOLDER_PATTERNS: tuple[str, ...] = tuple(re.escape(first) + rest for first, rest in PLACEHOLDER_SHAPES)
+#: an ERB or EJS tag (``<%= agent_name %>``, ``<%- goal %>``, ``<% if (x) { %>``): template syntax, as
+#: ``{{ }}`` and ``{% %}`` are; searched for only in a text holding its literal, "<%" (as one of the
+#: combined scanner's shapes it cost every "<" of a text: ``"<% " * 333333`` went 87 -> 212 ms)
+TEMPLATE_TAG_LITERAL = "<%"
+TEMPLATE_TAG_PATTERN = r"<%[^%<>\n]{1,200}+%>"
 #: the slot candidates as standalone regexes: a match is a slot where ``is_slot_at`` says so
 SLOT_PATTERNS: tuple[str, ...] = tuple(re.escape(first) + rest for first, rest in SLOT_CANDIDATES)
 
@@ -954,12 +959,14 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
     ``[agent_name]``, ``[AGENT_NAME]``, ``{Agent_Name}``, ``<AGENT_NAME>`` (a lower-case ``<name>``
     is an XML tag). A one-word name (``team``, ``events``) only as written or upper-cased in
     braces and as written in square brackets: ``{team}``, ``{TEAM}``, ``[team]``; ``[TEAM]`` and
-    ``[Team]`` also serve as chat labels. Names shorter than three characters are skipped: ``[x]``
-    is a checkbox, not a slot."""
+    ``[Team]`` also serve as chat labels. Every name also as a variable of the template
+    languages after "$" (Python's ``string.Template``, a shell, PHP): ``$agent_name``, ``$agentName``,
+    ``$team``. Names shorter than three characters are skipped: ``[x]`` is a checkbox, not a slot."""
     usable = sorted({n for n in names if len(n) >= 3 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", n)})
     snake = [n for n in usable if "_" in n.strip("_")]
     single = [n for n in usable if n not in snake]
     shapes: list[tuple[str, str]] = []
+    dollar: list[str] = []  # the names after "$"
     if snake:
         # each name also in kebab case and run together (camelCase in any case: agentName);
         # the guard keeps the case-insensitive alternation from being tried after every bracket
@@ -969,8 +976,16 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
         firsts = "".join(sorted({c for c in _FOLDABLE if any(_same_letter(c, n[0]) for n in spellings)}))
         alt = _PAD + f"(?=[{re.escape(firsts)}])(?i:" + "|".join(map(re.escape, spellings)) + ")" + _PAD
         shapes += [("[", alt + r"\]" + _NOT_LINK), ("<", alt + ">"), ("{", alt + r"\}")]
+        # after "$", a variable of Python's string.Template, a shell or PHP: $agent_name, $agentName
+        # (not __AGENT_NAME__: a shape that opens with "_", a slot's inner character, would keep
+        # the scan from dropping the slots past their budget, leakage._without)
+        idents = sorted({v for n in snake for v in (n, n.replace("_", ""))}, key=len)[::-1]
+        dollar.append("(?i:" + "|".join(map(re.escape, idents)) + ")")
     if single:
         exact = "(?:" + "|".join(single) + ")"
         both = "(?:" + "|".join(sorted({*single, *(n.upper() for n in single)})) + ")"
         shapes += [("[", exact + r"\]" + _NOT_LINK), ("{", both + r"\}")]
+        dollar.append(exact)
+    if dollar:  # one entry: each "$" of a text tries it once
+        shapes.append(("$", r"(?<![\w$]\$)(?:" + "|".join(dollar) + r")(?![\w$])"))
     return tuple(shapes)

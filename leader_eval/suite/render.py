@@ -32,6 +32,8 @@ from leader_eval.checks.placeholders import (
     PLACEHOLDER_SHAPES,
     SLOT_CANDIDATES,
     SLOT_PATTERNS,
+    TEMPLATE_TAG_LITERAL,
+    TEMPLATE_TAG_PATTERN,
     is_slot_at,
 )
 from leader_eval.errors import SuiteError
@@ -321,6 +323,8 @@ def find_placeholders(text: str, extra: list[str] | tuple[str, ...] = (), allowe
         if first is None or first in text:
             matches = _regex(pattern).finditer(text)
             found.extend(m for m in matches if m.group(0) not in allowed and is_slot_at(text, m.start(), m.end()))
+    if TEMPLATE_TAG_LITERAL in text:
+        found.extend(m for m in _regex(TEMPLATE_TAG_PATTERN).finditer(text) if m.group(0) not in allowed)
     for pattern in extra:  # a suite's own patterns run with a time bound (bounded/regex.py)
         found.extend(m for m in finditer_bounded(pattern, text) if m.group(0) not in allowed)
     return sorted(found, key=lambda m: m.start())

@@ -146,7 +146,14 @@ def test_placeholder_patterns_from_the_suite_still_refuse_a_leftover(tmp_path: P
 
 @pytest.mark.parametrize(
     "leftover",
-    ["Hallo [Name des Empfängers]!", "【担当者名】様", "Hi %s, go.", "〇〇さん、こんにちは", "Thanks, (Your Name)"],
+    [
+        "Hallo [Name des Empfängers]!",
+        "【担当者名】様",
+        "Hi %s, go.",
+        "〇〇さん、こんにちは",
+        "Thanks, (Your Name)",
+        "Hi <%= team_name %>, go.",
+    ],
 )
 def test_a_slot_in_any_language_is_refused_at_render_time(tmp_path: Path, leftover: str) -> None:
     """The renderer judges slots as the leak detector does (checks/placeholders.is_slot_at)."""
@@ -161,7 +168,7 @@ def test_a_slot_in_any_language_is_refused_at_render_time(tmp_path: Path, leftov
 
 def test_a_filled_label_in_any_script_renders(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
-    text = "【日時】11月28日\n[이름] 홍길동\nIn 二〇二〇年 we paid $5 (your call)."
+    text = "【日時】11月28日\n[이름] 홍길동\nIn 二〇二〇年 we paid $5 (your call); growth was <5% and 5 <% of 9."
     path.write_text(
         MINIMAL_SUITE.replace('request: "Say hello to the team."', f"request: {json.dumps(text)}"), encoding="utf-8"
     )
