@@ -347,7 +347,10 @@ def _word_slot(words: list[str], *, elided_link: bool = False) -> bool:
         return False
     if words[0] in _FIRST_VERBS or words[-1] in _VERBS:
         rest = words[1:] if words[0] in _FIRST_VERBS else words[:-1]
-        return any(w in _ASKED or _compound(w) for w in rest)
+        # a noun of two or three words, as Vietnamese writes its syllables apart: [Chèn mục tiêu]
+        return any(w in _ASKED or _compound(w) for w in rest) or any(
+            " ".join(rest[i : i + n]) in _ASKED for n in (2, 3) for i in range(len(rest) - n + 1)
+        )
     if words[0] in _LINK_NOUNS and words[1] in _LINKS and len(words) <= 5:
         return True
     body = [w for w in words if w not in _ARTICLES]
