@@ -1593,6 +1593,8 @@ def _rare_findings(
                     reason_here = Reason.LEAK_TOOL_MARKUP
                 else:
                     reason_here = reason
+                if reason_here is Reason.LEAK_PLACEHOLDER and text[s:e] in cfg.allowed:
+                    continue  # a suite's allowed placeholder, as for the scanner's ("ph")
                 if reason_here is Reason.LEAK_TOOL_MARKUP or reason_here is Reason.LEAK_PLACEHOLDER:
                     if code is None:
                         code = _CodeSpans(text, lo, hi)
