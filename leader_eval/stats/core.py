@@ -352,6 +352,11 @@ def _wilson_note(n_eff: float) -> str:
 _EXACT_WEIGHT_TOTAL = 2.0**26
 
 
+_NUMBER_TYPES = frozenset((float, int))  # not bool: True is 1, yet not a score or a weight
+_ZERO_ONE = frozenset((0, 1))
+_ONE = frozenset((1,))
+
+
 def _whole_counts(values: Numbers, weights: Numbers | None) -> tuple[int, float, float, float] | None:
     """(cases, total weight, weight passed, sum of squared weights) of 0/1 case scores with
     whole-number weights given as lists, or None for anything else (numpy arrays included).
@@ -364,6 +369,15 @@ def _whole_counts(values: Numbers, weights: Numbers | None) -> tuple[int, float,
         return None
     if weights is not None and len(weights) != len(values):
         return None  # the arrays' error
+    if len(values) < _EXACT_WEIGHT_TOTAL and (
+        weights is None or (set(map(type, weights)) <= _NUMBER_TYPES and set(weights) <= _ONE)
+    ):
+        # every weight 1 (the usual suite): the same checks and sums by set and sum, in C (the
+        # loop below took ~1.2 ms a call for 2,000 cases, eight calls a summary)
+        if not set(map(type, values)) <= _NUMBER_TYPES or not set(values) <= _ZERO_ONE:
+            return None
+        n = len(values)
+        return n, float(n), float(sum(values)), float(n)
     total = passed = squares = 0.0
     for i, v in enumerate(values):
         if type(v) not in (float, int) or (v != 0 and v != 1):

@@ -242,15 +242,20 @@ def test_degenerate_inputs_say_so() -> None:
     assert (flat.low, flat.high) == (0.5, 0.5) and "zero width" in flat.note
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_binary_case_scores_given_as_lists_estimate_as_the_arrays_do(weighted: bool) -> None:
+@pytest.mark.parametrize("weighted", ["none", "unit", "whole"])
+def test_binary_case_scores_given_as_lists_estimate_as_the_arrays_do(weighted: str) -> None:
     """Lists of 0/1 scores with whole-number weights are counted without numpy; the estimate is
-    the arrays' bit for bit (value, ends, effective n in the note), for every size and mix."""
+    the arrays' bit for bit (value, ends, effective n in the note), for every size and mix (unit
+    weights, the usual suite's, are counted by sets and sums: the same numbers)."""
     rng = np.random.default_rng(7)
     for trial in range(400):
         n = int(rng.integers(0, 40))
         scores = [int(v) if trial % 2 else float(v) for v in rng.integers(0, 2, n)]
-        weights = [float(w) for w in rng.choice([1, 2, 3, 10, 4096, 65536], n)] if weighted else None
+        weights = {
+            "none": None,
+            "unit": [1 if trial % 3 else 1.0] * n,
+            "whole": [float(w) for w in rng.choice([1, 2, 3, 10, 4096, 65536], n)],
+        }[weighted]
         arrays = weighted_mean_ci(np.asarray(scores, dtype=float), None if weights is None else np.asarray(weights))
         lists = weighted_mean_ci(scores, weights)
         assert repr(lists) == repr(arrays)
