@@ -1507,7 +1507,7 @@ def find_leaks(
         spans.extend((Reason.LEAK_REASONING, s, e) for s, e in _reasoning_findings(tags))
     timed_out: list[Finding] = []
     if cfg.rare:
-        code = _rare_findings(text, lo, hi, cfg, spans, code, timed_out, where)
+        code = _rare_findings(text, lo, hi, cfg, spans, code, timed_out, where, code_budget)
     lowered: str | None = None
     for (reason, pattern), literal in zip(cfg.extra, cfg.extra_literals or (None,) * len(cfg.extra), strict=True):
         matches: Iterable[Found] | None = None
@@ -1562,11 +1562,14 @@ def _rare_findings(
     code: _CodeSpans | None,
     timed_out: list[Finding],
     where: str,
+    code_budget: int = _CODE_MAX_EXEMPT,
 ) -> _CodeSpans | None:
-    """Add the matches of ``cfg.rare`` to ``spans`` (tool markup in code is content, as for the
-    scanner's tool kinds); a "fill only" match counts only where it overlaps no finding so far: a
-    protocol's opening that spans tokens already found (``<|channel|>commentary to=...``) adds
-    nothing, one that no token covers is a finding. Returns the code spans, built when needed."""
+    """Add the matches of ``cfg.rare`` to ``spans`` (tool markup and placeholders in code are
+    content, as for the scanner's kinds, for the matches ``code_budget`` still allows: what the
+    scanner left of ``_CODE_MAX_EXEMPT``); a "fill only" match counts only where it overlaps no
+    finding so far: a protocol's opening that spans tokens already found (``<|channel|>commentary
+    to=...``) adds nothing, one that no token covers is a finding. Returns the code spans, built
+    when needed."""
     present = cfg.rare_literals.present(text, lo, hi)
     if not present:
         return code
@@ -1577,7 +1580,10 @@ def _rare_findings(
             continue
         try:
             matches: Iterable[Found | re.Match[str]] = pattern.finditer(text, lo, hi)
-            for m in itertools.islice(matches, MAX_FINDINGS):
+            added = 0  # findings, not matches: one in code (content) or a filled one counts none
+            for m in matches:
+                if added >= MAX_FINDINGS:
+                    break
                 s, e = m.start(), m.end()
                 if e <= s:
                     continue
@@ -1595,12 +1601,16 @@ def _rare_findings(
                     reason_here = reason
                 if reason_here is Reason.LEAK_PLACEHOLDER and text[s:e] in cfg.allowed:
                     continue  # a suite's allowed placeholder, as for the scanner's ("ph")
-                if reason_here is Reason.LEAK_TOOL_MARKUP or reason_here is Reason.LEAK_PLACEHOLDER:
+                if code_budget > 0 and (
+                    reason_here is Reason.LEAK_TOOL_MARKUP or reason_here is Reason.LEAK_PLACEHOLDER
+                ):
                     if code is None:
                         code = _CodeSpans(text, lo, hi)
                     if code.contains(s, e):
+                        code_budget -= 1  # past the budget, markup in code is a finding, as in the scan
                         continue
                 spans.append((reason_here, s, e))
+                added += 1
         except RegexTimeout as exc:  # never a pass: the markup counts as found
             timed_out.append(Finding(reason, lo, lo, "", f"{exc}: counted as found", where))
     return code

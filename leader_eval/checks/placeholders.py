@@ -243,6 +243,7 @@ _ADDRESSEE_WORDS = (
 _ADDRESSEE_PHRASES = tuple(w for w in union("yours", _WORD_LANGUAGES) if " " in w)
 _DOMAIN_HEADS = frozenset().union(*(t.nouns for t in _LANGUAGE_SETS))  # a scaffold noun as a head
 _ASKED = _NOUNS | union("asked", _WORD_LANGUAGES) | SLOT_DETAILS | _OBJECTS
+_ASKED_PHRASES = frozenset(w for w in union("asked", _WORD_LANGUAGES) if " " in w)
 _CJK_ALONE = union("alone", _CJK_LANGUAGES)
 _CJK_HEADS = tuple(sorted(union("heads", _CJK_LANGUAGES), key=len, reverse=True))
 _CJK_VERBS = tuple(sorted(union("verbs", _CJK_LANGUAGES), key=len, reverse=True))
@@ -347,9 +348,10 @@ def _word_slot(words: list[str], *, elided_link: bool = False) -> bool:
         return False
     if words[0] in _FIRST_VERBS or words[-1] in _VERBS:
         rest = words[1:] if words[0] in _FIRST_VERBS else words[:-1]
-        # a noun of two or three words, as Vietnamese writes its syllables apart: [Chèn mục tiêu]
+        # an asked-for noun of two or three words, as Vietnamese writes its syllables apart: [Chèn
+        # mục tiêu], [Nhập nội dung] (not whose objects: [Thêm khách hàng] is a button, as [Add customer])
         return any(w in _ASKED or _compound(w) for w in rest) or any(
-            " ".join(rest[i : i + n]) in _ASKED for n in (2, 3) for i in range(len(rest) - n + 1)
+            " ".join(rest[i : i + n]) in _ASKED_PHRASES for n in (2, 3) for i in range(len(rest) - n + 1)
         )
     if words[0] in _LINK_NOUNS and words[1] in _LINKS and len(words) <= 5:
         return True
@@ -962,14 +964,14 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
     ``[agent_name]``, ``[AGENT_NAME]``, ``{Agent_Name}``, ``<AGENT_NAME>`` (a lower-case ``<name>``
     is an XML tag). A one-word name (``team``, ``events``) only as written or upper-cased in
     braces and as written in square brackets: ``{team}``, ``{TEAM}``, ``[team]``; ``[TEAM]`` and
-    ``[Team]`` also serve as chat labels. Every name also as a variable of the template
-    languages after "$" (Python's ``string.Template``, a shell, PHP): ``$agent_name``, ``$agentName``,
-    ``$team``. Names shorter than three characters are skipped: ``[x]`` is a checkbox, not a slot."""
+    ``[Team]`` also serve as chat labels. A name also as a variable of the template
+    languages after "$" (Python's ``string.Template``, a shell, PHP) when it has an underscore:
+    ``$agent_name``, ``$agentName``. Names shorter than three characters are skipped: ``[x]`` is a
+    checkbox, not a slot."""
     usable = sorted({n for n in names if len(n) >= 3 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", n)})
     snake = [n for n in usable if "_" in n.strip("_")]
     single = [n for n in usable if n not in snake]
     shapes: list[tuple[str, str]] = []
-    dollar: list[str] = []  # the names after "$"
     if snake:
         # each name also in kebab case and run together (camelCase in any case: agentName);
         # the guard keeps the case-insensitive alternation from being tried after every bracket
@@ -980,15 +982,14 @@ def name_shapes(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
         alt = _PAD + f"(?=[{re.escape(firsts)}])(?i:" + "|".join(map(re.escape, spellings)) + ")" + _PAD
         shapes += [("[", alt + r"\]" + _NOT_LINK), ("<", alt + ">"), ("{", alt + r"\}")]
         # after "$", a variable of Python's string.Template, a shell or PHP: $agent_name, $agentName
-        # (not __AGENT_NAME__: a shape that opens with "_", a slot's inner character, would keep
-        # the scan from dropping the slots past their budget, leakage._without)
+        # (a one-word name is a word of code too: $team in PHP, $events in maths; and not
+        # __AGENT_NAME__: a shape that opens with "_", a slot's inner character, would keep the
+        # scan from dropping the slots past their budget, leakage._without)
         idents = sorted({v for n in snake for v in (n, n.replace("_", ""))}, key=len)[::-1]
-        dollar.append("(?i:" + "|".join(map(re.escape, idents)) + ")")
+        # one entry: each "$" of a text tries it once
+        shapes.append(("$", r"(?<![\w$]\$)(?i:" + "|".join(map(re.escape, idents)) + r")(?![\w$])"))
     if single:
         exact = "(?:" + "|".join(single) + ")"
         both = "(?:" + "|".join(sorted({*single, *(n.upper() for n in single)})) + ")"
         shapes += [("[", exact + r"\]" + _NOT_LINK), ("{", both + r"\}")]
-        dollar.append(exact)
-    if dollar:  # one entry: each "$" of a text tries it once
-        shapes.append(("$", r"(?<![\w$]\$)(?:" + "|".join(dollar) + r")(?![\w$])"))
     return tuple(shapes)

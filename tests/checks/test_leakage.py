@@ -31,6 +31,21 @@ def _detect(rec: LeakRecord) -> list[tuple[str, int, int]]:
     return [(str(f.reason), f.start, f.end) for f in found]
 
 
+def test_template_tags_in_code_are_content_only_up_to_the_code_budget() -> None:
+    """An ERB tag in a code span is code, as ``{{ }}`` is, for the first ``_CODE_MAX_EXEMPT`` of them
+    a text holds; past that budget (a flood) each is a finding, as for the scanner's shapes."""
+    from leader_eval.checks import leakage
+
+    cfg = compile_leak_config(LeakConfig(placeholder_names=("agent_name",)))
+    assert find_leaks("`<%= agent_name %>` and `{{agent_name}}` in the view", cfg) == []
+    n = 5000
+    erb = find_leaks("`<%= agent_name %>` " * n, cfg)
+    braces = find_leaks("`{{agent_name}}` " * n, cfg)
+    assert len(erb) == len(braces) > 0
+    assert all(f.text == "<%= agent_name %>" for f in erb)
+    assert n > leakage._CODE_MAX_EXEMPT
+
+
 @pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r.id)
 def test_corpus_record(rec: LeakRecord) -> None:
     got = _detect(rec)
