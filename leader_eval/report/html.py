@@ -750,11 +750,11 @@ def _ascii_json(obj: Any) -> str:
         except (TypeError, ValueError):
             pass
         else:
-            return s if s.isascii() else _NON_ASCII.sub(_escape_non_ascii, s)
+            return s if s.isascii() and "\x7f" not in s else _NON_ASCII.sub(_escape_non_ascii, s)
     return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")  # DEL too: the stdlib writes \u007f
 
 
 def _escape_non_ascii(m: re.Match[str]) -> str:

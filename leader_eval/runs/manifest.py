@@ -30,18 +30,34 @@ def _versions() -> dict[str, str]:
     return out
 
 
-_VERSION_FIELD = re.compile(r"^Version:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
+_HEADER_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+")  # what an e-mail header's name may hold
 
 
 def _version(package: str) -> str:
     """``metadata.version(package)``, read from the metadata's header block: ``version`` parses
     the whole file as an e-mail message (numpy's long description: ~2.5 ms, ~9 ms for the six
-    packages of every manifest)."""
+    packages of every manifest). Only a plain ``Version: X`` among well-formed headers is read
+    here; anything else (a folded or padded value, a malformed header before it, no header block)
+    is ``dist.version``'s to read, so the answer is the stdlib's in every case."""
     dist = metadata.distribution(package)
     text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
     end = text.find("\n\n")
-    found = _VERSION_FIELD.search(text, 0, end if end >= 0 else len(text))
-    return found.group(1) if found else dist.version
+    lines = (text[:end] if end >= 0 else text).split("\n")
+    for i, line in enumerate(lines):
+        if not line or (i == 0 and line[0] in " \t"):
+            break
+        if line[0] in " \t":
+            continue  # the previous header's folded value
+        name, colon, value = line.partition(":")
+        if not colon or not _HEADER_NAME.fullmatch(name):
+            break
+        if name.lower() == "version":
+            plain = value[1:]
+            folded = i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t")
+            if value[:1] == " " and plain and plain == plain.strip() and not folded:
+                return plain
+            break
+    return dist.version
 
 
 def build_manifest(

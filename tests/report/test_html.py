@@ -202,6 +202,8 @@ def test_an_island_writes_nan_as_null_and_what_orjson_refuses_through_the_stdlib
     for refused in ({"s": "lone \udcff"}, {"n": 2**70}, {1: "non-string key"}):
         assert json.loads(report_html._island(refused)) == json.loads(json.dumps(refused))
     assert report_html._island({"e": "\U0001f600\u2028"}) == '{"e":"\\ud83d\\ude00\\u2028"}'
+    # DEL is escaped as the stdlib escapes it (orjson writes it raw)
+    assert report_html._island({"e": "a\x7fb"}) == json.dumps({"e": "a\x7fb"}, separators=(",", ":"))
 
 
 def test_two_runs_show_the_paired_difference_verdict_and_flips():

@@ -4,6 +4,7 @@ package's metadata header, exactly as ``importlib.metadata.version`` gives it.""
 from __future__ import annotations
 
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +30,28 @@ def test_the_manifest_names_the_packages_a_run_depends_on_and_skips_missing_ones
 
     monkeypatch.setattr(metadata, "distribution", missing)
     assert set(_versions()) == {"leader-eval", "python"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n\nVersion: 9 in the description\n",
+        "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0 \n\n",  # padded: the stdlib keeps the blank
+        "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n  .post1\n\n",  # folded
+        "Metadata-Version: 2.1\nnot a header\nVersion: 1.0\n\n",  # the headers end before it
+        "\nMetadata-Version: 2.1\nVersion: 3\n",  # no header block at all
+        "Metadata-Version: 2.1\nversion: 2.0\nVersion: 1.0\n\n",  # the first, in any case
+        "Metadata-Version: 2.1\nName: pkg\nVersion:1.0\n\n",
+        "Metadata-Version: 2.1\nName: pkg\n\n",  # none
+        "Metadata-Version: 2.1\r\nName: pkg\r\nVersion: 4.5\r\n\r\n",
+    ],
+)
+def test_a_malformed_header_block_reads_as_importlib_reads_it(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = tmp_path / "pkg-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_bytes(text.encode("utf-8"))
+    dist = metadata.PathDistribution(info)
+    monkeypatch.setattr(metadata, "distribution", lambda name: dist)
+    assert _version("pkg") == dist.version
