@@ -14,7 +14,7 @@ from leader_eval.cli.output import print_report_path, split_values, write_markdo
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import inert
 from leader_eval.report import format_summary
-from leader_eval.runs import evaluate
+from leader_eval.runs import evaluate, event_loop
 from leader_eval.runs.evaluate import Run
 from leader_eval.runs.model_spec import ModelEntry, model_entries
 from leader_eval.runs.options import run_options
@@ -25,6 +25,7 @@ from leader_eval.suite.load import load_suite
 
 
 def run(args: argparse.Namespace) -> int:
+    event_loop.loop_factory()  # a bad LEADER_EVAL_EVENT_LOOP: before a suite is read (--suite-root, a matrix)
     # the sampling options are the shared table's (leader_eval.runs.options), as in the pytest plugin
     entries = model_entries(vars(args))
     extra = {

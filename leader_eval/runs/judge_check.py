@@ -191,6 +191,7 @@ def judge_check(
     """Calibrate the suite's judges on a labelled set; write one record per criterion."""
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 20:
         raise LeaderEvalError(f"--k {k!r}: an integer from 1 to 20")
+    event_loop.loop_factory()  # a bad LEADER_EVAL_EVENT_LOOP: before anything is read
     suite = load_suite(suite_path)
     items = read_labelled(labelled)
     by_name = {s.name: s for s in suite.judges if not s.pairwise}  # labels grade one text each

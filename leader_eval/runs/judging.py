@@ -162,6 +162,7 @@ def judge_run(
 
     ``judges``: the judge of each model role (built from ``trusted`` when not given; tests pass
     doubles). ``replay_from``: a recorded run whose judgements are copied, no model asked."""
+    event_loop.loop_factory()  # a bad LEADER_EVAL_EVENT_LOOP: one error, before any judge is built
     stats = Stats()
     if not suite.judges:
         return stats

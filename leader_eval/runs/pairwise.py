@@ -106,6 +106,7 @@ def judge_pairs(
     suite_path: str | Path, run_a: str | Path, run_b: str | Path, trusted: Trusted, *, seed: int = 0
 ) -> dict[str, Any]:
     """B against A on every pairwise criterion of the suite, both orders (module docstring)."""
+    event_loop.loop_factory()  # a bad LEADER_EVAL_EVENT_LOOP: before anything is read
     suite = load_suite(suite_path)
     specs = [s for s in suite.judges if s.pairwise]
     if not specs:

@@ -75,6 +75,17 @@ def test_an_unknown_loop_is_a_one_line_error_before_anything_runs(
     err = capsys.readouterr().err
     assert status == 2 and "LEADER_EVAL_EVENT_LOOP" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "cli").exists()
+    # every command that samples says so first, before it reads a suite (this one does not exist)
+    missing = str(tmp_path / "no-such-suite.yaml")
+    for argv in (
+        ["run", missing, "--suite-root", str(tmp_path), "--model", "replay:nowhere"],
+        ["run", missing, "--model", "replay:a", "--model", "replay:b"],
+        ["judge-pair", missing, str(tmp_path / "a"), str(tmp_path / "b")],
+        ["judge-check", missing, str(tmp_path / "labels.jsonl")],
+    ):
+        status = main(argv)
+        err = capsys.readouterr().err
+        assert status == 2 and "LEADER_EVAL_EVENT_LOOP" in err and len(err.strip().splitlines()) == 1, (argv, err)
 
 
 def test_uvloop_asked_for_but_missing_is_an_error_and_by_default_asyncio_runs(
