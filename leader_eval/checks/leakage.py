@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover
     import sre_parse
 
 from leader_eval.bounded.literals import LiteralSet
+from leader_eval.bounded.monotone import last_true
 from leader_eval.bounded.regex import Found, RegexTimeout, SuiteRegex, compile_suite_regex
 from leader_eval.checks import han_kana
 from leader_eval.checks._regex_guards import blanks_then, cheap_sets, first_class, merged, precheck
@@ -752,17 +753,7 @@ def _shared_length(a: str, a_at: int, b: str, b_at: int, step: int, limit: int) 
             return a[a_at : a_at + n] == b[b_at : b_at + n]
         return a[a_at - n : a_at] == b[b_at - n : b_at]
 
-    good, size = 0, 1
-    while size <= room and same(size):
-        good, size = size, size * 2
-    bad = min(size, room + 1)
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if same(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
+    return last_true(same, room)
 
 
 def _han_kana_echoes(text: str, lo: int, hi: int, idx: _HanKanaIndex) -> list[tuple[int, int]]:

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from leader_eval.bounded.monotone import last_true
 from leader_eval.bounded.numeric import np
 from leader_eval.errors import LeaderEvalError
 from leader_eval.stats.core import exact_count_test, simulated_power, tarone_family
@@ -269,13 +270,4 @@ def _samples_for(ok: Any) -> int | None:
     """Least k in 1..MAX_SAMPLES with ``ok(k)`` (power non-decreasing in k), None when even the most fails."""
     if not ok(MAX_SAMPLES):
         return None
-    lo, hi = 0, 1
-    while not ok(hi):
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return last_true(lambda k: not ok(k), MAX_SAMPLES - 1) + 1
