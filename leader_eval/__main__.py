@@ -1,7 +1,5 @@
 """``python -m leader_eval``: the ``leader-eval`` command."""
 
-import sys
+from leader_eval.cli.app import console_main
 
-from leader_eval.cli.app import main
-
-sys.exit(main())
+console_main()

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from leader_eval.cli.shutdown import exit_process
 from leader_eval.errors import LeaderEvalError
 from leader_eval.inert import GuardedStream, inert
 from leader_eval.runs.argtypes import (
@@ -386,5 +387,10 @@ def _command(args: argparse.Namespace) -> int:
     return status
 
 
+def console_main() -> NoReturn:
+    """The ``leader-eval`` command: ``main``, then the process ends (``cli/shutdown.py``)."""
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -249,7 +249,7 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
     made) stay out of the collector's passes until the run ends, and ``_exit_hook`` says whether
     it ended well."""
     _exit_hook[:] = [False]  # until this run ends well
-    with long_lived() as settle:
+    with long_lived(building=True) as settle:
         yield settle
     _exit_hook[:] = [True]
 

@@ -173,20 +173,26 @@ async def sample_planned(
         prompts.close()
 
         bar = _Progress(sum(len(m) for _, m, _, _ in todo) + len(episodes), progress)
-        sem = asyncio.Semaphore(max(1, min(concurrency, backend.max_concurrency)))
+        lanes = max(1, min(concurrency, backend.max_concurrency))
+        sem = asyncio.Semaphore(lanes)
         t0 = time.monotonic()
 
         sink = SlotSink(log, stats, bar.tick, on_sample, cache, replay=replayable(backend) is not None)
+        queue = iter(todo)
 
-        async def one(p: PlannedCase, indices: list[int], seeds: list[int], keys: list[str]) -> None:
-            async with sem:
-                req = SampleRequest(prompt=p.rendered.prompt, params=p.params, seeds=seeds)
-                completions = await request_completions(backend, req)
-            for i, seed, key, c in zip(indices, seeds, keys, completions, strict=True):
-                sink.finish(completion_to_sample(p.case.id, i, seed, key, c))
+        async def lane() -> None:
+            # each lane takes the next case once its last one is recorded: requests go out in plan
+            # order, as many at once as the semaphore allows, with one task per lane instead of
+            # one per case waiting on the semaphore (a 100,000-case run made 100,000 tasks)
+            for p, indices, seeds, keys in queue:
+                async with sem:  # shared with the episodes' steps
+                    req = SampleRequest(prompt=p.rendered.prompt, params=p.params, seeds=seeds)
+                    completions = await request_completions(backend, req)
+                for i, seed, key, c in zip(indices, seeds, keys, completions, strict=True):
+                    sink.finish(completion_to_sample(p.case.id, i, seed, key, c))
 
         # One request per case keeps a backend's prefix (KV) reuse; backends split seeds as they like.
-        tasks = [asyncio.create_task(one(*t)) for t in todo]
+        tasks = [asyncio.create_task(lane()) for _ in range(min(lanes, len(todo)))]
         if episodes:
             tasks.append(asyncio.create_task(sample_episodes(run, backend, episodes, run_seed, sem, sink, teammates)))
         await gather_or_cancel(tasks)

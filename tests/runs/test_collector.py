@@ -8,7 +8,7 @@ import gc
 
 import pytest
 
-from leader_eval.runs.collector import RUN_GC_THRESHOLD, long_lived
+from leader_eval.runs.collector import BUILDING_GC_THRESHOLD, RUN_GC_THRESHOLD, long_lived
 
 
 @pytest.fixture
@@ -58,3 +58,27 @@ def test_a_collector_tuned_by_the_caller_is_left_as_it_is(untuned: object, how: 
                 pass
     # nothing unfrozen by the block (a frozen object freed meanwhile leaves the count: not compared)
     assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count() > 0) == (*before, frozen)
+
+
+def test_a_block_that_builds_is_never_collected_until_it_settles(untuned: object) -> None:
+    passes: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(count)
+    try:
+        with long_lived(building=True) as settle:
+            # what a suite's loading makes: many containers kept, past any threshold of a run
+            built = [[i] for i in range(3 * RUN_GC_THRESHOLD)]
+            assert passes == []
+            settle()  # built: frozen, and the run's threshold from here on
+            assert gc.get_freeze_count() >= len(built)
+            assert gc.get_threshold()[0] == max(threshold[0], RUN_GC_THRESHOLD) < BUILDING_GC_THRESHOLD
+            made = [[i] for i in range(3 * RUN_GC_THRESHOLD)]
+            assert passes, "collections resume once the block settles"
+            del made
+    finally:
+        gc.callbacks.remove(count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,7 +15,9 @@ import pytest
 
 from leader_eval.runs.evaluate import read_run, run
 from leader_eval.runs.options import RunOptions
+from leader_eval.sampling.backends.base import Completion, SampleRequest
 from leader_eval.store.run_store import RecordLog
+from tests.support.scripted import ScriptedBackend
 
 pytestmark = pytest.mark.model
 
@@ -262,3 +265,52 @@ def test_a_wrong_type_sample_record_is_skipped_and_its_slot_sampled_again(
     again = run(mini_suite, opts, backend=local_backend)
     assert sorted((s.case_id, s.index) for s in again.samples) == [("goal", 0), ("goal", 1), ("hello", 0), ("hello", 1)]
     assert all(isinstance(s.text, str) for s in again.samples)
+
+
+class _Lanes(ScriptedBackend):
+    """A scripted backend that records, per request, its order, how many were in flight and how
+    many tasks the event loop held."""
+
+    def __init__(self) -> None:
+        super().__init__(["hi"])
+        self.order: list[str] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.max_tasks = 0
+
+    async def sample(self, request: SampleRequest) -> list[Completion]:
+        self.order.append(request.prompt.text)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        self.max_tasks = max(self.max_tasks, len(asyncio.all_tasks()))
+        try:
+            await asyncio.sleep(0.001)
+            return await super().sample(request)
+        finally:
+            self.in_flight -= 1
+
+
+def test_a_large_run_holds_a_task_per_lane_and_sends_in_plan_order(tmp_path: Path) -> None:
+    cases = 300
+    lines = [
+        "name: lanes",
+        "protocol: json",
+        "sampling: {temperature: 0.0, max_tokens: 8, samples: 1}",
+        "scaffold:",
+        "  messages:",
+        '    - {role: user, content: "case {{ i }}"}',
+        "tools: []",
+        "cases:",
+        *(f"  - {{id: c{i:03d}, vars: {{i: {i}}}, expect: {{no_call: true}}}}" for i in range(cases)),
+    ]
+    suite = tmp_path / "lanes.yaml"
+    suite.write_text("\n".join(lines) + "\n")
+    backend = _Lanes()
+    result = run(suite, RunOptions(seed=1, out=tmp_path / "run", concurrency=4, progress=False), backend=backend)
+    assert len(result.samples) == cases and all(s.outcome == "ok" for s in result.samples)
+    # requests go out in the plan's order, four at a time
+    assert backend.order == [f"<user>case {i}\n" for i in range(cases)]
+    assert backend.max_in_flight == 4
+    # per lane its task and the guard's task around the request, beside the run's own two (the
+    # run, the live scorer): not one task per case waiting on the semaphore (306 here before)
+    assert backend.max_tasks <= 2 * 4 + 2
