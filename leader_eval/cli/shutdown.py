@@ -8,8 +8,11 @@ what an orderly exit does that anyone could observe: the standard streams are fl
 ``atexit`` handlers run (logging's flush, ``multiprocessing``'s and ``tempfile``'s clean-ups, a
 coverage tool's save). Only where that cannot be made safe does the process exit the usual way:
 another thread is still running (an orderly exit waits for it), a stream cannot be flushed (the
-usual exit reports it), or ``LEADER_EVAL_FAST_EXIT=0`` asks for it. ``main()`` called in-process
-(tests, a user's script) never ends the process: only the console entry points call ``exit_process``.
+usual exit reports it), leader-eval is not the program (``runpy`` from another program, which
+expects ``SystemExit``), a tracer, profiler or debugger watches the process (``cProfile``, ``pdb``,
+``trace``, a coverage tool: they write their results after the program returns), or
+``LEADER_EVAL_FAST_EXIT=0`` asks for it. ``main()`` called in-process (tests, a user's script)
+never ends the process: only the console entry points call ``exit_process``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ FAST_EXIT_ENV = "LEADER_EVAL_FAST_EXIT"
 
 def exit_process(status: int) -> NoReturn:
     """End the process with ``status``, without freeing its objects where that is safe."""
-    if os.environ.get(FAST_EXIT_ENV, "").strip() == "0" or threading.active_count() > 1:
+    if os.environ.get(FAST_EXIT_ENV, "").strip() == "0" or threading.active_count() > 1 or not _alone():
         sys.exit(status)
     if not _flushed():
         sys.exit(status)
@@ -47,3 +50,15 @@ def _flushed() -> bool:
         except (OSError, ValueError):  # a closed pipe, a closed stream: the orderly exit says so
             return False
     return True
+
+
+def _alone() -> bool:
+    """leader-eval is the program (its console script or ``python -m``: the ``__main__`` module is
+    the one that called ``console_main``) and nothing traces, profiles or debugs it."""
+    main = sys.modules.get("__main__")
+    return (
+        callable(getattr(main, "console_main", None))
+        and sys.gettrace() is None
+        and sys.getprofile() is None
+        and "pdb" not in sys.modules
+    )

@@ -36,6 +36,7 @@ from leader_eval.sampling.backends.base import (
     Completion,
     SampleRequest,
     SamplingParams,
+    interrupted,
     overflow_error,
     overflows,
     replayable,
@@ -333,6 +334,8 @@ class EpisodeRunner:
                 log.append(rec)  # on disk before the next step is sampled
                 if on_step:
                     on_step(rec)
+                if interrupted():  # cancelled in flight, the step kept: the rest on resume
+                    raise asyncio.CancelledError
             history.append(rec)
             if rec.get("end"):
                 break
@@ -347,6 +350,8 @@ class EpisodeRunner:
                 if prompts is not None:
                     prompts.append(prompt_rec)
                 turns_log.append(turn)  # on disk before the leader's next step is sampled
+                if interrupted():
+                    raise asyncio.CancelledError
             turns[k] = turn
             if turn.get("end"):
                 break

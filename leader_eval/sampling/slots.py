@@ -101,6 +101,9 @@ async def gather_or_cancel(tasks: Iterable[asyncio.Task[None]]) -> None:
         await asyncio.gather(*tasks)
     except BaseException:
         for t in tasks:
-            t.cancel()
+            # one already cancelled is finishing its request in flight within the grace period
+            # (backends/base.py ``_with_grace``): cancelled again, it would discard it
+            if not t.cancelling():
+                t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise

@@ -92,3 +92,29 @@ def test_main_called_in_process_returns_its_status() -> None:
     from leader_eval.cli.app import main
 
     assert main(["schema", "--path"]) == 0  # and this test's process goes on
+
+
+def test_a_profiler_or_another_program_running_it_gets_the_usual_exit(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    prof = tmp_path / "run.prof"
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "leader_eval", "schema", "--path"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert prof.is_file()  # the profiler wrote its results after the program returned
+    caller = textwrap.dedent(
+        """
+        import runpy, sys
+        sys.argv = ["leader-eval", "schema", "--path"]
+        try:
+            runpy.run_module("leader_eval", run_name="__main__")
+        except SystemExit as stop:
+            print("the caller goes on after status", stop.code)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", caller], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("the caller goes on after status 0")

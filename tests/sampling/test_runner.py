@@ -290,8 +290,7 @@ class _Lanes(ScriptedBackend):
             self.in_flight -= 1
 
 
-def test_a_large_run_holds_a_task_per_lane_and_sends_in_plan_order(tmp_path: Path) -> None:
-    cases = 300
+def _lanes_suite(tmp_path: Path, cases: int) -> Path:
     lines = [
         "name: lanes",
         "protocol: json",
@@ -305,6 +304,12 @@ def test_a_large_run_holds_a_task_per_lane_and_sends_in_plan_order(tmp_path: Pat
     ]
     suite = tmp_path / "lanes.yaml"
     suite.write_text("\n".join(lines) + "\n")
+    return suite
+
+
+def test_a_large_run_holds_a_task_per_lane_and_sends_in_plan_order(tmp_path: Path) -> None:
+    cases = 300
+    suite = _lanes_suite(tmp_path, cases)
     backend = _Lanes()
     result = run(suite, RunOptions(seed=1, out=tmp_path / "run", concurrency=4, progress=False), backend=backend)
     assert len(result.samples) == cases and all(s.outcome == "ok" for s in result.samples)
@@ -314,3 +319,30 @@ def test_a_large_run_holds_a_task_per_lane_and_sends_in_plan_order(tmp_path: Pat
     # per lane its task and the guard's task around the request, beside the run's own two (the
     # run, the live scorer): not one task per case waiting on the semaphore (306 here before)
     assert backend.max_tasks <= 2 * 4 + 2
+
+
+@pytest.mark.parametrize("stop", ["cancelled", "a sibling failed"])
+def test_a_stopped_run_keeps_its_requests_in_flight_and_sends_no_more(tmp_path: Path, stop: str) -> None:
+    """Ctrl-C cancels the run, a failing sample callback its other lanes: each lane records what its
+    request in flight brings back within the grace period, then stops; no lane takes another case."""
+    suite = _lanes_suite(tmp_path, 300)
+    backend = _Lanes()
+    seen: list[object] = []
+
+    def on_sample(sample: object) -> None:
+        seen.append(sample)
+        if len(seen) == 10:
+            if stop == "a sibling failed":
+                raise OSError(28, "No space left on device")
+            # what asyncio.Runner does on Ctrl-C: cancel the run's main task
+            main = next(t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "_sample_and_close")
+            main.cancel()
+
+    out = tmp_path / "run"
+    with pytest.raises(asyncio.CancelledError if stop == "cancelled" else OSError):
+        run(suite, RunOptions(seed=1, out=out, concurrency=4, progress=False), backend=backend, on_sample=on_sample)
+    recorded = (out / "samples.jsonl").read_text().splitlines()
+    # the ten, then what the four lanes had in flight or started before the cancel reached them
+    assert len(backend.order) <= 10 + 2 * 4
+    assert len(recorded) == len(backend.order)  # every request in flight kept
+    assert json.loads((out / "manifest.json").read_text())["status"] in ("interrupted", "failed")

@@ -28,6 +28,7 @@ samples were discarded (re-running the same command samples them).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 import os
@@ -375,10 +376,22 @@ def interrupt_grace_s() -> float:
     return value if 0 <= value < float("inf") else INTERRUPT_GRACE_S
 
 
+#: set in a task whose cancellation ``_with_grace`` withdrew to keep the samples in flight
+_interrupted: contextvars.ContextVar[bool] = contextvars.ContextVar("leader_eval_interrupted", default=False)
+
+
+def interrupted() -> bool:
+    """Whether this task was cancelled (Ctrl-C, a failed sibling) while its request was in flight
+    and kept the samples that finished within the grace period: it records them, then stops
+    (raises ``CancelledError``) instead of sampling on; the withdrawn cancellation would not
+    stop it."""
+    return _interrupted.get()
+
+
 async def _with_grace(coro: Any, n: int) -> Any:
     """Await ``coro``; if this task is cancelled meanwhile, let ``coro`` finish within the grace
-    period and return its result (the cancellation is then withdrawn: the caller records the
-    samples and stops at its next await), else cancel it and re-raise."""
+    period and return its result (the cancellation is then withdrawn and ``interrupted()`` says
+    so: the caller records the samples and stops), else cancel it and re-raise."""
     inner = asyncio.ensure_future(coro)
     try:
         return await asyncio.shield(inner)
@@ -390,6 +403,7 @@ async def _with_grace(coro: Any, n: int) -> Any:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+            _interrupted.set(True)
             log.warning("interrupted: %d sample(s) in flight finished within the grace period and are kept", n)
             return inner.result()
         inner.cancel()
