@@ -221,3 +221,44 @@ def test_the_golden_keeps_and_the_gate_checks_episode_metrics(uninterrupted: Pat
     same = _cli("gate", str(uninterrupted), "--golden", str(golden_dir), env=env)
     assert same.returncode == 0, same.stdout + same.stderr
     assert "goal_rate" in same.stdout
+
+
+def test_a_cancelled_episode_keeps_its_step_in_flight_and_samples_no_further(tmp_path: Path) -> None:
+    """Ctrl-C while the leader's steps are in flight (scripted roles, no model): each step that
+    comes back within the grace period is recorded, then its episode stops; no next step and no
+    teammate turn is sampled (a re-run resumes from the recorded steps)."""
+    import leader_eval
+    from leader_eval.runs.options import RunOptions
+    from leader_eval.store.run_store import RunDir
+    from tests.support.teammates import scripted_customer, scripted_leader, write_desk
+
+    suite = write_desk(tmp_path / "repo")
+    leader, customer = scripted_leader(), scripted_customer()
+    sent: list[str] = []
+    answer, reply = leader.sample, customer.sample
+
+    async def slow(request: SampleRequest) -> Any:
+        sent.append(request.prompt.text)
+        if len(sent) == 1:  # what asyncio.Runner does on Ctrl-C, while the first steps are in flight
+            main = next(t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "_sample_and_close")
+            asyncio.get_running_loop().call_later(0.01, main.cancel)
+        await asyncio.sleep(0.05)
+        return await answer(request)
+
+    turns: list[str] = []
+
+    async def replied(request: SampleRequest) -> Any:
+        turns.append(request.prompt.text)
+        return await reply(request)
+
+    leader.sample, customer.sample = slow, replied  # type: ignore[method-assign]
+    out = tmp_path / "run"
+    options = RunOptions(out=out, seed=3, progress=False, cache=False)
+    with pytest.raises(asyncio.CancelledError):
+        leader_eval.run(suite, options, backend=leader, teammates={"customer": customer})
+    steps = [r for recs in RunDir(out).read_steps().values() for r in recs]
+    assert 1 <= len(sent) <= 4  # the four episodes' first steps at most
+    assert len(steps) == len(sent) and all(r["step"] == 0 for r in steps)
+    assert turns == []  # no teammate turn after the cancel
+    # (a real Ctrl-C reaches the run as KeyboardInterrupt: "interrupted"; a bare cancel "failed")
+    assert json.loads((out / "manifest.json").read_text())["status"] in ("interrupted", "failed")
