@@ -33,7 +33,12 @@ def _process(body: str, *args: str, env: dict[str, str] | None = None) -> subpro
         text=True,
         timeout=120,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        # the caller's own LEADER_EVAL_FAST_EXIT is not the test's
+        env={
+            **{k: v for k, v in os.environ.items() if k != "LEADER_EVAL_FAST_EXIT"},
+            "PYTHONPATH": str(ROOT),
+            **(env or {}),
+        },
     )
 
 
