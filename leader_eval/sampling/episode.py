@@ -36,10 +36,10 @@ from leader_eval.sampling.backends.base import (
     Completion,
     SampleRequest,
     SamplingParams,
-    interrupted,
     overflow_error,
     overflows,
     replayable,
+    stop_if_interrupted,
     weights_identity,
 )
 from leader_eval.sampling.keys import derive_seed, key_prefix, seed_key, step_seed
@@ -334,8 +334,7 @@ class EpisodeRunner:
                 log.append(rec)  # on disk before the next step is sampled
                 if on_step:
                     on_step(rec)
-                if interrupted():  # cancelled in flight, the step kept: the rest on resume
-                    raise asyncio.CancelledError
+                stop_if_interrupted()  # cancelled in flight, the step kept: the rest on resume
             history.append(rec)
             if rec.get("end"):
                 break
@@ -350,8 +349,7 @@ class EpisodeRunner:
                 if prompts is not None:
                     prompts.append(prompt_rec)
                 turns_log.append(turn)  # on disk before the leader's next step is sampled
-                if interrupted():
-                    raise asyncio.CancelledError
+                stop_if_interrupted()
             turns[k] = turn
             if turn.get("end"):
                 break

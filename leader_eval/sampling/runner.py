@@ -15,9 +15,9 @@ from leader_eval.sampling.backends.base import (
     Backend,
     SampleRequest,
     guard,
-    interrupted,
     overflow_reason,
     replayable,
+    stop_if_interrupted,
     weights_identity,
 )
 from leader_eval.sampling.episode import sample_episodes
@@ -191,8 +191,7 @@ async def sample_planned(
                     completions = await request_completions(backend, req)
                 for i, seed, key, c in zip(indices, seeds, keys, completions, strict=True):
                     sink.finish(completion_to_sample(p.case.id, i, seed, key, c))
-                if interrupted():  # cancelled in flight, its samples kept: the run stops here
-                    raise asyncio.CancelledError
+                stop_if_interrupted()  # cancelled in flight, its samples kept: the run stops here
 
         # One request per case keeps a backend's prefix (KV) reuse; backends split seeds as they like.
         tasks = [asyncio.create_task(lane()) for _ in range(min(lanes, len(todo)))]

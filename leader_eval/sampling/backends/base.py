@@ -380,18 +380,19 @@ def interrupt_grace_s() -> float:
 _interrupted: contextvars.ContextVar[bool] = contextvars.ContextVar("leader_eval_interrupted", default=False)
 
 
-def interrupted() -> bool:
-    """Whether this task was cancelled (Ctrl-C, a failed sibling) while its request was in flight
-    and kept the samples that finished within the grace period: it records them, then stops
-    (raises ``CancelledError``) instead of sampling on; the withdrawn cancellation would not
-    stop it."""
-    return _interrupted.get()
+def stop_if_interrupted() -> None:
+    """Raise ``CancelledError`` where this task was cancelled (Ctrl-C, a failed sibling) while its
+    request was in flight and kept the samples that finished within the grace period: called once
+    they are recorded, so the task stops there instead of sampling on (the withdrawn
+    cancellation would not stop it)."""
+    if _interrupted.get():
+        raise asyncio.CancelledError
 
 
 async def _with_grace(coro: Any, n: int) -> Any:
     """Await ``coro``; if this task is cancelled meanwhile, let ``coro`` finish within the grace
-    period and return its result (the cancellation is then withdrawn and ``interrupted()`` says
-    so: the caller records the samples and stops), else cancel it and re-raise."""
+    period and return its result (the cancellation is then withdrawn: the caller records the
+    samples, then ``stop_if_interrupted`` stops it), else cancel it and re-raise."""
     inner = asyncio.ensure_future(coro)
     try:
         return await asyncio.shield(inner)
